@@ -1,0 +1,42 @@
+# Quick start on a fresh machine: `make demo`, then `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-test
+
+.PHONY: demo test check lint typecheck pytest bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# The test extras include torch==2.13.0 (a CPU build that pip takes from the local disk).
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/trainprobe demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test: lint typecheck pytest
+
+check: test
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/scan.py
+	$(BIN)/python benchmarks/remote.py
+	$(BIN)/python benchmarks/save.py
+	$(BIN)/python benchmarks/logs.py
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

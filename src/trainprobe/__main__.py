@@ -1,0 +1,3 @@
+from trainprobe.cli import main
+
+main()
