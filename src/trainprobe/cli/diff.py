@@ -1,1 +1,122 @@
 """`trainprobe diff`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from trainprobe.cli._errors import reported_errors
+from trainprobe.cli._output import Output
+from trainprobe.cli.app import app
+
+_DIFF_HELP = """What changed between two checkpoints A and B, tensor by tensor, without torch.
+
+Per tensor: identical, changed (relative change ||A-B||/||A|| and max |A-B|), added, removed, shape or dtype
+changed; a summary per module. For two checkpoints of one run: parameters that did not move at all, and
+parameters whose optimizer step counter moved while their weights did not (or the reverse) — what a save that
+mixed model and optimizer from different steps leaves behind. Both files are streamed in chunks.
+
+\b
+Examples:
+  trainprobe diff ckpt/step-00000100.pt ckpt/step-00000200.pt
+  trainprobe diff a.pt b.pt --all        list identical tensors too
+  trainprobe diff a.pt b.pt --json       the JSON report (schema_version 1)
+
+\b
+Exit codes: 0 compared; 1 the optimizer's steps and the weights disagree about what moved; 2 a checkpoint is
+unreadable, or a usage error."""
+
+_STYLE = {
+    "changed": "",
+    "identical": "dim",
+    "added": "green",
+    "removed": "red",
+    "shape-changed": "yellow",
+    "dtype-changed": "yellow",
+}
+
+
+def _num(x: Any) -> str:
+    if x is None:
+        return "—"
+    if isinstance(x, str):
+        return x
+    return f"{x:.3g}"
+
+
+def render_diff_report(console: Console, report: dict[str, Any], show_all: bool, limit: int) -> None:
+    console.print(f"[bold]A[/] {escape(report['a'])}\n[bold]B[/] {escape(report['b'])}")
+    steps = report["optimizer_steps"]
+    if steps["a"] is not None:
+        console.print(f"optimizer step {_num(steps['a'])} -> {_num(steps['b'])}")
+    rows = [t for t in report["tensors"] if show_all or t["status"] != "identical"]
+    rows.sort(key=lambda t: (t["status"] != "changed", -(t.get("rel_change") or 0) if t["status"] == "changed" else 0))
+    if rows:
+        table = Table(show_edge=False, box=None, padding=(0, 1), pad_edge=False)
+        for col in ("tensor", "status", "dtype", "shape", "rel change", "max |A-B|"):
+            table.add_column(col, justify="right" if col in ("rel change", "max |A-B|") else "left")
+        for t in rows[:limit]:
+            shape = str(t["shape"]) + (f" -> {t['shape_b']}" if "shape_b" in t else "")
+            dtype = t["dtype"] + (f" -> {t['dtype_b']}" if "dtype_b" in t else "")
+            name = t["name"] + (f" ({t['param_name']})" if t.get("param_name") else "")
+            table.add_row(
+                escape(name),
+                t["status"],
+                dtype,
+                shape,
+                _num(t.get("rel_change")),
+                _num(t.get("max_abs_diff")),
+                style=_STYLE.get(t["status"], ""),
+            )
+        console.print(table)
+        if len(rows) > limit:
+            console.print(f"[dim]… {len(rows) - limit} more (--limit, or --json for all)[/]")
+    modules = report["top_modules"]
+    if len(modules) > 1:
+        table = Table(title="by module", show_edge=False, box=None, padding=(0, 1), pad_edge=False)
+        for col in ("module", "tensors", "changed", "identical", "other", "rel change"):
+            table.add_column(col, justify="left" if col == "module" else "right")
+        for m in modules:
+            table.add_row(
+                escape(m["prefix"]),
+                str(m["tensors"]),
+                str(m["changed"]),
+                str(m["identical"]),
+                str(m["added_removed_or_reshaped"]),
+                _num(m["rel_change"]),
+            )
+        console.print(table)
+    same = report["same_run"]
+    if same["frozen_count"]:
+        console.print(
+            f"[yellow]{same['frozen_count']} parameter(s) did not move at all[/], e.g. "
+            + ", ".join(escape(n) for n in same["frozen_parameters"][:5])
+        )
+    for line in same["step_moved_weights_did_not"][:10]:
+        console.print(f"[bold red]optimizer stepped, weights identical:[/] {escape(line)}")
+    for line in same["weights_moved_step_did_not"][:10]:
+        console.print(f"[bold red]weights moved, optimizer step did not:[/] {escape(line)}")
+    summary = ", ".join(f"{n} {status}" for status, n in report["summary"].items())
+    console.print(f"{sum(report['summary'].values())} tensor(s): {summary}")
+
+
+@app.command(help=_DIFF_HELP)
+def diff(
+    a: str = typer.Argument(..., metavar="A", help="The reference checkpoint."),
+    b: str = typer.Argument(..., metavar="B", help="The checkpoint compared with A."),
+    json_mode: bool = typer.Option(False, "--json", help="Print the JSON report (schema_version 1) to stdout."),
+    show_all: bool = typer.Option(False, "--all", help="List identical tensors too."),
+    limit: int = typer.Option(50, "--limit", min=1, help="Most tensors to list (largest changes first)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit code tells."),
+) -> None:
+    out = Output(json_mode=json_mode, quiet=quiet)
+    with reported_errors(out):
+        from trainprobe.checkpoint.diff import diff_paths
+
+        report = diff_paths(a, b).to_json()
+        out.result(report, lambda console: render_diff_report(console, report, show_all, limit))
+    raise typer.Exit(report["exit_code"])

@@ -1,1 +1,182 @@
 """`trainprobe scan`."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from trainprobe.checkpoint.scan import (
+    CLEAN,
+    CORRUPT,
+    NONFINITE,
+    SUSPICIOUS,
+    UNREADABLE,
+    FileReport,
+    ScanReport,
+)
+from trainprobe.cli._errors import reported_errors
+from trainprobe.cli._output import Output
+from trainprobe.cli.app import app
+from trainprobe.errors import UsageError
+
+_SCAN_HELP = """Find NaN/+Inf/−Inf in checkpoints: weights and optimizer state, without torch and without
+executing
+the file.
+
+Reads torch zip (.pt/.pth/.bin/.ckpt: plain, Lightning, DeepSpeed) and legacy files, safetensors, Hugging Face
+sharded checkpoints (*.index.json) and torch.distributed.checkpoint directories, detected by content.
+Directories
+are searched recursively; quote globs to let trainprobe expand them.
+
+\b
+Examples:
+  trainprobe scan checkpoints/                  every checkpoint under a directory
+  trainprobe scan 'runs/*/step_*.pt' --stats    with min/max/mean/std/absmax/L2/zero fraction
+  trainprobe scan model.safetensors --json      the documented JSON report (schema_version 1)
+  trainprobe scan ckpt.pt --verify              also check zip CRC32s and storage sizes
+  trainprobe scan /data/ckpt --on user@gpu01    scan where the files are
+
+\b
+Exit codes: 0 all clean; 1 non-finite values or a suspicious pickle global found (this wins over unreadable
+files); 2 a file unreadable or corrupt (and nothing non-finite found), or a usage error."""
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"  # pragma: no cover
+
+
+def _count(n: int) -> str:
+    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= div:
+            return f"{n / div:.1f}{unit}"
+    return str(n)
+
+
+_MARK = {
+    CLEAN: "[green]✓ clean[/]",
+    NONFINITE: "[bold red]✗ NON-FINITE[/]",
+    SUSPICIOUS: "[bold red]✗ SUSPICIOUS[/]",
+    CORRUPT: "[yellow]! corrupt[/]",
+    UNREADABLE: "[yellow]! unreadable[/]",
+}
+
+
+def _fmt(v: float | None) -> str:
+    return "—" if v is None else f"{v:.4g}"
+
+
+def _render_file(console: Console, f: FileReport, stats: bool) -> None:
+    head = f"{_MARK.get(f.verdict, f.verdict)}  [bold]{escape(f.path)}[/]"
+    if f.error is not None:
+        console.print(f"{head}  {escape(f.error)}")
+        return
+    console.print(
+        f"{head}  [dim]{f.format} · {f.tensor_count} tensors · {_count(f.parameters)} params · "
+        f"{_size(f.bytes)} · {f.nonfinite} non-finite · {f.seconds:.2f} s[/]"
+    )
+    for note in f.notes:
+        style = "bold red" if note.kind == "suspicious-global" else "yellow"
+        console.print(f"    [{style}]{escape(note.message)}[/]")
+    for problem in f.problems:
+        console.print(f"    [yellow]{escape(problem)}[/]")
+    for t in f.tensors:
+        if t.error:
+            console.print(f"    [yellow]{escape(t.display_name)}: {escape(t.error)}[/]")
+    for t in f.bad_tensors:
+        console.print(
+            f"    [red]{escape(t.display_name)}[/]  {t.dtype} {t.shape}  "
+            f"[bold red]NaN {t.nan} · +Inf {t.posinf} · −Inf {t.neginf}[/]  first bad at {t.first_bad_index}"
+        )
+    if stats:
+        table = Table(show_edge=False, box=None, padding=(0, 1), pad_edge=False)
+        for col in ("tensor", "dtype", "shape", "min", "max", "mean", "std", "absmax", "L2", "zeros"):
+            left = col in ("tensor", "dtype", "shape")
+            table.add_column(
+                col, justify="left" if left else "right", overflow="fold", min_width=8 if left else None
+            )
+        for t in f.tensors:
+            s = t.stats or {}
+            zeros = s.get("zero_fraction")
+            table.add_row(
+                escape(t.display_name),
+                t.dtype,
+                str(t.shape),
+                _fmt(s.get("min")),
+                _fmt(s.get("max")),
+                _fmt(s.get("mean")),
+                _fmt(s.get("std")),
+                _fmt(s.get("absmax")),
+                _fmt(s.get("l2")),
+                "—" if zeros is None else f"{zeros:.1%}",
+            )
+        console.print(table)
+
+
+def render_scan_report(console: Console, report: ScanReport) -> None:
+    """The human form of a scan report (identical for local and remote scans)."""
+    for f in report.files:
+        _render_file(console, f, report.stats)
+    t = report.totals()
+    summary = (
+        f"{t['files']} file(s), {t['tensors']} tensors, {_count(t['parameters'])} params, "
+        f"{_size(t['bytes'])} in {t['seconds']:.2f} s: "
+    )
+    if t["nonfinite"]:
+        summary += (
+            f"[bold red]{t['nonfinite']} non-finite values in {t['bad_tensors']} tensor(s)[/] "
+            f"(NaN {t['nan']}, +Inf {t['posinf']}, −Inf {t['neginf']})"
+        )
+    else:
+        summary += "[green]no NaN or Inf[/]"
+    if t["files_unreadable"]:
+        summary += f", [yellow]{t['files_unreadable']} unreadable[/]"
+    console.print(summary)
+
+
+@app.command(help=_SCAN_HELP)
+def scan(
+    paths: list[str] = typer.Argument(
+        ..., metavar="PATH...", help="Checkpoint files, directories or quoted globs."
+    ),
+    stats: bool = typer.Option(
+        False, "--stats", help="Add min, max, mean, std, absmax, L2 and zero fraction."
+    ),
+    verify: bool = typer.Option(
+        False, "--verify", help="Check zip CRC32s and storage sizes against element counts."
+    ),
+    json_mode: bool = typer.Option(
+        False, "--json", help="Print the JSON report (schema_version 1) to stdout."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit code tells."),
+    on: str | None = typer.Option(
+        None, "--on", metavar="TARGET", help="Scan on a remote target (user@host...)."
+    ),
+    timeout: float = typer.Option(
+        3600.0, "--timeout", help="With --on: seconds before the remote scan is killed."
+    ),
+    connect_timeout: float = typer.Option(20.0, "--connect-timeout", help="With --on: seconds to connect."),
+    workers: int | None = typer.Option(None, "--workers", min=1, help="Threads for checking tensors."),
+) -> None:
+    out = Output(json_mode=json_mode, quiet=quiet)
+    with reported_errors(out):
+        if on is not None:
+            try:
+                from trainprobe.remote.tasks import scan_on  # type: ignore[import-not-found,unused-ignore]
+            except ImportError:
+                raise UsageError("remote scanning (--on) is not available in this installation") from None
+            report = scan_on(
+                on, list(paths), stats=stats, verify=verify, timeout=timeout, connect_timeout=connect_timeout
+            )
+        else:
+            from trainprobe.checkpoint import scan as scan_paths
+
+            with out.progress("scanning", total=1.0) as advance:
+                report = scan_paths(paths, stats=stats, verify=verify, workers=workers, progress=advance)
+        out.result(report.to_json(), lambda console: render_scan_report(console, report))
+    raise typer.Exit(report.exit_code)

@@ -1,1 +1,26 @@
-"""remote"""
+"""Run Python on a target reached through a chain of hops (ssh, sudo, containers, venvs).
+
+::
+
+    from trainprobe import remote
+
+    result = remote.run("ssh=root@10.1.2.6//venv=/root/venv", "check_ckpt.py", ["/ckpts"], timeout=600)
+    result.exit_code, result.result, result.log_dir, result.error
+
+    remote.call("ssh=gpu07", some_module.function, arg1, key=value)   # its return value
+
+- :func:`run` (``target, script, args=(), *, timeout, connect_timeout, need, stdout, stderr, log_dir``) →
+  :class:`RunResult`; failures are carried in ``RunResult.error``, never raised, so fan-out is easy.
+- :func:`call` (``target, function, *args, **kwargs``) → the function's value; raises the RemoteError.
+- :func:`parse_target` → :class:`Target`; kinds are listed in :data:`trainprobe.remote.hops.HOP_KINDS`.
+
+See docs/remote.md for the target syntax, exit codes, log directory and the far-side protocol.
+"""
+
+from __future__ import annotations
+
+from trainprobe.remote.api import call, modules_for, run
+from trainprobe.remote.session import Module, RunResult
+from trainprobe.remote.target import Target, parse_target
+
+__all__ = ["Module", "RunResult", "Target", "call", "modules_for", "parse_target", "run"]

@@ -1,1 +1,10 @@
-"""save"""
+"""Saving training state safely: :class:`CheckpointWriter` (consistent snapshot, atomic write in the background).
+
+torch is imported only when a writer is created, so ``import trainprobe.save`` works without it.
+"""
+
+from __future__ import annotations
+
+from trainprobe.save.writer import CheckpointWriter, read_latest
+
+__all__ = ["CheckpointWriter", "read_latest"]

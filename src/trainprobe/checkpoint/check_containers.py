@@ -1,0 +1,124 @@
+"""Container checks ``check`` needs beyond what opening a file verifies: DCP chunk coverage.
+
+A torch.distributed.checkpoint ``.metadata`` lists, per tensor, its global size and the chunks (offsets, sizes)
+each rank wrote, and per chunk where its bytes live. A checkpoint saved while ranks disagreed, or assembled from
+two saves, can miss a chunk or hold two that overlap; the reader would still open it. Here every tensor's chunks
+must tile it exactly (inside the tensor, no overlap, volumes adding up), every chunk must have a storage entry, and
+every data file must exist and be long enough. Read with trainprobe's safe unpickler; stdlib + numpy only.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from typing import Any
+
+from trainprobe.checkpoint.base import Opaque
+from trainprobe.checkpoint.formats.dcp import METADATA
+from trainprobe.checkpoint.unpickler import SafeUnpickler
+
+_MAX_PROBLEMS = 50
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    return obj.fields() if isinstance(obj, Opaque) else {}
+
+
+def _ints(value: Any) -> tuple[int, ...] | None:
+    if isinstance(value, (tuple, list)) and all(isinstance(v, int) for v in value):
+        return tuple(value)
+    return None
+
+
+def _overlap(a: tuple[tuple[int, ...], tuple[int, ...]], b: tuple[tuple[int, ...], tuple[int, ...]]) -> bool:
+    return all(
+        ao < bo + bs and bo < ao + as_ for ao, as_, bo, bs in zip(a[0], a[1], b[0], b[1], strict=True)
+    )
+
+
+def _volume(sizes: tuple[int, ...]) -> int:
+    n = 1
+    for s in sizes:
+        n *= s
+    return n
+
+
+def dcp_coverage_problems(path: str) -> tuple[list[str], int] | None:
+    """(problems, tensors checked) for a DCP directory; None when ``path`` is not one."""
+    meta_path = os.path.join(path, METADATA)
+    if not (os.path.isdir(path) and os.path.isfile(meta_path)):
+        return None
+    try:
+        with open(meta_path, "rb") as fh:
+            meta = SafeUnpickler(fh, source=METADATA).load()
+    except (pickle.UnpicklingError, EOFError, TypeError, ValueError, AttributeError, IndexError, KeyError) as exc:
+        return [f"{METADATA} cannot be unpickled safely ({exc})"], 0
+    fields = _fields(meta)
+    tensors = fields.get("state_dict_metadata")
+    storage = fields.get("storage_data")
+    if not isinstance(tensors, dict) or not isinstance(storage, dict):
+        return [f"{METADATA} lacks state_dict_metadata or storage_data"], 0
+    problems: list[str] = []
+    stored: set[tuple[str, tuple[int, ...] | None]] = set()
+    sizes: dict[str, int] = {}
+    for index, info in storage.items():
+        idx, where = _fields(index), _fields(info)
+        stored.add((str(idx.get("fqn")), _ints(idx.get("offset"))))
+        rel, offset, length = where.get("relative_path"), where.get("offset"), where.get("length")
+        if not isinstance(rel, str) or not isinstance(offset, int) or not isinstance(length, int):
+            problems.append(f"malformed storage entry for {idx.get('fqn')}")
+            continue
+        if rel not in sizes:
+            file = os.path.join(path, rel)
+            sizes[rel] = os.path.getsize(file) if os.path.isfile(file) else -1
+            if sizes[rel] < 0:
+                problems.append(f"data file {rel} (holding {idx.get('fqn')}) is missing")
+        if sizes[rel] >= 0 and offset + length > sizes[rel]:
+            problems.append(f"{rel} is truncated: {idx.get('fqn')} needs bytes up to {offset + length}")
+    checked = 0
+    for fqn, tmeta in tensors.items():
+        tf = _fields(tmeta)
+        if "chunks" not in tf:
+            continue  # bytes (pickled objects), one entry each
+        size = _ints(tf.get("size"))
+        chunks = []
+        for chunk in tf.get("chunks") or []:
+            cf = _fields(chunk)
+            offsets, csizes = _ints(cf.get("offsets")), _ints(cf.get("sizes"))
+            if size is None or offsets is None or csizes is None or len(offsets) != len(size) != len(csizes):
+                problems.append(f"{fqn}: malformed chunk metadata")
+                break
+            chunks.append((offsets, csizes))
+        else:
+            if size is None:
+                continue
+            checked += 1
+            problems.extend(_coverage(str(fqn), size, chunks, stored))
+    return problems[:_MAX_PROBLEMS], checked
+
+
+def _coverage(
+    fqn: str,
+    size: tuple[int, ...],
+    chunks: list[tuple[tuple[int, ...], tuple[int, ...]]],
+    stored: set[tuple[str, tuple[int, ...] | None]],
+) -> list[str]:
+    problems = []
+    for offsets, csizes in chunks:
+        if any(o < 0 or o + s > d for o, s, d in zip(offsets, csizes, size, strict=True)):
+            problems.append(f"{fqn}: chunk at {list(offsets)} of size {list(csizes)} lies outside {list(size)}")
+        if (fqn, offsets) not in stored and (fqn, None) not in stored:
+            problems.append(f"{fqn}: chunk at {list(offsets)} has no storage entry")
+    ordered = sorted(chunks)
+    for i, a in enumerate(ordered):
+        for b in ordered[i + 1 :]:
+            if b[0][:1] and a[0][:1] and b[0][0] >= a[0][0] + a[1][0]:
+                break  # sorted by first offset: nothing further can overlap a
+            if _overlap(a, b):
+                problems.append(f"{fqn}: chunks at {list(a[0])} and {list(b[0])} overlap")
+    covered = sum(_volume(s) for _o, s in chunks)
+    if covered < _volume(size) and not any("overlap" in p for p in problems):
+        problems.append(
+            f"{fqn}: chunks cover {covered:,} of {_volume(size):,} elements — a hole (a rank's chunk is missing)"
+        )
+    return problems

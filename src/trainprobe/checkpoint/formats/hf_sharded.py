@@ -1,0 +1,65 @@
+"""Hugging Face sharded checkpoints: ``*.index.json`` with a ``weight_map`` from tensor name to shard file;
+the
+shards are safetensors or torch zip ``.bin`` files. Scanned as one checkpoint, each tensor from its shard.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from trainprobe.checkpoint.base import Checkpoint, TensorRecord
+from trainprobe.errors import CorruptCheckpointError
+
+
+class HfShardedFormat:
+    name = "hf-sharded"
+
+    def sniff(self, path: str, head: bytes) -> bool:
+        return path.endswith(".index.json") and b"weight_map" in head
+
+    def open(self, path: str) -> Checkpoint:
+        from trainprobe.checkpoint.formats import open_file  # the shards are any per-file format
+
+        try:
+            with open(path, "rb") as fh:
+                index = json.loads(fh.read())
+            weight_map = index["weight_map"]
+            if not isinstance(weight_map, dict):
+                raise TypeError
+        except (OSError, ValueError, KeyError, TypeError):
+            raise CorruptCheckpointError(
+                path, "not a valid index: needs a JSON object with a weight_map"
+            ) from None
+        folder = os.path.dirname(path)
+        ckpt = Checkpoint(path, self.name, {"metadata": index.get("metadata")}, [])
+        wanted: dict[str, list[str]] = {}
+        for tensor, shard in weight_map.items():
+            wanted.setdefault(str(shard), []).append(str(tensor))
+        try:
+            for shard, names in wanted.items():
+                shard_path = os.path.join(folder, shard)
+                if not os.path.isfile(shard_path):
+                    raise CorruptCheckpointError(
+                        path, f"shard {shard} (holding {names[0]} and others) is missing"
+                    )
+                part = open_file(shard_path)
+                ckpt._resources.append(part)
+                ckpt._verifiers.append(part.verify)
+                for note in part.notes:
+                    ckpt.notes.append(note)
+                by_name: dict[str, TensorRecord] = {}
+                for rec in part.records:
+                    by_name.setdefault(rec.name, rec)
+                    ckpt.records.append(rec)
+                    ckpt.objects[rec.name] = rec
+                absent = [n for n in names if n not in by_name]
+                if absent:
+                    raise CorruptCheckpointError(
+                        path,
+                        f"{len(absent)} tensor(s) the index puts in {shard} are not there, e.g. {absent[0]}",
+                    )
+        except BaseException:
+            ckpt.close()
+            raise
+        return ckpt

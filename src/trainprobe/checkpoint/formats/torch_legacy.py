@@ -1,0 +1,135 @@
+"""torch.save(..., _use_new_zipfile_serialization=False): five pickles, then the raw storages.
+
+Layout: the magic-number pickle, the protocol-version pickle, a sys-info pickle (endianness, type sizes), the
+object pickle whose persistent ids name storages, a pickle of the sorted storage keys; then, per key in
+that order,
+an 8-byte little-endian element count followed by ``count * element size`` bytes.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+from typing import Any
+
+from trainprobe.checkpoint.base import Checkpoint, Note, Storage, map_file
+from trainprobe.checkpoint.dtypes import lookup
+from trainprobe.checkpoint.formats._torchpickle import PendingStorage, build_records, parse_storage_pid
+from trainprobe.checkpoint.unpickler import SafeUnpickler, safe_loads
+from trainprobe.errors import CorruptCheckpointError
+
+MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
+_UNPICKLE_ERRORS = (
+    pickle.UnpicklingError,
+    EOFError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    IndexError,
+    KeyError,
+)
+
+
+class TorchLegacyFormat:
+    name = "torch-legacy"
+
+    def sniff(self, path: str, head: bytes) -> bool:
+        if not head.startswith(b"\x80"):
+            return False
+        try:
+            first, _ = safe_loads(head, source="header")
+        except Exception:  # any failure to parse the head just means "not this format"
+            return False
+        return bool(first == MAGIC_NUMBER)
+
+    def open(self, path: str) -> Checkpoint:
+        buffer = map_file(path)
+        try:
+            return self._open(path, buffer)
+        except BaseException:
+            if hasattr(buffer, "close"):
+                buffer.close()
+            raise
+
+    def _open(self, path: str, buffer: Any) -> Checkpoint:
+        notes: list[Note] = []
+        storages: dict[str, PendingStorage] = {}
+        views: dict[str, tuple[str, int, int]] = {}
+
+        def persistent_load(pid: Any) -> PendingStorage:
+            key, dtype, numel, view = parse_storage_pid(pid, "the object pickle", path)
+            if isinstance(view, tuple) and len(view) == 3:
+                view_key = str(view[0])
+                views[view_key] = (key, int(view[1]), int(view[2]))
+                key = view_key
+            if key not in storages:
+                storages[key] = PendingStorage(key, dtype, numel)
+            return storages[key]
+
+        with open(path, "rb") as fh:
+            try:
+                magic = SafeUnpickler(fh, source="header").load()
+                if magic != MAGIC_NUMBER:
+                    raise CorruptCheckpointError(path, "not a torch legacy checkpoint (wrong magic number)")
+                protocol = SafeUnpickler(fh, source="header").load()
+                if protocol != 1001:
+                    raise CorruptCheckpointError(path, f"unsupported legacy protocol version {protocol!r}")
+                sys_info = SafeUnpickler(fh, source="header").load()
+                if isinstance(sys_info, dict) and sys_info.get("little_endian") is False:
+                    raise CorruptCheckpointError(path, "big-endian checkpoints are not supported")
+                obj_unpickler = SafeUnpickler(fh, source="the object pickle", persistent_load=persistent_load)
+                root = obj_unpickler.load()
+                notes.extend(obj_unpickler.notes)
+                keys_unpickler = SafeUnpickler(fh, source="the storage-key pickle")
+                keys = keys_unpickler.load()
+                notes.extend(keys_unpickler.notes)
+            except CorruptCheckpointError:
+                raise
+            except _UNPICKLE_ERRORS as exc:
+                raise CorruptCheckpointError(
+                    path,
+                    f"the legacy pickles cannot be read ({type(exc).__name__}: {exc})",
+                    hint="truncated?",
+                ) from None
+            offset = fh.tell()
+        if not isinstance(keys, list):
+            raise CorruptCheckpointError(path, "the storage-key pickle is not a list")
+
+        size = len(buffer)
+        for raw_key in keys:
+            key = str(raw_key)
+            pending = storages.get(key) or PendingStorage(key, "uint8", None)
+            info = lookup(pending.dtype)
+            itemsize = info.itemsize if info else 1
+            if offset + 8 > size:
+                pending.missing_reason = f"the file ends before storage {key} (truncated)"
+                break
+            (count,) = struct.unpack("<q", bytes(memoryview(buffer)[offset : offset + 8]))
+            nbytes = count * itemsize
+            if count < 0 or offset + 8 + nbytes > size:
+                pending.missing_reason = (
+                    f"storage {key} needs {nbytes} bytes, the file ends sooner (truncated)"
+                )
+                break
+            pending.storage = Storage(
+                buffer,
+                offset + 8,
+                nbytes,
+                key=key,
+                file=path,
+                declared_numel=pending.declared_numel,
+                declared_itemsize=itemsize,
+            )
+            offset += 8 + nbytes
+        for key, pending in storages.items():
+            if pending.storage is None and not pending.missing_reason:
+                if key in views:
+                    base_key, byte_off, nbytes = views[key]
+                    base = storages.get(base_key)
+                    if base is not None and base.storage is not None:
+                        b = base.storage
+                        pending.storage = Storage(buffer, b.offset + byte_off, nbytes, key=key, file=path)
+                        continue
+                pending.missing_reason = f"storage {key} is not in the file"
+        skeleton, records = build_records(root, path)
+        return Checkpoint(path, self.name, skeleton, records, notes, [buffer])

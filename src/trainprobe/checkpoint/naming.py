@@ -1,0 +1,185 @@
+"""Give every tensor in a checkpoint's object tree its dotted name, and optimizer state the name of its
+parameter."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from trainprobe.checkpoint.base import Opaque, TensorRecord
+from trainprobe.checkpoint.unpickler import TensorRef
+
+_MAX_DEPTH = 200
+
+
+def _join(prefix: str, key: Any) -> str:
+    return f"{prefix}.{key}" if prefix else str(key)
+
+
+def name_tensors(
+    root: Any, to_record: Callable[[TensorRef, str], TensorRecord]
+) -> tuple[Any, list[TensorRecord]]:
+    """Walk ``root``; return the skeleton with a TensorRecord in place of each TensorRef, and those records
+    in order."""
+    records: list[TensorRecord] = []
+    on_path: set[int] = set()
+
+    def walk(obj: Any, path: str, depth: int) -> Any:
+        if isinstance(obj, TensorRef):
+            rec = to_record(obj, path or "<root>")
+            records.append(rec)
+            return rec
+        if depth > _MAX_DEPTH or id(obj) in on_path:
+            return obj
+        if isinstance(obj, dict):
+            on_path.add(id(obj))
+            out = type(obj)() if type(obj) is not dict else {}
+            for k, v in obj.items():
+                out[k] = walk(v, _join(path, k), depth + 1)
+            on_path.discard(id(obj))
+            return out
+        if isinstance(obj, (list, tuple)):
+            on_path.add(id(obj))
+            items = [walk(v, _join(path, i), depth + 1) for i, v in enumerate(obj)]
+            on_path.discard(id(obj))
+            return items if isinstance(obj, list) else tuple(items)
+        if isinstance(obj, Opaque):
+            on_path.add(id(obj))
+            fields = obj.fields()
+            if fields:
+                new_fields = {k: walk(v, _join(path, k), depth + 1) for k, v in fields.items()}
+                obj.state = new_fields
+            if obj.items:
+                obj.items = [walk(v, _join(path, i), depth + 1) for i, v in enumerate(obj.items)]
+            if obj.dict_items:
+                obj.dict_items = {k: walk(v, _join(path, k), depth + 1) for k, v in obj.dict_items.items()}
+            on_path.discard(id(obj))
+            return obj
+        return obj
+
+    skeleton = walk(root, "", 0)
+    return skeleton, records
+
+
+def _is_optimizer_state(obj: Any) -> bool:
+    return (
+        isinstance(obj, dict)
+        and isinstance(obj.get("state"), dict)
+        and isinstance(obj.get("param_groups"), list)
+        and all(isinstance(g, dict) for g in obj["param_groups"])
+    )
+
+
+def _model_candidates(obj: Any, path: str, depth: int, out: list[tuple[str, list[TensorRecord]]]) -> None:
+    """Collect dicts whose values are mostly tensors: candidate model state dicts (with their dotted path)."""
+    if depth > 6 or not isinstance(obj, dict) or _is_optimizer_state(obj):
+        return
+    tensors = [v for v in obj.values() if isinstance(v, TensorRecord)]
+    if tensors and len(tensors) * 2 >= len(obj):
+        out.append((path, tensors))
+    for k, v in obj.items():
+        if isinstance(v, dict):
+            _model_candidates(v, _join(path, k), depth + 1, out)
+
+
+def _optimizers(obj: Any, depth: int, out: list[dict[str, Any]]) -> None:
+    if depth > 6:
+        return
+    if _is_optimizer_state(obj):
+        out.append(obj)
+        return
+    if isinstance(obj, dict):
+        for v in obj.values():
+            _optimizers(v, depth + 1, out)
+    elif isinstance(obj, list):
+        for v in obj:
+            _optimizers(v, depth + 1, out)
+
+
+_BUFFER_SUFFIXES = ("running_mean", "running_var", "num_batches_tracked")
+
+
+def map_optimizer_params(skeleton: Any, records: list[TensorRecord]) -> tuple[Any, list[TensorRecord]]:
+    """Set ``param_name`` on optimizer-state records when exactly one model state dict fits the optimizer.
+
+    torch's optimizer state names parameters by index (``state.12``), in the order of
+    ``param_groups[*].params``,
+    which is the model's ``parameters()`` order. A model state dict fits when, after dropping known buffers
+    and
+    non-floating entries, it has as many tensors as the optimizer has parameters and every state tensor of a
+    non-scalar shape has exactly its parameter's shape. Anything less certain leaves the names alone.
+    """
+    optimizers: list[dict[str, Any]] = []
+    _optimizers(skeleton, 0, optimizers)
+    if not optimizers:
+        return skeleton, records
+    candidates: list[tuple[str, list[TensorRecord]]] = []
+    _model_candidates(skeleton, "", 0, candidates)
+    renames: dict[int, str] = {}
+    for opt in optimizers:
+        ids: list[Any] = []
+        for group in opt["param_groups"]:
+            params = group.get("params")
+            if isinstance(params, list):
+                ids.extend(params)
+        if not ids or len(set(map(str, ids))) != len(ids):
+            continue
+        fits: list[dict[str, str]] = []
+        for path, tensors in candidates:
+            params = [
+                t
+                for t in tensors
+                if not t.name.endswith(_BUFFER_SUFFIXES)
+                and t.dtype_info is not None
+                and t.dtype_info.is_floating
+            ]
+            if len(params) != len(ids):
+                continue
+            by_id = {str(pid): p for pid, p in zip(ids, params, strict=True)}
+            ok = True
+            for pid, entry in opt["state"].items():
+                param = by_id.get(str(pid))
+                if param is None or not isinstance(entry, dict):
+                    ok = False
+                    break
+                for value in entry.values():
+                    if isinstance(value, TensorRecord) and value.shape and value.shape != param.shape:
+                        ok = False
+                if not ok:
+                    break
+            if ok:
+                cut = len(path) + 1 if path else 0
+                fits.append({k: v.name[cut:] for k, v in by_id.items()})
+        if len(fits) != 1:
+            continue
+        mapping = fits[0]
+        for pid, entry in opt["state"].items():
+            if isinstance(entry, dict):
+                for value in entry.values():
+                    if isinstance(value, TensorRecord):
+                        renames[id(value)] = mapping[str(pid)]
+    if not renames:
+        return skeleton, records
+    import dataclasses
+
+    replaced = {id(r): dataclasses.replace(r, param_name=renames[id(r)]) for r in records if id(r) in renames}
+    new_records = [replaced.get(id(r), r) for r in records]
+
+    def swap(obj: Any, depth: int) -> Any:
+        if isinstance(obj, TensorRecord):
+            return replaced.get(id(obj), obj)
+        if depth > _MAX_DEPTH:
+            return obj
+        if isinstance(obj, dict):
+            for k in list(obj.keys()):
+                obj[k] = swap(obj[k], depth + 1)
+            return obj
+        if isinstance(obj, list):
+            for i, v in enumerate(obj):
+                obj[i] = swap(v, depth + 1)
+            return obj
+        if isinstance(obj, tuple):
+            return tuple(swap(v, depth + 1) for v in obj)
+        return obj
+
+    return swap(skeleton, 0), new_records

@@ -1,0 +1,260 @@
+"""Exact NaN / +Inf / −Inf counts and summary statistics for one tensor, in bounded memory.
+
+The fast path is one chunked pass that only asks "is every element finite?" (a bit mask for bfloat16 and
+float8);
+exact counts and the first bad index are computed only for the chunks that fail it.
+
+Per-dtype rules:
+- float64/32/16: IEEE 754.
+- bfloat16: IEEE-like; exponent bits 0x7F80 all set is Inf (mantissa 0) or NaN.
+- float8_e5m2: IEEE-like; 0x7C/0xFC are ±Inf, exponent all ones with a mantissa is NaN.
+- float8_e4m3fn: no Inf; only S.1111.111 (0x7F, 0xFF) is NaN.
+- float8_e4m3fnuz, float8_e5m2fnuz: no Inf, no −0; only 0x80 is NaN.
+- float8_e8m0fnu: an exponent only; 0xFF is NaN.
+- complex: an element is bad if either part is; it counts as NaN if either part is NaN, else as +Inf if
+either part
+  is +Inf, else as −Inf.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from trainprobe.checkpoint.base import TensorRecord
+
+CHUNK_BYTES = 16 << 20
+
+Array = np.ndarray[Any, Any]
+
+
+@dataclass(frozen=True)
+class NonFinite:
+    nan: int = 0
+    posinf: int = 0
+    neginf: int = 0
+    first_bad_index: tuple[int, ...] | None = None
+
+    @property
+    def total(self) -> int:
+        return self.nan + self.posinf + self.neginf
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Over the finite elements only (NaN/Inf are counted separately); None where there are no finite
+    elements."""
+
+    min: float | None
+    max: float | None
+    mean: float | None
+    std: float | None
+    absmax: float | None
+    l2: float | None
+    zero_fraction: float | None
+
+
+def blocks(arr: Array, max_elems: int) -> Iterator[tuple[int, Array]]:
+    """Split ``arr`` into views of at most ``max_elems`` elements along leading axes, in C order.
+
+    Yields (flat index of the block's first element, block). Works on any strided view without copying it.
+    """
+    if arr.size <= max_elems or arr.ndim == 0:
+        yield 0, arr
+        return
+    row = arr.size // arr.shape[0]
+    if row <= max_elems:
+        rows = max(1, max_elems // row)
+        for i in range(0, arr.shape[0], rows):
+            yield i * row, arr[i : i + rows]
+        return
+    for i in range(arr.shape[0]):
+        for start, sub in blocks(arr[i], max_elems):
+            yield i * row + start, sub
+
+
+# Masks over the raw bits of the dtypes numpy lacks: (value & exp_mask) == exp_mask marks "not finite", then
+# NaN/+Inf/−Inf are told apart by exact patterns.
+_BITS: dict[str, tuple[int, int, int | None, int | None]] = {
+    # dtype: (exp_mask, sign_mask, +inf pattern, -inf pattern)
+    "bfloat16": (0x7F80, 0x8000, 0x7F80, 0xFF80),
+    "float8_e5m2": (0x7C, 0x80, 0x7C, 0xFC),
+    "float8_e4m3fn": (0x7F, 0x80, None, None),
+}
+_SINGLE_NAN: dict[str, int] = {"float8_e4m3fnuz": 0x80, "float8_e5m2fnuz": 0x80, "float8_e8m0fnu": 0xFF}
+
+
+def _bad_mask(dtype: str, block: Array) -> Array:
+    if dtype in _SINGLE_NAN:
+        mask: Array = block == _SINGLE_NAN[dtype]
+        return mask
+    if dtype in _BITS:
+        exp = _BITS[dtype][0]
+        bits: Array = (block & exp) == exp
+        return bits
+    finite: Array = np.isfinite(block)
+    return ~finite
+
+
+def _all_finite(dtype: str, block: Array) -> bool:
+    if dtype in _SINGLE_NAN:
+        return not bool((block == _SINGLE_NAN[dtype]).any())
+    if dtype in _BITS:
+        exp = _BITS[dtype][0]
+        return not bool(((block & exp) == exp).any())
+    return bool(np.isfinite(block).all())
+
+
+def _classify(dtype: str, block: Array) -> tuple[int, int, int]:
+    if dtype in _SINGLE_NAN:
+        return int(np.count_nonzero(block == _SINGLE_NAN[dtype])), 0, 0
+    if dtype in _BITS:
+        exp, _sign, pinf, ninf = _BITS[dtype]
+        bad = (block & exp) == exp
+        n_bad = int(np.count_nonzero(bad))
+        if pinf is None or ninf is None:
+            return n_bad, 0, 0
+        p = int(np.count_nonzero(block == pinf))
+        n = int(np.count_nonzero(block == ninf))
+        return n_bad - p - n, p, n
+    return (
+        int(np.count_nonzero(np.isnan(block))),
+        int(np.count_nonzero(np.isposinf(block))),
+        int(np.count_nonzero(np.isneginf(block))),
+    )
+
+
+def _complex_parts(arr: Array, dtype: str) -> tuple[Array, Array]:
+    if dtype == "complex32":  # float16 pairs on a trailing axis
+        return arr[..., 0], arr[..., 1]
+    return arr.real, arr.imag
+
+
+def count_nonfinite(record: TensorRecord, chunk_bytes: int = CHUNK_BYTES) -> NonFinite:
+    """Exact NaN/+Inf/−Inf counts and the first bad index of a floating tensor (zeros for other dtypes)."""
+    info = record.dtype_info
+    if info is None or not info.is_floating or record.numel == 0:
+        return NonFinite()
+    arr = record.array()
+    dtype = record.dtype
+    if info.kind == "complex":
+        return _count_complex(arr, dtype, chunk_bytes)
+    max_elems = max(1, chunk_bytes // arr.dtype.itemsize)
+    nan = pinf = ninf = 0
+    first: int | None = None
+    for start, block in blocks(arr, max_elems):
+        if _all_finite(dtype, block):
+            continue
+        a, b, c = _classify(dtype, block)
+        nan, pinf, ninf = nan + a, pinf + b, ninf + c
+        if first is None:
+            first = start + int(np.flatnonzero(_bad_mask(dtype, block))[0])
+    index = tuple(int(i) for i in np.unravel_index(first, record.shape)) if first is not None else None
+    return NonFinite(nan, pinf, ninf, index)
+
+
+def _count_complex(arr: Array, dtype: str, chunk_bytes: int) -> NonFinite:
+    real, imag = _complex_parts(arr, dtype)
+    max_elems = max(1, chunk_bytes // (2 * real.dtype.itemsize))
+    nan = pinf = ninf = 0
+    first: int | None = None
+    for (start, re), (_, im) in zip(blocks(real, max_elems), blocks(imag, max_elems), strict=True):
+        if np.isfinite(re).all() and np.isfinite(im).all():
+            continue
+        is_nan = np.isnan(re) | np.isnan(im)
+        is_pinf = ~is_nan & (np.isposinf(re) | np.isposinf(im))
+        is_ninf = ~is_nan & ~is_pinf & (np.isneginf(re) | np.isneginf(im))
+        nan += int(np.count_nonzero(is_nan))
+        pinf += int(np.count_nonzero(is_pinf))
+        ninf += int(np.count_nonzero(is_ninf))
+        if first is None:
+            first = start + int(np.flatnonzero(is_nan | is_pinf | is_ninf)[0])
+    index = tuple(int(i) for i in np.unravel_index(first, real.shape)) if first is not None else None
+    return NonFinite(nan, pinf, ninf, index)
+
+
+def _f8_table(exp_bits: int, man_bits: int, bias: int, kind: str) -> Array:
+    """float32 values of all 256 bit patterns of a float8 format (NaN where the format has NaN/Inf
+    patterns)."""
+    codes = np.arange(256, dtype=np.int64)
+    sign = np.where(codes & 0x80, -1.0, 1.0)
+    exp = (codes >> man_bits) & ((1 << exp_bits) - 1)
+    man = codes & ((1 << man_bits) - 1)
+    normal = (1 + man / (1 << man_bits)) * np.exp2(exp - bias)
+    sub = (man / (1 << man_bits)) * np.exp2(1 - bias)
+    values = sign * np.where(exp == 0, sub, normal)
+    if kind == "fn":
+        values[(codes & 0x7F) == 0x7F] = np.nan
+    elif kind == "ieee":
+        values[exp == (1 << exp_bits) - 1] = np.nan
+    elif kind == "fnuz":
+        values[codes == 0x80] = np.nan
+    table: Array = values.astype(np.float32)
+    return table
+
+
+_F8_TABLES: dict[str, Array] = {}
+
+
+def _f8_lookup(dtype: str) -> Array:
+    if dtype not in _F8_TABLES:
+        if dtype == "float8_e4m3fn":
+            table = _f8_table(4, 3, 7, "fn")
+        elif dtype == "float8_e5m2":
+            table = _f8_table(5, 2, 15, "ieee")
+        elif dtype == "float8_e4m3fnuz":
+            table = _f8_table(4, 3, 8, "fnuz")
+        elif dtype == "float8_e5m2fnuz":
+            table = _f8_table(5, 2, 16, "fnuz")
+        else:  # float8_e8m0fnu: 2**(code-127), 0xFF NaN
+            table = np.exp2(np.arange(256, dtype=np.float64) - 127).astype(np.float32)
+            table[255] = np.nan
+        _F8_TABLES[dtype] = table
+    return _F8_TABLES[dtype]
+
+
+def as_float(dtype: str, block: Array) -> Array:
+    """Decode a block to float64 values (bfloat16/float8 from their bits; complex as magnitudes)."""
+    if dtype == "bfloat16":
+        out: Array = (block.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        return out
+    if dtype.startswith("float8"):
+        return _f8_lookup(dtype)[block].astype(np.float64)
+    if np.iscomplexobj(block):
+        return np.abs(block).astype(np.float64)
+    return block.astype(np.float64)
+
+
+def compute_stats(record: TensorRecord, chunk_elems: int = 1 << 20) -> Stats | None:
+    """min, max, mean, std, absmax, L2 norm and zero fraction over the finite elements (complex:
+    magnitudes)."""
+    info = record.dtype_info
+    if info is None or info.kind == "opaque" or record.numel == 0:
+        return None
+    arr = record.array()
+    if record.dtype == "complex32":
+        arr = arr.astype(np.float32).view(np.complex64)[..., 0]
+    count = zeros = 0
+    total = sq = 0.0
+    lo, hi, amax = math.inf, -math.inf, 0.0
+    for _start, block in blocks(arr, chunk_elems):
+        values = as_float(record.dtype, block).ravel()
+        values = values[np.isfinite(values)]
+        if values.size == 0:
+            continue
+        count += values.size
+        zeros += int(np.count_nonzero(values == 0))
+        total += float(values.sum())
+        sq += float(np.dot(values, values))
+        lo = min(lo, float(values.min()))
+        hi = max(hi, float(values.max()))
+        amax = max(amax, float(np.abs(values).max()))
+    if count == 0:
+        return Stats(None, None, None, None, None, None, None)
+    mean = total / count
+    var = max(sq / count - mean * mean, 0.0)
+    return Stats(lo, hi, mean, math.sqrt(var), amax, math.sqrt(sq), zeros / count)

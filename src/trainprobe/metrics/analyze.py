@@ -1,0 +1,364 @@
+"""``analyze``: read logs, derive events, run the detectors, tie each finding to the event before it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trainprobe.errors import LogError, UsageError
+from trainprobe.metrics import detectors as det
+from trainprobe.metrics.events import (
+    CHECKPOINT_SAVE,
+    CUSTOM,
+    EPOCH,
+    EVAL,
+    LR_CHANGE,
+    RESUME,
+    Event,
+    events_from_checkpoint_dir,
+)
+from trainprobe.metrics.findings import (
+    CLIFF,
+    DIVERGENCE,
+    MISSING,
+    NON_FINITE,
+    RECURRING,
+    SEVERITY_RANK,
+    SPIKE,
+    STALL,
+    THROUGHPUT,
+    Finding,
+    fmt_step,
+)
+from trainprobe.metrics.readers import READERS, LogReader
+from trainprobe.metrics.table import ColumnBuilder, RunLog, finish_run
+
+SCHEMA_VERSION = 1
+_LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".md")
+
+
+@dataclass
+class Options:
+    threshold: float = 6.0
+    window: int = 50
+    stall_factor: float = 5.0
+    stall_floor_s: float = 10.0
+    near_steps: float | None = None  # default: max(50, 2 % of the run's steps)
+    event_patterns: list[str] = field(default_factory=list)
+    checkpoints: Path | None = None
+
+
+@dataclass
+class LogReport:
+    runs: list[RunLog]
+    findings: list[Finding]
+    events: dict[str, list[Event]]
+
+    @property
+    def worst(self) -> str | None:
+        return self.findings[0].severity if self.findings else None
+
+    def count(self, severity: str) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    def to_json(self, *, series: bool = False, max_points: int = 2000) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "summary": {s: self.count(s) for s in SEVERITY_RANK},
+            "runs": [
+                {
+                    "name": r.name,
+                    "path": r.path,
+                    "format": r.format,
+                    "rows": len(r),
+                    "first_step": _step_json(r.steps[0]) if len(r) else None,
+                    "last_step": _step_json(r.steps[-1]) if len(r) else None,
+                    "metrics": list(r.columns),
+                    "has_wall_clock": bool(r.wall is not None and np.isfinite(r.wall).any()),
+                    "skipped_lines": r.skipped_lines,
+                    "events": [e.to_json() for e in self.events.get(r.name, [])],
+                }
+                for r in self.runs
+            ],
+            "findings": [f.to_json() for f in self.findings],
+        }
+        if series:
+            out["series"] = {r.name: downsample(r, max_points) for r in self.runs}
+        return out
+
+
+def _step_json(x: float) -> int | float:
+    return int(x) if float(x).is_integer() else float(x)
+
+
+def downsample(run: RunLog, max_points: int) -> dict[str, dict[str, list[Any]]]:
+    """Per metric: steps and values, min/max-preserving decimation to about ``max_points`` points."""
+    out: dict[str, dict[str, list[Any]]] = {}
+    for name, col in run.columns.items():
+        rows = np.flatnonzero(run.mask(name))
+        if rows.size == 0:
+            continue
+        if rows.size > max_points:
+            per = int(np.ceil(rows.size / (max_points / 2)))
+            n = rows.size // per * per
+            blocks = col[rows[:n]].reshape(-1, per)
+            finite = np.where(np.isfinite(blocks), blocks, np.nan)
+            with np.errstate(invalid="ignore"):
+                lo = np.nanargmin(np.where(np.isnan(finite), np.inf, finite), axis=1)
+                hi = np.nanargmax(np.where(np.isnan(finite), -np.inf, finite), axis=1)
+            base = np.arange(blocks.shape[0]) * per
+            pick = np.sort(np.unique(np.concatenate([base + lo, base + hi, np.arange(n, rows.size)])))
+            # Non-finite values must stay visible.
+            bad = np.flatnonzero(~np.isfinite(col[rows]))
+            pick = np.unique(np.concatenate([pick, bad[:200], [0, rows.size - 1]]))
+            rows = rows[pick]
+        vals = col[rows]
+        out[name] = {
+            "steps": [_step_json(s) for s in run.steps[rows]],
+            "values": [float(v) if np.isfinite(v) else None for v in vals],
+        }
+    return out
+
+
+# -- reading ------------------------------------------------------------------------------------------------
+def pick_reader(path: Path) -> LogReader:
+    with open(path, "rb") as fh:
+        head = fh.read(65536)
+    for reader in READERS:
+        if reader.sniff(path, head):
+            return reader
+    raise LogError(str(path), "not a log format trainprobe reads")  # pragma: no cover - text accepts anything
+
+
+def read_logs(path: Path, *, event_patterns: list[re.Pattern[str]] | None = None) -> list[RunLog]:
+    """Read one log file (format detected from its content), or every log file in a directory."""
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or directory", hint="check the path")
+    if path.is_dir():
+        files = sorted(
+            p for p in path.rglob("*")
+            if p.is_file() and ("tfevents" in p.name or p.suffix.lower() in _LOG_SUFFIXES)
+        )
+        if not files:
+            raise LogError(str(path), "no log files in this directory",
+                           hint="pass a log file, or a directory with *.log, *.jsonl, *.csv or tfevents files")
+        runs: list[RunLog] = []
+        for f in files:
+            runs.extend(read_logs(f, event_patterns=event_patterns))
+        return [r for r in runs if len(r)]
+    try:
+        reader = pick_reader(path)
+        runs = reader.read(path, event_patterns=event_patterns)
+    except OSError as exc:
+        raise LogError(str(path), f"cannot read ({exc.strerror or exc})") from None
+    return runs
+
+
+def rows_to_run(rows: Sequence[Mapping[str, float]], name: str = "run") -> RunLog:
+    builder = ColumnBuilder()
+    for row in rows:
+        builder.add_row({k: float(v) for k, v in row.items()})
+    return finish_run(builder, name=name, path="", fmt="rows")
+
+
+# -- events -------------------------------------------------------------------------------------------------
+def derive_events(run: RunLog, options: Options) -> list[Event]:
+    events = list(run.events)
+    steps = run.steps
+    if len(run) > 1:
+        back = np.flatnonzero(np.diff(steps) < 0) + 1
+        for i in back[:1000]:
+            events.append(Event(RESUME, float(steps[i]), int(i),
+                                text=f"step went back from {fmt_step(steps[i - 1])} to {fmt_step(steps[i])}"))
+    for name, col in run.columns.items():
+        kind = det.metric_kind(name)
+        rows = np.flatnonzero(run.mask(name) & np.isfinite(col))
+        if rows.size < 3:
+            continue
+        if name.lower() == "epoch":
+            ep = np.floor(col[rows])
+            for i in np.flatnonzero(np.diff(ep) > 0)[:1000] + 1:
+                events.append(Event(EPOCH, float(steps[rows[i]]), int(rows[i]), text=f"epoch {int(ep[i])}"))
+        elif kind == "lr":
+            x = col[rows]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rel = np.abs(np.diff(x)) / np.maximum(np.abs(x[:-1]), 1e-30)
+            changes = np.flatnonzero(rel > 0.01) + 1
+            # Schedules that move every step (warmup, cosine) are not events; step schedules are.
+            if 0 < changes.size <= max(3, 0.05 * rows.size):
+                for i in changes:
+                    events.append(Event(LR_CHANGE, float(steps[rows[i]]), int(rows[i]),
+                                        text=f"{name} {x[i - 1]:.3g} → {x[i]:.3g}"))
+    eval_cols = [n for n in run.columns if re.match(r"(?i)(val|eval|test|tel$)", n)]
+    if eval_cols:
+        have = np.zeros(len(run), dtype=bool)
+        for n in eval_cols:
+            have |= run.mask(n)
+        others = [n for n in run.columns if n not in eval_cols]
+        train = np.zeros(len(run), dtype=bool)
+        for n in others:
+            if run.present.get(n) is not None:
+                train |= run.mask(n)
+        for i in np.flatnonzero(have & ~train)[:5000]:
+            events.append(Event(EVAL, float(steps[i]), int(i), text="eval"))
+    if options.checkpoints is not None:
+        events.extend(events_from_checkpoint_dir(options.checkpoints, steps, run.wall))
+    events.sort(key=lambda e: (e.row, e.step))
+    return events
+
+
+_PRIMARY = (CHECKPOINT_SAVE, RESUME, CUSTOM, LR_CHANGE)
+
+
+def _attach_stalls(events: list[Event], stalls: list[Finding]) -> None:
+    for stall in stalls:
+        for e in events:
+            if e.kind in (CHECKPOINT_SAVE, CUSTOM, EVAL) and (
+                stall.row - 2 <= e.row <= stall.row or stall.step <= e.step <= stall.end_step
+            ):
+                e.stall_s = max(e.stall_s or 0.0, float(stall.value or 0.0))
+                if stall.event is None:
+                    stall.event, stall.event_distance = e, 0.0
+                    stall.message += f", during {e.describe().split(', which')[0]}"
+
+
+def _nearest(events: list[Event], finding: Finding, near: float) -> tuple[Event | None, float | None]:
+    before = [e for e in events if e.row <= finding.row and e.step <= finding.step and e.kind != EVAL
+              and finding.step - e.step <= near]
+    primary = [e for e in before if e.kind in _PRIMARY]
+    pool = primary or before
+    if not pool:
+        return None, None
+    best = max(pool, key=lambda e: (e.row, e.step))
+    return best, finding.step - best.step
+
+
+def _suggest(f: Finding, near: float) -> None:
+    e = f.event
+    if f.kind in (SPIKE, CLIFF, DIVERGENCE, NON_FINITE, MISSING) and e is not None:
+        f.message += f", {fmt_step(f.event_distance or 0)} steps after {e.describe()}"
+    if f.kind == STALL:
+        f.suggestion = ("look at what the job did then: checkpoint I/O, an eval, a slow or preempted node"
+                        if e is None else f"time the save at step {fmt_step(e.step)}: slow storage or a blocking save")
+        return
+    if f.kind == THROUGHPUT:
+        f.suggestion = "compare node health, data-loader workers and I/O before and after this step"
+        return
+    if e is not None and e.kind == CHECKPOINT_SAVE:
+        f.suggestion = (f"scan and check the checkpoint saved at step {fmt_step(e.step)} "
+                        f"(trainprobe scan / trainprobe check); a save that blocks or mutates training state is suspect")
+    elif e is not None and e.kind == RESUME:
+        f.suggestion = (f"compare the state resumed at step {fmt_step(e.step)} with the checkpoint it came from "
+                        "(trainprobe diff): optimizer state, LR schedule, data position")
+    elif e is not None and e.kind == LR_CHANGE:
+        f.suggestion = f"the learning rate changed at step {fmt_step(e.step)} ({e.text}); try a smaller change or warmup"
+    elif f.kind == NON_FINITE and det.metric_kind(f.metric) == "time":
+        f.suggestion = "a timing field, not the model: usually an average over zero steps at the start; harmless"
+    elif f.kind == NON_FINITE:
+        f.suggestion = f"scan the first checkpoint saved after step {fmt_step(f.step)} for NaN/Inf (trainprobe scan)"
+    elif f.kind == MISSING:
+        f.suggestion = "count how often this happens; many skipped steps point to fp16 overflow or bad batches"
+    elif f.kind == CLIFF:
+        f.message += f"; no checkpoint save or stall within {round(near)} steps before it"
+        f.suggestion = (f"no save or stall explains it: inspect the data and the eval pipeline around step "
+                        f"{fmt_step(f.step)}, and diff the checkpoints before and after it (trainprobe diff)")
+    elif f.kind == DIVERGENCE:
+        f.suggestion = "lower the learning rate or restart from the last checkpoint before the rise"
+    elif f.kind == SPIKE:
+        f.suggestion = (f"inspect the batches around step {fmt_step(f.step)}; if the same steps spike in another run "
+                        "with the same data order, the data is the cause")
+
+
+def analyze(
+    sources: Iterable[Path | str | RunLog | Sequence[Mapping[str, float]]] | Path | str | RunLog,
+    *,
+    options: Options | None = None,
+) -> LogReport:
+    """Read every source (paths, ``RunLog``s or lists of row dicts) and report what happened, when, next to what."""
+    options = options or Options()
+    try:
+        patterns = [re.compile(p) for p in options.event_patterns]
+    except re.error as exc:
+        raise UsageError(f"--event: not a valid regular expression ({exc})") from None
+    if isinstance(sources, (str, Path, RunLog)):
+        sources = [sources]
+    runs: list[RunLog] = []
+    for src in sources:
+        if isinstance(src, RunLog):
+            runs.append(src)
+        elif isinstance(src, (str, Path)):
+            runs.extend(read_logs(Path(src), event_patterns=patterns))
+        else:
+            runs.append(rows_to_run(src, name=f"run{len(runs)}"))
+    if not runs or all(len(r) == 0 for r in runs):
+        raise LogError(", ".join(str(s) for s in [r.path for r in runs]) or "input", "no metric rows found",
+                       hint="is this a training log? lines need fields such as 'step 10 loss 2.3'")
+    _unique_names(runs)
+    findings: list[Finding] = []
+    all_events: dict[str, list[Event]] = {}
+    for run in runs:
+        events = derive_events(run, options)
+        all_events[run.name] = events
+        run_findings: list[Finding] = []
+        stalls = det.detect_stalls(run, factor=options.stall_factor, floor_s=options.stall_floor_s,
+                                   window=options.window)
+        _attach_stalls(events, stalls)
+        run_findings.extend(stalls)
+        run_findings.extend(det.detect_throughput(run))
+        for metric in run.columns:
+            run_findings.extend(det.detect_nonfinite(run, metric))
+            run_findings.extend(det.detect_spikes(run, metric, threshold=options.threshold, window=options.window))
+            run_findings.extend(det.detect_divergence(run, metric))
+        run_findings.extend(det.detect_missing(run))
+        span = float(run.steps.max() - run.steps.min()) if len(run) else 0.0
+        near = options.near_steps if options.near_steps is not None else max(50.0, 0.02 * span)
+        for f in run_findings:
+            if f.kind != STALL:
+                f.event, f.event_distance = _nearest(events, f, near)
+            _suggest(f, near)
+        findings.extend(run_findings)
+    findings.extend(_recurring(findings, runs))
+    findings.sort(key=lambda f: (SEVERITY_RANK[f.severity], f.run, f.step))
+    return LogReport(runs=runs, findings=findings, events=all_events)
+
+
+def _unique_names(runs: list[RunLog]) -> None:
+    seen: dict[str, int] = {}
+    for r in runs:
+        if r.name in seen:
+            seen[r.name] += 1
+            r.name = f"{r.name}#{seen[r.name]}"
+        else:
+            seen[r.name] = 1
+
+
+def _recurring(findings: list[Finding], runs: list[RunLog]) -> list[Finding]:
+    if len(runs) < 2:
+        return []
+    spikes = [f for f in findings if f.kind == SPIKE]
+    out: list[Finding] = []
+    used: set[int] = set()
+    for i, f in enumerate(spikes):
+        if i in used:
+            continue
+        group = [i] + [j for j, g in enumerate(spikes) if j > i and j not in used and g.run != f.run
+                       and g.metric == f.metric and abs(g.step - f.step) <= 2]
+        run_names = sorted({spikes[j].run for j in group})
+        if len(run_names) < 2:
+            continue
+        used.update(group)
+        out.append(
+            Finding(
+                RECURRING, "warning", ", ".join(run_names), f.metric, f.step, max(spikes[j].end_step for j in group),
+                magnitude=float(len(run_names)), runs=run_names,
+                message=(f"{f.metric} spikes at step {fmt_step(f.step)} in {len(run_names)} runs "
+                         f"({', '.join(run_names)}): recurring at the same step points to the data order"),
+                suggestion=f"inspect the batches fed at step {fmt_step(f.step)} (same seed / data order in these runs)",
+            )
+        )
+    return out

@@ -1,0 +1,166 @@
+"""Following a growing log like ``tail -F`` and running the detectors as it grows (``trainprobe watch``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+from trainprobe.metrics.analyze import LogReport, Options, analyze
+from trainprobe.metrics.findings import Finding
+from trainprobe.metrics.readers.jsonl import _flatten
+from trainprobe.metrics.readers.text import LineParser
+from trainprobe.metrics.table import RunLog
+
+
+class FileFollower:
+    """New complete lines of a file, across rotation (the path now names a new file) and truncation.
+
+    A partial last line stays buffered until its newline arrives, so a line is never split or repeated.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh: BinaryIO | None = None
+        self._ino: tuple[int, int] | None = None
+        self._buf = b""
+        self.offset = 0
+        self.rotations = 0
+
+    def _open(self) -> bool:
+        try:
+            fh = open(self.path, "rb")  # noqa: SIM115 - kept open across polls on purpose
+        except FileNotFoundError:
+            return False
+        st = os.fstat(fh.fileno())
+        self._fh, self._ino, self.offset, self._buf = fh, (st.st_dev, st.st_ino), 0, b""
+        return True
+
+    def _read_rest(self) -> bytes:
+        fh = self._fh
+        assert fh is not None
+        data = fh.read()
+        self.offset += len(data)
+        return data
+
+    def poll(self) -> list[str]:
+        if self._fh is None and not self._open():
+            return []
+        data = self._read_rest()
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            st = None
+        if st is not None and (st.st_dev, st.st_ino) != self._ino:
+            # Rotated: finish the old file, then start the new one from its beginning.
+            self._fh.close()
+            tail = self._buf + data
+            self.rotations += 1
+            self._open()
+            data = tail + self._read_rest() if not tail or tail.endswith(b"\n") else tail + b"\n" + self._read_rest()
+            self._buf = b""
+        elif st is not None and st.st_size < self.offset:
+            self._fh.seek(0)
+            self.offset = 0
+            self._buf = b""
+            data = self._read_rest()
+        data = self._buf + data
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            self._buf = data
+            return []
+        self._buf = data[cut + 1 :]
+        return data[:cut].decode("utf-8", errors="replace").split("\n")
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+@dataclass
+class OnlineAnalyzer:
+    """Feeds lines to a text or JSONL parser and re-runs the detectors; hands out only findings not seen before.
+
+    A finding is held back until a few rows exist after it, so a one-step spike is reported with its recovery.
+    """
+
+    name: str
+    options: Options = field(default_factory=Options)
+    settle_rows: int = 5
+
+    def __post_init__(self) -> None:
+        patterns = [re.compile(p) for p in self.options.event_patterns]
+        self.parser = LineParser(self.name, self.name, event_patterns=patterns)
+        self.json_rows = 0
+        self.seen: set[tuple[str, str, str, float]] = set()
+        self.report: LogReport | None = None
+
+    def feed(self, lines: list[str]) -> None:
+        for line in lines:
+            stripped = line.strip()
+            if stripped.startswith("{") and stripped.endswith("}"):
+                try:
+                    obj = json.loads(stripped)
+                except ValueError:
+                    obj = None
+                if isinstance(obj, dict):
+                    self.parser.builder.add_row(_flatten(obj))
+                    self.parser.wall.append(np.array([float("nan")]))
+                    continue
+            self.parser.feed_line(line)
+
+    def run(self) -> RunLog:
+        return self.parser.run()
+
+    def new_findings(self, *, final: bool = False) -> list[Finding]:
+        run = self.run()
+        if len(run) < 2:
+            return []
+        self.report = analyze(run, options=self.options)
+        fresh: list[Finding] = []
+        for f in self.report.findings:
+            key = (f.kind, f.run, f.metric, f.step)
+            if key in self.seen:
+                continue
+            if not final and f.row > len(run) - self.settle_rows:
+                continue
+            self.seen.add(key)
+            fresh.append(f)
+        return fresh
+
+
+def watch_file(
+    path: Path,
+    on_finding: Callable[[Finding], None],
+    *,
+    options: Options | None = None,
+    interval: float = 1.0,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> LogReport | None:
+    """Follow ``path`` until ``should_stop()`` or Ctrl-C; call ``on_finding`` for each new finding; return the
+    final report (None if no metric rows ever arrived)."""
+    follower = FileFollower(path)
+    online = OnlineAnalyzer(path.stem, options or Options())
+    try:
+        while not should_stop():
+            lines = follower.poll()
+            if lines:
+                online.feed(lines)
+                for f in online.new_findings():
+                    on_finding(f)
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        follower.close()
+    for f in online.new_findings(final=True) if len(online.run()) >= 2 else []:
+        on_finding(f)
+    return online.report

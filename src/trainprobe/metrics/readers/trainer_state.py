@@ -1,0 +1,44 @@
+"""Hugging Face ``trainer_state.json``: ``log_history`` rows; sibling ``checkpoint-N`` folders are save events."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from trainprobe.errors import LogError
+from trainprobe.metrics.events import CHECKPOINT_SAVE, Event
+from trainprobe.metrics.readers.jsonl import _flatten
+from trainprobe.metrics.table import ColumnBuilder, RunLog, finish_run
+
+_CKPT_DIR = re.compile(r"^checkpoint-(\d+)$")
+
+
+class TrainerStateReader:
+    name = "hf-trainer-state"
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        return head.lstrip().startswith(b"{") and b'"log_history"' in head
+
+    def read(self, path: Path, *, event_patterns: list[re.Pattern[str]] | None = None) -> list[RunLog]:
+        try:
+            state = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise LogError(str(path), f"not valid JSON ({exc})", hint="is the file complete?") from None
+        history = state.get("log_history") if isinstance(state, dict) else None
+        if not isinstance(history, list):
+            raise LogError(str(path), "no log_history list in trainer_state.json")
+        builder = ColumnBuilder()
+        for entry in history:
+            if isinstance(entry, dict):
+                builder.add_row(_flatten(entry))
+        run = finish_run(builder, name=path.parent.name or path.stem, path=str(path), fmt="hf-trainer-state")
+        # trainer_state.json sits in output_dir/checkpoint-N/; its siblings are the saves of this run.
+        parent = path.parent.parent if _CKPT_DIR.match(path.parent.name) else path.parent
+        saves = sorted(int(m.group(1)) for d in parent.iterdir() if (m := _CKPT_DIR.match(d.name)) and d.is_dir())
+        for step in saves:
+            row = int(np.searchsorted(run.steps, step, side="right"))
+            run.events.append(Event(CHECKPOINT_SAVE, float(step), row, text=f"{parent / f'checkpoint-{step}'}"))
+        return [run]

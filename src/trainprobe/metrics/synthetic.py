@@ -1,0 +1,64 @@
+"""Synthetic training logs: the seed's story (for tests and the demo) and big uniform logs (for the benchmark)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+SEED_SAVES = {2000: 169.5, 4001: 99.5}  # step of the save -> seconds logging stalled during it
+SEED_SPIKES = {2029: 13.0, 4021: 7.2}
+SEED_CLIFF = 4229
+
+
+def seed_story_lines(n_steps: int = 5000, *, seed: int = 0, start: float = 1_790_000_000.0) -> Iterator[str]:
+    """Loss ~0.8 → 13.0 at step 2029 and ~0.7 → 7.2 at step 4021, each after a checkpoint save (steps 2000 and 4001)
+    that stalled logging 170 s / 100 s; an accuracy cliff at 4229 (0.15 → 0.005) with no save or stall near it."""
+    rng = np.random.default_rng(seed)
+    wall = start
+    for step in range(n_steps):
+        wall += 0.5 + rng.normal(0, 0.02)
+        base = 0.7 + 1.8 * np.exp(-step / 400) + (0.1 if step < 4001 else 0.0) * min(1.0, step / 2000)
+        loss = base * (1 + rng.normal(0, 0.02))
+        for at, peak in SEED_SPIKES.items():
+            if at <= step < at + 12:
+                loss = base + (peak - base) * np.exp(-(step - at) / 1.5)
+        acc = (0.15 if step < SEED_CLIFF else 0.005) * (1 + rng.normal(0, 0.03))
+        stamp = dt.datetime.fromtimestamp(wall, tz=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+        yield f"{stamp} step {step} | loss {loss:.4f} | acc {acc:.4f}"
+        if step in SEED_SAVES:
+            yield f"{stamp} Saving checkpoint to checkpoints/step-{step}.pt"
+            wall += SEED_SAVES[step]
+
+
+def write_seed_story(path: Path, n_steps: int = 5000) -> Path:
+    path.write_text("\n".join(seed_story_lines(n_steps)) + "\n", encoding="utf-8")
+    return path
+
+
+def write_uniform_log(path: Path, n_rows: int, *, fmt: str, seed: int = 0, block: int = 1_000_000) -> int:
+    """A big log of ``n_rows`` rows (``fmt`` "jsonl" or "text"), written block by block; returns its size in bytes."""
+    rng = np.random.default_rng(seed)
+    with open(path, "w", encoding="utf-8") as fh:
+        for start in range(0, n_rows, block):
+            n = min(block, n_rows - start)
+            steps = np.arange(start, start + n)
+            loss = 0.7 + 2.0 * np.exp(-steps / 1e6) + rng.normal(0, 0.02, n)
+            lr = np.full(n, 3e-4)
+            loss_s = np.char.mod("%.4f", loss)
+            lr_s = np.char.mod("%.2e", lr)
+            step_s = steps.astype(str)
+            if fmt == "jsonl":
+                lines = np.char.add(np.char.add(np.char.add('{"step": ', step_s), ', "loss": '), loss_s)
+                lines = np.char.add(np.char.add(np.char.add(lines, ', "lr": '), lr_s), "}")
+            else:
+                lines = np.char.add(np.char.add(np.char.add("step ", step_s), " | loss "), loss_s)
+                lines = np.char.add(np.char.add(lines, " | lr "), lr_s)
+            fh.write("\n".join(lines.tolist()))
+            fh.write("\n")
+    return path.stat().st_size
+
+

@@ -1,0 +1,231 @@
+"""Stage 1 of the far side: find the interpreter, then read the agent from stdin and start it.
+
+Runs under whatever Python the bootstrap found first (3.7 or newer), from ``python -c BOOT STAGE1 CONFIG``
+where
+STAGE1 is this file zlib-compressed and base64-encoded (the safe alphabet, so it survives any login shell)
+and CONFIG
+is base64 JSON: the setting hops and ``--need``. Standard library only.
+
+1. Say hello (the magic line and an ``H`` frame) at once: the local side's connect timeout ends here.
+2. Choose the interpreter: ``python=``/``venv=``/``conda=`` if given, else the first candidate of the
+discovery order
+   (``$VIRTUAL_ENV``, ``$CONDA_PREFIX``, venvs under home directories, ``/root``, ``/opt``, conda envs,
+   running
+   Python processes, ``python3``/``python`` on PATH); with ``need`` the first whose ``find_spec`` finds every
+   module.
+   If that is not this interpreter, ``exec`` it with the same stage 1 (nothing has been read from stdin yet).
+3. Read exactly one frame (the agent's source) with ``os.read`` loops, which never read ahead into a buffer,
+and run it.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zlib
+
+MAGIC = b"\n\x00TRAINPROBE-AGENT-1\x00"
+NEED_CHECK = "import importlib.util as u,sys;print(sys.version.split()[0]);print(','.join(n for n in sys.argv[1:] if u.find_spec(n) is None))"  # noqa: E501
+HOME_VENV_DIRS = ("envs", "venvs", ".venvs", ".virtualenvs", ".pyenv/versions")
+CONDA_DIRS = ("miniconda3", "anaconda3", "miniforge3", "mambaforge", ".conda", "conda")
+
+
+def send(kind: bytes, value: object) -> None:
+    data = json.dumps(value).encode()
+    write_all(kind + len(data).to_bytes(4, "big") + data)
+
+
+def write_all(data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(1, view) :]
+
+
+def read_exact(n: int) -> bytes:
+    chunks = []
+    while n:
+        chunk = os.read(0, min(n, 1 << 20))
+        if not chunk:
+            raise EOFError("stdin closed")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def venvs_under(root: str) -> list[str]:
+    """``*/pyvenv.cfg`` one level down, plus ``.venv``/``venv`` in each project and the usual env folders."""
+    found: list[str] = []
+    try:
+        names = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
+    except OSError:
+        return found
+    for name in names:
+        for sub in ("", ".venv", "venv"):
+            found.append(os.path.join(root, name, sub))
+    for name in HOME_VENV_DIRS:
+        with contextlib.suppress(OSError):
+            found.extend(sorted(entry.path for entry in os.scandir(os.path.join(root, name))))
+    return [os.path.join(d, "bin", "python") for d in found if os.path.isfile(os.path.join(d, "pyvenv.cfg"))]
+
+
+def conda_bases(homes: list[str]) -> list[str]:
+    bases = [os.path.join(h, d) for h in homes for d in CONDA_DIRS] + ["/opt/" + d for d in CONDA_DIRS]
+    return [b for b in bases if os.path.isdir(os.path.join(b, "conda-meta"))]
+
+
+def conda_envs(homes: list[str]) -> list[str]:
+    found = []
+    for base in conda_bases(homes):
+        found.append(os.path.join(base, "bin", "python"))
+        with contextlib.suppress(OSError):
+            found.extend(sorted(os.path.join(e.path, "bin", "python") for e in os.scandir(base + "/envs")))
+    return found
+
+
+def running_pythons() -> list[str]:
+    """Interpreters of running Python processes: argv[0] if absolute (keeps venv paths), else exe."""
+    found: list[str] = []
+    me = str(os.getpid())
+    try:
+        pids = sorted((p for p in os.listdir("/proc") if p.isdigit() and p != me), key=int)
+    except OSError:
+        return found
+    for pid in pids:
+        try:
+            exe = os.readlink("/proc/" + pid + "/exe")
+            with open("/proc/" + pid + "/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if not os.path.basename(exe).startswith("python") or b"TRAINPROBE" in b"".join(argv[:2]).upper():
+            continue
+        first = argv[0].decode(errors="replace")
+        found.append(first if first.startswith("/") and os.path.basename(first).startswith("python") else exe)
+    return found
+
+
+def discovery_order() -> list[str]:
+    env = os.environ
+    candidates = []
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        if env.get(var):
+            candidates.append(os.path.join(env[var], "bin", "python"))
+    own = os.path.expanduser("~")
+    homes = [own] + [h for h in sorted(_listdir("/home")) if h != own] + ([] if own == "/root" else ["/root"])
+    for home in homes:
+        candidates += venvs_under(home)
+    candidates += venvs_under("/opt")
+    candidates += conda_envs(homes)
+    candidates += running_pythons()
+    for name in ("python3", "python"):
+        path = shutil.which(name)
+        if path:
+            candidates.append(path)
+    seen = set()
+    unique = []
+    for path in candidates:
+        path = os.path.abspath(path)
+        if path not in seen and executable(path):
+            seen.add(path)
+            unique.append(path)
+    return unique
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return [os.path.join(path, name) for name in os.listdir(path)]
+    except OSError:
+        return []
+
+
+def conda_python(name: str) -> str:
+    if "/" in name:
+        return os.path.join(name, "bin", "python")
+    homes = [os.path.expanduser("~")]
+    for base in conda_bases(homes) + conda_bases(_listdir("/home")):
+        if name == "base":
+            return os.path.join(base, "bin", "python")
+        path = os.path.join(base, "envs", name, "bin", "python")
+        if executable(path):
+            return path
+    return ""
+
+
+def missing_modules(python: str, need: list[str]) -> tuple[str, list[str]]:
+    """(version, modules not found) for one candidate, asked in a subprocess; ("", [why]) if it fails."""
+    try:
+        proc = subprocess.run(
+            [python, "-c", NEED_CHECK, *need], stdin=subprocess.DEVNULL, capture_output=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return "", ["(did not run: " + str(exc) + ")"]
+    lines = proc.stdout.decode(errors="replace").splitlines()
+    if proc.returncode or len(lines) < 2:
+        return "", ["(did not run: exit " + str(proc.returncode) + ")"]
+    return lines[0], [m for m in lines[1].split(",") if m]
+
+
+def choose(cfg: dict) -> str:  # type: ignore[type-arg]
+    need = cfg.get("need") or []
+    if cfg.get("python") or cfg.get("venv") or cfg.get("conda"):
+        if cfg.get("python"):
+            path, what = cfg["python"], "python=" + cfg["python"]
+        elif cfg.get("venv"):
+            path, what = os.path.join(cfg["venv"], "bin", "python"), "venv=" + cfg["venv"]
+        else:
+            path, what = conda_python(cfg["conda"]), "conda=" + cfg["conda"]
+        if not path or not executable(path):
+            fail(what + " has no Python interpreter" + (" at " + path if path else ""), [])
+        candidates: list[str] = [path]
+    else:
+        candidates = discovery_order()
+        if not candidates:
+            fail(
+                "no Python interpreter found (no venv, conda env, running Python or python3 in PATH)",
+                [],
+            )
+    if not need:
+        return candidates[0]
+    tried = []
+    for path in candidates:
+        version, missing = missing_modules(path, need)
+        if not missing:
+            return path
+        tried.append({"python": path, "version": version, "missing": missing})
+    fail("no interpreter has " + ", ".join(need), tried)
+    raise AssertionError
+
+
+def fail(message: str, tried: list) -> None:  # type: ignore[type-arg]
+    send(b"F", {"error": "interpreter", "message": message, "tried": tried})
+    os._exit(127)
+
+
+def main() -> None:
+    cfg = json.loads(base64.b64decode(sys.argv[2]))
+    if not cfg.get("chosen"):
+        write_all(MAGIC)
+        send(b"H", {"python": sys.executable, "pid": os.getpid()})
+        python = choose(cfg)
+        if os.path.abspath(python) != os.path.abspath(sys.executable):
+            cfg["chosen"] = True
+            encoded = base64.b64encode(json.dumps(cfg).encode()).decode()
+            os.execv(python, [python, "-c", cfg["boot"], sys.argv[1], encoded])
+    header = read_exact(5)
+    source = read_exact(int.from_bytes(header[1:], "big"))
+    namespace = {"__name__": "trainprobe_agent"}
+    exec(compile(zlib.decompress(source), "<trainprobe-agent>", "exec"), namespace)
+    namespace["serve"](cfg)  # type: ignore[operator]
+
+
+if __name__ == "__main__":  # under python -c; shipped as a module by probe, it only offers discovery
+    main()

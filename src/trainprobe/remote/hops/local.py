@@ -1,0 +1,28 @@
+"""``local``: run on this machine; the argv is used as it is."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from trainprobe.errors import TargetSyntaxError
+from trainprobe.remote.hops.base import no_options
+
+
+@dataclass(frozen=True)
+class LocalHop:
+    kind: ClassVar[str] = "local"
+
+    @classmethod
+    def parse(cls, value: str | None, options: Mapping[str, str]) -> LocalHop:
+        no_options(cls.kind, options)
+        if value:
+            raise TargetSyntaxError("", f"local takes no value (got local={value})")
+        return cls()
+
+    def spec(self) -> str:
+        return "local"
+
+    def wrap(self, inner: Sequence[str]) -> list[str]:
+        return list(inner)

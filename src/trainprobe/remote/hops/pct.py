@@ -1,0 +1,47 @@
+"""``pct=VMID``: a Proxmox container, entered as ``pct exec VMID -- ...`` on the Proxmox host.
+
+Proxmox's ``pct exec`` checks that the container runs and then execs ``lxc-attach -n VMID -- ...``; stdin and
+stdout pass straight through, so the framed channel works unchanged. Interpreter discovery runs inside the CT.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from trainprobe.errors import TargetSyntaxError
+from trainprobe.remote.hops.base import need_value, no_options
+
+FAILURES = (
+    ("not running", "CT {vmid} is not running", "start it: pct start {vmid}"),
+    ("does not exist", "there is no CT {vmid} on this node", "list the containers: pct list"),
+)
+
+
+@dataclass(frozen=True)
+class PctHop:
+    kind: ClassVar[str] = "pct"
+    vmid: int
+
+    @classmethod
+    def parse(cls, value: str | None, options: Mapping[str, str]) -> PctHop:
+        no_options(cls.kind, options)
+        text = need_value(cls.kind, value, "pct=200")
+        if not text.isdigit() or not 100 <= int(text) <= 999_999_999:
+            raise TargetSyntaxError("", f"pct={text}: a Proxmox VMID is a number from 100 to 999999999")
+        return cls(vmid=int(text))
+
+    def spec(self) -> str:
+        return f"pct={self.vmid}"
+
+    def wrap(self, inner: Sequence[str]) -> list[str]:
+        return ["pct", "exec", str(self.vmid), "--", *inner]
+
+    def explain_failure(self, stderr: str) -> tuple[str, str] | None:
+        """``(why, what to try)`` when ``stderr`` shows this hop failing, else None."""
+        text = stderr.lower()
+        for needle, why, hint in FAILURES:
+            if needle in text:
+                return why.format(vmid=self.vmid), hint.format(vmid=self.vmid)
+        return None

@@ -1,0 +1,104 @@
+"""``ssh=[user@]host[:port]``: the system OpenSSH client, so ``~/.ssh/config``, agents and keys just work.
+
+The remote command is one string that the remote login shell splits; every word is single-quoted and checked
+against the safe alphabet (:mod:`trainprobe.remote.shell`). Adjacent ssh hops (``ssh=a//ssh=b``) become one
+``ssh -J a b``: OpenSSH's ProxyJump, never a command line quoted inside another.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from trainprobe.errors import TargetSyntaxError
+from trainprobe.remote import shell
+from trainprobe.remote.hops.base import need_value, no_options
+
+#: how long an idle ControlMaster stays up for the next call to the same host (seconds)
+CONTROL_PERSIST_S = 300
+
+
+@dataclass(frozen=True)
+class SshHop:
+    kind: ClassVar[str] = "ssh"
+    host: str
+    user: str | None = None
+    port: int | None = None
+    # Not part of the target string: how the engine wants this connection made.
+    jumps: tuple[SshHop, ...] = field(default=(), compare=False)
+    connect_timeout: float | None = field(default=None, compare=False)
+    control_dir: str | None = field(default=None, compare=False)
+    config_file: str | None = field(default=None, compare=False)
+
+    @classmethod
+    def parse(cls, value: str | None, options: Mapping[str, str]) -> SshHop:
+        no_options(cls.kind, options)
+        text = need_value(cls.kind, value, "ssh=root@10.1.2.6 or ssh=gpu-box:2222")
+        user, at, hostport = text.rpartition("@")
+        if at and not user:
+            raise TargetSyntaxError("", f"ssh={text}: empty user before '@'")
+        port: int | None = None
+        if hostport.startswith("["):  # [ipv6]:port
+            host, bracket, rest = hostport[1:].partition("]")
+            if not bracket or (rest and not rest.startswith(":")):
+                raise TargetSyntaxError("", f"ssh={text}: write an IPv6 address as [addr] or [addr]:port")
+            port_text = rest[1:] if rest else ""
+        else:
+            host, _, port_text = hostport.partition(":")
+        if port_text:
+            if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+                raise TargetSyntaxError("", f"ssh={text}: port {port_text!r} is not a number from 1 to 65535")
+            port = int(port_text)
+        if not host or host.startswith("-") or any(ch in host for ch in " /,"):
+            raise TargetSyntaxError("", f"ssh={text}: {host!r} is not a host name or address")
+        shell.check_word(host, "ssh host")
+        if user:
+            shell.check_word(user, "ssh user")
+        return cls(host=host, user=user or None, port=port)
+
+    @property
+    def destination(self) -> str:
+        """``[user@]host[:port]`` as ``-J`` takes it."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        user = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port else ""
+        return f"{user}{host}{port}"
+
+    def spec(self) -> str:
+        return f"ssh={self.destination}"
+
+    def options(self) -> list[str]:
+        """The ssh options before the destination (pure; tests compare it to lists)."""
+        argv = ["-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=10", "-o", "ServerAliveCountMax=3"]
+        if self.config_file:
+            argv += ["-F", self.config_file]
+        if self.connect_timeout:
+            argv += ["-o", f"ConnectTimeout={max(1, math.ceil(self.connect_timeout))}"]
+        if self.control_dir:
+            # auto: use a live master, else become one; a stale socket (master gone) is unlinked by ssh
+            # itself.
+            argv += [
+                "-o", "ControlMaster=auto",
+                "-o", f"ControlPath={self.control_dir}/%C",
+                "-o", f"ControlPersist={CONTROL_PERSIST_S}",
+            ]  # fmt: skip
+        if self.jumps:
+            argv += ["-J", ",".join(jump.destination for jump in self.jumps)]
+        if self.port:
+            argv += ["-p", str(self.port)]
+        if self.user:
+            argv += ["-l", self.user]
+        return argv
+
+    def wrap(self, inner: Sequence[str]) -> list[str]:
+        for word in inner:
+            if shell.unsafe_characters(word):
+                raise TargetSyntaxError(
+                    "",
+                    f"cannot pass {word[:60]!r} through ssh={self.destination}: "
+                    "it holds characters a login shell would interpret",
+                    hint="put ssh hops next to each other (they become ProxyJump); keep names plain",
+                )
+        return ["ssh", *self.options(), "--", self.host, shell.join(inner)]

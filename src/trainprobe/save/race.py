@@ -1,0 +1,188 @@
+"""A small CPU training loop that reproduces the torn-checkpoint race, and the same loop saved safely.
+
+``train(run_dir, mode="background")`` saves the naive way: ``torch.save`` of the model and optimizer state dicts
+from a background thread while the loop keeps stepping. The model has many parameter tensors, so one save spans
+several optimizer steps and the file mixes them (``trainprobe check`` calls it torn). ``mode="writer"`` saves
+the same loop through :class:`~trainprobe.save.writer.CheckpointWriter`; ``mode="in-loop"`` blocks on
+``torch.save``; ``mode="none"`` does not save. Each save's stall (time the loop was blocked) is measured.
+
+With ``log_path`` the loop writes a plain training log, one line per event::
+
+    2026-11-29 22:31:02,123 INFO step=10 loss=0.482113 lr=0.001 grad_norm=1.2031
+    2026-11-29 22:31:02,130 INFO Saving checkpoint to run/ckpt/step-00000010.pt (step=10)
+
+Saved objects are ``{"step": n, "model": ..., "optimizer": ...}`` where ``n`` counts optimizer steps taken, so it
+equals AdamW's per-parameter ``step`` counters in a consistent checkpoint.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+from trainprobe.errors import UsageError
+from trainprobe.save.writer import CheckpointWriter, _torch, checkpoint_name
+
+SaveMode = Literal["none", "in-loop", "background", "writer"]
+SAVE_MODES: tuple[str, ...] = ("none", "in-loop", "background", "writer")
+
+
+@dataclass
+class TrainingRun:
+    """What one ``train`` call did."""
+
+    mode: str
+    steps: int
+    checkpoints: list[Path] = field(default_factory=list)
+    #: seconds the training loop was blocked by each save
+    stalls: list[float] = field(default_factory=list)
+    #: seconds per training step (forward, backward, optimizer step), without saves
+    step_seconds: list[float] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)
+    log_path: Path | None = None
+
+    @property
+    def median_stall(self) -> float:
+        return _median(self.stalls)
+
+    @property
+    def median_step(self) -> float:
+        return _median(self.step_seconds)
+
+
+def _median(values: list[float]) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def _timestamp() -> str:
+    now = _dt.datetime.now()
+    return now.strftime("%Y-%m-%d %H:%M:%S") + f",{now.microsecond // 1000:03d}"
+
+
+def build_model(layers: int, width: int, seed: int) -> Any:
+    """A residual MLP with ``layers`` Linear blocks: many parameter tensors, so one save spans several steps,
+    and residual connections so it actually learns. Parameters: ``blocks.N.weight/bias``, ``head.weight/bias``."""
+    torch = _torch()
+    torch.manual_seed(seed)
+
+    class ResidualMLP(torch.nn.Module):  # type: ignore[misc,name-defined,unused-ignore]
+        def __init__(self) -> None:
+            super().__init__()
+            self.blocks = torch.nn.ModuleList(torch.nn.Linear(width, width) for _ in range(layers))
+            self.head = torch.nn.Linear(width, 1)
+
+        def forward(self, x: Any) -> Any:
+            for block in self.blocks:
+                x = x + torch.tanh(block(x)) / math.sqrt(layers)
+            return self.head(x)
+
+    return ResidualMLP()
+
+
+def train(
+    run_dir: str | os.PathLike[str],
+    *,
+    steps: int = 200,
+    save_every: int = 10,
+    mode: SaveMode = "background",
+    layers: int = 48,
+    width: int = 128,
+    batch: int = 16,
+    lr: float = 1e-3,
+    betas: tuple[float, float] = (0.9, 0.999),
+    weight_decay: float = 0.01,
+    clip_grad: float | None = 1.0,
+    seed: int = 0,
+    keep: int | None = None,
+    log_path: str | os.PathLike[str] | None = None,
+    log_every: int = 1,
+    lr_at: Callable[[int], float] | None = None,
+) -> TrainingRun:
+    """Train an MLP on a fixed regression task for ``steps`` AdamW steps, saving every ``save_every`` steps.
+
+    Checkpoints go to ``run_dir/ckpt``. ``lr_at(step)`` may override the learning rate per step (e.g. to inject a
+    spike for a demo). Returns what happened, including each save's stall.
+    """
+    if mode not in SAVE_MODES:
+        raise UsageError(f"unknown save mode {mode!r}", hint=f"use one of: {', '.join(SAVE_MODES)}")
+    if steps < 1 or save_every < 1:
+        raise UsageError("steps and save_every must be at least 1")
+    torch = _torch()
+    ckpt_dir = Path(run_dir) / "ckpt"
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    model = build_model(layers, width, seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=betas, weight_decay=weight_decay)
+    generator = torch.Generator().manual_seed(seed + 1)
+    teacher = torch.randn(width, 1, generator=generator) / math.sqrt(width)
+    run = TrainingRun(mode=mode, steps=steps)
+    writer = CheckpointWriter(ckpt_dir, keep=keep) if mode == "writer" else None
+    threads: list[threading.Thread] = []
+    log: TextIO | None = None
+    if log_path is not None:
+        run.log_path = Path(log_path)
+        run.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(run.log_path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed in finally
+    try:
+        for step in range(1, steps + 1):
+            began = time.perf_counter()
+            x = torch.randn(batch, width, generator=generator)
+            y = torch.tanh(x @ teacher)
+            current_lr = lr_at(step) if lr_at is not None else lr
+            for group in optimizer.param_groups:
+                group["lr"] = current_lr
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            grad_norm = (
+                float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad))
+                if clip_grad is not None
+                else float("nan")
+            )
+            optimizer.step()
+            run.step_seconds.append(time.perf_counter() - began)
+            run.losses.append(loss.item())
+            if log is not None and step % log_every == 0:
+                log.write(
+                    f"{_timestamp()} INFO step={step} loss={run.losses[-1]:.6f} lr={current_lr:g} "
+                    f"grad_norm={grad_norm:.4f}\n"
+                )
+            if step % save_every:
+                continue
+            path = ckpt_dir / checkpoint_name(step)
+            if log is not None:
+                log.write(f"{_timestamp()} INFO Saving checkpoint to {path} (step={step})\n")
+            began = time.perf_counter()
+            if mode == "in-loop":
+                torch.save({"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)
+            elif mode == "background":
+                # The bug this module exists to show: the state dicts hold the live tensors.
+                state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
+                thread = threading.Thread(target=torch.save, args=(state, path), daemon=True)
+                thread.start()
+                threads.append(thread)
+            elif writer is not None:
+                writer.save(step, model=model, optimizer=optimizer)
+            if mode != "none":
+                run.stalls.append(time.perf_counter() - began)
+                run.checkpoints.append(path)
+    finally:
+        for thread in threads:
+            thread.join()
+        if writer is not None:
+            writer.close()
+        if log is not None:
+            log.close()
+    if keep is not None:
+        run.checkpoints = [p for p in run.checkpoints if p.exists()]
+    return run

@@ -1,0 +1,358 @@
+"""A checkpoint writer for plain PyTorch loops that cannot produce a torn or half-written file.
+
+``torch.save`` pickles the object first and copies tensor storages into the file one at a time, straight from live
+memory. Run it in a thread while training continues and the file mixes optimizer steps. ``CheckpointWriter.save``
+therefore copies every tensor into CPU buffers (kept between saves, pinned when CUDA is there) *before it returns*;
+only then does a background thread serialize that private snapshot. The file appears under its final name only
+after it is complete and fsynced (temp file in the same directory, ``os.replace``, fsync of the directory), then the
+manifest and the ``latest`` pointer follow the same way. A SIGKILL at any moment leaves the previous checkpoint and
+``latest`` intact.
+
+Layout of the directory::
+
+    step-00000100.pt                 the checkpoint: {"step": 100, "model": ..., "optimizer": ..., **extra}
+    step-00000100.pt.manifest.json   step, file name, size, sha256, per-tensor dtype/shape/finite flags
+    latest                           one line: the file name of the newest complete checkpoint
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainprobe.errors import SaveError, UsageError
+
+MANIFEST_SUFFIX = ".manifest.json"
+MANIFEST_FORMAT = "trainprobe-checkpoint-writer"
+MANIFEST_SCHEMA_VERSION = 1
+LATEST_NAME = "latest"
+_TEMP_MARK = ".tmp-"
+_STEP_FILE = re.compile(r"^step-(\d+)\.pt$")
+
+
+def checkpoint_name(step: int) -> str:
+    return f"step-{step:08d}.pt"
+
+
+def manifest_path(checkpoint: Path) -> Path:
+    return checkpoint.with_name(checkpoint.name + MANIFEST_SUFFIX)
+
+
+def read_latest(directory: str | os.PathLike[str]) -> Path | None:
+    """The checkpoint the ``latest`` pointer in ``directory`` names, or None when there is no pointer yet."""
+    pointer = Path(directory) / LATEST_NAME
+    try:
+        name = pointer.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    return Path(directory) / name if name else None
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - torch is in the test extra
+        raise UsageError(
+            "CheckpointWriter needs torch", hint="install it with: pip install 'trainprobe[torch]'"
+        ) from exc
+    return torch
+
+
+def _fsync_dir(directory: Path) -> None:
+    # Without this, a power loss after os.replace can forget the rename even though the data is on disk.
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_atomic_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}{_TEMP_MARK}{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@dataclass
+class _Snapshot:
+    step: int
+    obj: Any
+    #: flattened tensor paths ("model.fc.weight", "optimizer.state.0.exp_avg") -> CPU tensor
+    tensors: dict[str, Any] = field(default_factory=dict)
+
+
+class _BufferPool:
+    """CPU tensors reused between saves, one per tensor path, so a save allocates nothing in steady state."""
+
+    def __init__(self, torch: Any, pin: bool) -> None:
+        self._torch = torch
+        self._pin = pin
+        self._buffers: dict[str, Any] = {}
+
+    def copy(self, path: str, tensor: Any) -> Any:
+        torch = self._torch
+        buf = self._buffers.get(path)
+        if buf is None or buf.shape != tensor.shape or buf.dtype != tensor.dtype:
+            buf = torch.empty(tuple(tensor.shape), dtype=tensor.dtype, device="cpu", pin_memory=self._pin)
+            self._buffers[path] = buf
+        # non_blocking only overlaps device->host copies; a synchronize before save() returns makes them complete.
+        buf.copy_(tensor.detach(), non_blocking=self._pin)
+        return buf
+
+
+def _state(obj: Any) -> Any:
+    return obj.state_dict() if hasattr(obj, "state_dict") and callable(obj.state_dict) else obj
+
+
+class CheckpointWriter:
+    """Save training state consistently and atomically; training is blocked only while tensors are copied.
+
+    ::
+
+        writer = CheckpointWriter("ckpt", keep=3)
+        for step in range(1, steps + 1):
+            ...
+            optimizer.step()
+            if step % 100 == 0:
+                writer.save(step, model=model, optimizer=optimizer, scheduler=scheduler)
+        writer.close()
+
+    ``save`` returns once the snapshot is taken; the file is written in a background thread. A failure in that
+    thread is raised as :class:`~trainprobe.errors.SaveError` from the next ``save``, ``wait`` or ``close``.
+    ``keep`` complete checkpoints are kept (None keeps all); the one ``latest`` names is never deleted.
+    """
+
+    def __init__(
+        self, directory: str | os.PathLike[str], *, keep: int | None = 3, fsync: bool = True
+    ) -> None:
+        if keep is not None and keep < 1:
+            raise UsageError(f"keep must be at least 1 (got {keep})", hint="pass keep=None to keep every checkpoint")
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.keep = keep
+        self.fsync = fsync
+        self._torch = _torch()
+        self._cuda = bool(self._torch.cuda.is_available())
+        self._pool = _BufferPool(self._torch, pin=self._cuda)
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._error_step: int | None = None
+        self._closed = False
+        #: seconds each save() blocked the caller (waiting for the previous write plus the copy)
+        self.stall_seconds: list[float] = []
+        self._remove_stale_temps()
+
+    # -- public API -------------------------------------------------------------------------------------------
+
+    def save(self, step: int, *, model: Any = None, optimizer: Any = None, **extra: Any) -> Path:
+        """Snapshot ``model``/``optimizer`` state (modules, optimizers or plain state dicts) and ``extra`` now;
+        write it in the background. Returns the path the checkpoint will have once written."""
+        if self._closed:
+            raise UsageError("CheckpointWriter.save called after close()")
+        started = time.perf_counter()
+        # One buffer set: a save that comes before the previous write finished waits for it, so the buffers
+        # being written are never overwritten.
+        self._join()
+        self._raise_pending()
+        obj: dict[str, Any] = {"step": int(step)}
+        if model is not None:
+            obj["model"] = _state(model)
+        if optimizer is not None:
+            obj["optimizer"] = _state(optimizer)
+        for key, value in extra.items():
+            obj[key] = _state(value)
+        snapshot = self._snapshot(int(step), obj)
+        target = self.directory / checkpoint_name(int(step))
+        self._thread = threading.Thread(
+            target=self._write_guarded, args=(snapshot, target), name=f"trainprobe-save-{step}", daemon=True
+        )
+        self._thread.start()
+        self.stall_seconds.append(time.perf_counter() - started)
+        return target
+
+    def wait(self) -> Path | None:
+        """Block until the last save is on disk; raise SaveError if it failed. Returns the latest checkpoint."""
+        self._join()
+        self._raise_pending()
+        return read_latest(self.directory)
+
+    def close(self) -> None:
+        try:
+            self.wait()
+        finally:
+            self._closed = True
+
+    def __enter__(self) -> CheckpointWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if exc_info[0] is None:
+            self.close()
+        else:
+            # Do not mask the caller's exception with a save error, but still let the write finish.
+            self._join()
+            self._closed = True
+
+    @property
+    def latest(self) -> Path | None:
+        return read_latest(self.directory)
+
+    # -- snapshot -------------------------------------------------------------------------------------------
+
+    def _snapshot(self, step: int, obj: Any) -> _Snapshot:
+        torch = self._torch
+        snapshot = _Snapshot(step=step, obj=None)
+        copied: dict[int, Any] = {}  # tied weights stay tied: one tensor object, one copy
+
+        def walk(value: Any, path: str) -> Any:
+            if isinstance(value, torch.Tensor):
+                if id(value) in copied:
+                    return copied[id(value)]
+                buf = self._pool.copy(path, value)
+                copied[id(value)] = buf
+                snapshot.tensors[path] = buf
+                return buf
+            if isinstance(value, dict):
+                return type(value)((k, walk(v, f"{path}.{k}" if path else str(k))) for k, v in value.items())
+            if isinstance(value, list):
+                return [walk(v, f"{path}.{i}") for i, v in enumerate(value)]
+            if isinstance(value, tuple) and not hasattr(value, "_fields"):
+                return tuple(walk(v, f"{path}.{i}") for i, v in enumerate(value))
+            # Plain values (numbers, strings, small objects) are copied now so later mutation cannot reach the file;
+            # one that refuses to be copied is written as it is at write time (and fails there if it cannot be).
+            try:
+                return copy.deepcopy(value)
+            except Exception:
+                return value
+
+        snapshot.obj = walk(obj, "")
+        if self._cuda:
+            torch.cuda.synchronize()
+        return snapshot
+
+    # -- background write -----------------------------------------------------------------------------------
+
+    def _write_guarded(self, snapshot: _Snapshot, target: Path) -> None:
+        try:
+            self._write(snapshot, target)
+        except BaseException as exc:  # surfaced on the caller's next call
+            self._error = exc
+            self._error_step = snapshot.step
+
+    def _write(self, snapshot: _Snapshot, target: Path) -> None:
+        torch = self._torch
+        tmp = target.with_name(f".{target.name}{_TEMP_MARK}{os.getpid()}")
+        try:
+            with open(tmp, "wb") as f:
+                torch.save(snapshot.obj, f)
+                f.flush()
+                if self.fsync:
+                    os.fsync(f.fileno())
+            digest = _sha256(tmp)
+            size = tmp.stat().st_size
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
+        tensors = {}
+        for name, t in snapshot.tensors.items():
+            finite = bool(torch.isfinite(t).all()) if (t.is_floating_point() or t.is_complex()) else True
+            tensors[name] = {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape), "finite": finite}
+        manifest = {
+            "format": MANIFEST_FORMAT,
+            "schema_version": MANIFEST_SCHEMA_VERSION,
+            "step": snapshot.step,
+            "file": target.name,
+            "bytes": size,
+            "sha256": digest,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds"),
+            "all_finite": all(t["finite"] for t in tensors.values()),
+            "tensors": tensors,
+        }
+        _write_atomic_text(manifest_path(target), json.dumps(manifest, indent=1) + "\n")
+        if self.fsync:
+            _fsync_dir(self.directory)
+        _write_atomic_text(self.directory / LATEST_NAME, target.name + "\n")
+        if self.fsync:
+            _fsync_dir(self.directory)
+        self._rotate(current=target)
+
+    def _rotate(self, current: Path) -> None:
+        if self.keep is None:
+            return
+        complete = sorted(self._complete_checkpoints(), key=lambda item: item[0])
+        excess = len(complete) - self.keep
+        for _step, path in complete:
+            if excess <= 0:
+                break
+            if path == current:
+                continue
+            # The manifest goes last: a checkpoint without a manifest is never mistaken for a verified one.
+            path.unlink(missing_ok=True)
+            manifest_path(path).unlink(missing_ok=True)
+            excess -= 1
+
+    def _complete_checkpoints(self) -> Iterator[tuple[int, Path]]:
+        for entry in self.directory.iterdir():
+            match = _STEP_FILE.match(entry.name)
+            if match and manifest_path(entry).exists():
+                yield int(match.group(1)), entry
+
+    def _remove_stale_temps(self) -> None:
+        # Left by a process killed mid-write; never visible under a checkpoint's name.
+        for entry in self.directory.iterdir():
+            if not (entry.name.startswith(".") and _TEMP_MARK in entry.name):
+                continue
+            pid = entry.name.rsplit(_TEMP_MARK, 1)[1]
+            if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+                continue  # another live writer's file in progress
+            with contextlib.suppress(OSError):
+                entry.unlink()
+
+    def _join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def _raise_pending(self) -> None:
+        if self._error is None:
+            return
+        exc, step = self._error, self._error_step
+        self._error = self._error_step = None
+        raise SaveError(
+            f"writing checkpoint for step {step} in {self.directory} failed: {type(exc).__name__}: {exc}",
+            hint="the previous checkpoint and the 'latest' pointer are untouched; fix the cause and save again",
+        ) from exc
