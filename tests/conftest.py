@@ -1,5 +1,8 @@
-"""Shared pytest configuration. Fixtures for real components live in tests/fixtures/ and are registered here
-so any
-test directory can use them (``sshd``, ``ssh_setup``: a real OpenSSH server on loopback)."""
+"""Shared pytest configuration.
 
-pytest_plugins = ["fixtures.sshd"]
+Fixtures for real components live in tests/fixtures/, registered here so any test directory can use them:
+``sshd`` and ``ssh_setup`` (a real OpenSSH server on loopback with bash/zsh/fish/dash/tcsh users) and
+``numpy_venv`` (a system-Python venv with numpy and without trainprobe).
+"""
+
+pytest_plugins = ["fixtures.sshd", "fixtures.venvs"]

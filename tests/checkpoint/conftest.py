@@ -1,5 +1,5 @@
-"""Real checkpoints written by torch 2.13 (and the safetensors package) once per session, with the torch tensors
-they hold so tests can compare what trainprobe reads against what torch wrote."""
+"""Real checkpoints written by torch 2.13 (and the safetensors package) once per session, with the torch
+tensors they hold so tests can compare what trainprobe reads against what torch wrote."""
 
 from __future__ import annotations
 
@@ -79,7 +79,10 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Written]:
     obj = {"model_state_dict": msd, "optimizer_state_dict": opt.state_dict(), "extra": mixed, "step": 7}
     torch.save(obj, root / "plain.pt")
     out["plain"] = Written(
-        root / "plain.pt", "torch-zip", {**_flat("model_state_dict", msd), **opt_t, **_flat("extra", mixed)}, opt_p
+        root / "plain.pt",
+        "torch-zip",
+        {**_flat("model_state_dict", msd), **opt_t, **_flat("extra", mixed)},
+        opt_p,
     )
 
     # The same object in the legacy (pre-1.6) format.
@@ -137,8 +140,12 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Written]:
                 save_file(shard, str(folder / name))
             else:
                 torch.save(shard, folder / name)
-            weight_map.update({k: name for k in shard})
-        index = folder / f"model.{kind}.index.json" if kind == "safetensors" else folder / "pytorch_model.bin.index.json"
+            weight_map.update(dict.fromkeys(shard, name))
+        index = (
+            folder / f"model.{kind}.index.json"
+            if kind == "safetensors"
+            else folder / "pytorch_model.bin.index.json"
+        )
         index.write_text(json.dumps({"metadata": {"total_size": 0}, "weight_map": weight_map}))
         out[f"hf-{kind}"] = Written(index, "hf-sharded", {k: v for s in shards for k, v in s.items()}, {})
 

@@ -22,7 +22,9 @@ def _evidence(result: Any, check: str) -> Any:
     return found[0]
 
 
-def _trained(steps: int = 3, width: int = 16, betas: tuple[float, float] = (0.9, 0.999)) -> tuple[Any, Any, Any]:
+def _trained(
+    steps: int = 3, width: int = 16, betas: tuple[float, float] = (0.9, 0.999)
+) -> tuple[Any, Any, Any]:
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.Tanh(), torch.nn.Linear(width, 1))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2, betas=betas, weight_decay=0.01)
@@ -53,7 +55,10 @@ def test_consistent_checkpoint_passes_with_its_evidence(tmp_path: Path) -> None:
     torch.save({"step": 3, "model": model.state_dict(), "optimizer": opt.state_dict()}, path)
     result = check_path(str(path))
     assert result.verdict == "consistent", result.reason
-    assert "all 4 step counters equal (3 = the checkpoint's step 3)" in _evidence(result, "step-counters").message
+    assert (
+        "all 4 step counters equal (3 = the checkpoint's step 3)"
+        in _evidence(result, "step-counters").message
+    )
     assert _evidence(result, "adam-bound").outcome == "pass"
     assert _evidence(result, "container").outcome == "pass"
     assert result.step == 3
@@ -206,7 +211,7 @@ def test_flipped_byte_fails_crc(tmp_path: Path) -> None:
     assert "CRC32" in _evidence(result, "container").message
 
 
-# -- CheckpointWriter checkpoints and their manifest ------------------------------------------------------------
+# -- CheckpointWriter checkpoints and their manifest -----------------------------------------------
 
 
 def test_writer_checkpoint_is_consistent_and_manifest_validated(tmp_path: Path) -> None:
@@ -237,7 +242,7 @@ def test_writer_manifest_catches_a_changed_file(tmp_path: Path) -> None:
     assert any("sha256" in e.message or "CRC" in e.message for e in result.evidence if e.outcome == "fail")
 
 
-# -- the seed's race --------------------------------------------------------------------------------------------
+# -- the seed's race -------------------------------------------------------------------------------
 
 
 @pytest.mark.slow

@@ -68,9 +68,10 @@ def test_dcp_overlapping_chunks_are_corrupt(tmp_path: Path) -> None:
     _rewrite_chunks(path, "model.weight", [((0, 0), (2, 4)), ((1, 0), (2, 4))])
     result = check_path(str(path))
     assert result.verdict == "corrupt"
-    assert "model.weight: chunks at [0, 0] and [1, 0] overlap" in _evidence(result, "dcp-coverage").values[
-        "problems"
-    ]
+    assert (
+        "model.weight: chunks at [0, 0] and [1, 0] overlap"
+        in _evidence(result, "dcp-coverage").values["problems"]
+    )
 
 
 def test_dcp_missing_shard_file_is_corrupt(tmp_path: Path) -> None:
@@ -89,7 +90,10 @@ def test_hf_index_with_a_missing_shard_is_corrupt(tmp_path: Path) -> None:
     save_file({"b.weight": torch.ones(2, 2)}, str(tmp_path / "model-00002-of-00002.safetensors"))
     index = {
         "metadata": {"total_size": 32},
-        "weight_map": {"a.weight": "model-00001-of-00002.safetensors", "b.weight": "model-00002-of-00002.safetensors"},
+        "weight_map": {
+            "a.weight": "model-00001-of-00002.safetensors",
+            "b.weight": "model-00002-of-00002.safetensors",
+        },
     }
     (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
     result = check_path(str(tmp_path / "model.safetensors.index.json"))

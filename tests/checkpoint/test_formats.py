@@ -1,4 +1,5 @@
-"""Every format, read from real files torch (or safetensors) wrote: names, dtypes, shapes and the exact bytes."""
+"""Every format, read from real files torch (or safetensors) wrote: names, dtypes, shapes and the exact
+bytes."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def _expected_numpy(t: Any) -> np.ndarray[Any, Any]:
 @pytest.mark.parametrize("case", CASES)
 def test_records_match_what_torch_wrote(written: dict[str, Any], case: str) -> None:
     w = written[case]
-    assert detect(str(w.path)) is not None and detect(str(w.path)).name == w.format  # type: ignore[union-attr]
+    assert detect(str(w.path)) is not None
+    assert detect(str(w.path)).name == w.format
     with open_checkpoint(str(w.path)) as ckpt:
         assert ckpt.format == w.format
         assert ckpt.notes == []
@@ -54,8 +56,11 @@ def test_strided_views_keep_torch_strides_and_offsets(written: dict[str, Any]) -
 def test_skeleton_keeps_non_tensor_objects(written: dict[str, Any], case: str) -> None:
     with open_checkpoint(str(written[case].path)) as ckpt:
         obj = ckpt.objects
-    opt = {"plain": lambda o: o["optimizer_state_dict"], "dcp": lambda o: o["optim"],
-           "lightning": lambda o: o["optimizer_states"][0]}[case](obj)
+    opt = {
+        "plain": lambda o: o["optimizer_state_dict"],
+        "dcp": lambda o: o["optim"],
+        "lightning": lambda o: o["optimizer_states"][0],
+    }[case](obj)
     group = opt["param_groups"][0]
     assert tuple(group["betas"]) == (0.9, 0.999)
     assert group["lr"] == pytest.approx(1e-3)
@@ -70,6 +75,7 @@ def test_placeholders_for_unknown_data_classes_are_inert(tmp_path: Any) -> None:
     torch.save({"args": argparse.Namespace(lr=0.1, name="x"), "w": torch.ones(2)}, path)
     with open_checkpoint(str(path)) as ckpt:
         args = ckpt.objects["args"]
-        assert isinstance(args, Opaque) and args.global_name == "argparse.Namespace"
+        assert isinstance(args, Opaque)
+        assert args.global_name == "argparse.Namespace"
         assert args.fields() == {"lr": 0.1, "name": "x"}
         assert ckpt.notes == []  # a known data class: kept inert, not reported

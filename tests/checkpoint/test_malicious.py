@@ -1,5 +1,5 @@
-"""Crafted pickles that would run code on torch.load(weights_only=False): trainprobe never runs them, reports each
-suspicious global, and still scans the tensors beside them."""
+"""Crafted pickles that would run code on torch.load(weights_only=False): trainprobe never runs them,
+reports each suspicious global, and still scans the tensors beside them."""
 
 from __future__ import annotations
 
@@ -56,7 +56,8 @@ def test_payload_never_runs_and_is_reported(tmp_path: Path, layout: str, kind: s
     (f,) = report.files
     source = "the object pickle" if layout == "legacy" else "data.pkl"
     assert [n.message for n in f.notes] == [f"suspicious global {global_name} in {source}"]
-    assert f.bad_tensors[0].name == "model.w" and f.bad_tensors[0].nan == 1  # the tensors are still scanned
+    assert f.bad_tensors[0].name == "model.w"
+    assert f.bad_tensors[0].nan == 1
     assert report.exit_code == 1
 
 
@@ -84,15 +85,25 @@ def _hand_written(sentinel: Path) -> dict[str, tuple[bytes, list[str]]]:
             ["builtins.getattr", "builtins.__import__"],
         ),
         "STACK_GLOBAL subprocess.run": (
-            b"\x80\x04}" + _text("x") + _text("subprocess") + _text("run") + b"\x93]"
-            + _text("touch") + b"a" + _text(str(sentinel)) + b"a\x85R" + tail,
+            b"\x80\x04}"
+            + _text("x")
+            + _text("subprocess")
+            + _text("run")
+            + b"\x93]"
+            + _text("touch")
+            + b"a"
+            + _text(str(sentinel))
+            + b"a\x85R"
+            + tail,
             ["subprocess.run"],
         ),
     }
 
 
-@pytest.mark.parametrize("case", ["GLOBAL os.system + REDUCE", "getattr(__import__('os'), 'system')(...)",
-                                  "STACK_GLOBAL subprocess.run"])
+@pytest.mark.parametrize(
+    "case",
+    ["GLOBAL os.system + REDUCE", "getattr(__import__('os'), 'system')(...)", "STACK_GLOBAL subprocess.run"],
+)
 def test_hand_written_pickles(tmp_path: Path, case: str) -> None:
     import zipfile
 
@@ -105,9 +116,16 @@ def test_hand_written_pickles(tmp_path: Path, case: str) -> None:
         assert "x" in ckpt.objects  # the pickle completed, inert
     report = scan([str(path)])
     assert not sentinel.exists()
-    assert [n.message for n in report.files[0].notes] == [f"suspicious global {g} in data.pkl" for g in globals_]
-    assert report.files[0].verdict == "suspicious" and report.exit_code == 1
+    assert [n.message for n in report.files[0].notes] == [
+        f"suspicious global {g} in data.pkl" for g in globals_
+    ]
+    assert report.files[0].verdict == "suspicious"
+    assert report.exit_code == 1
     # The payload is real: the standard unpickler runs it.
-    subprocess.run([sys.executable, "-c", "import pickle,sys; pickle.loads(sys.stdin.buffer.read())"],
-                   input=data, check=False, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-c", "import pickle,sys; pickle.loads(sys.stdin.buffer.read())"],
+        input=data,
+        check=False,
+        capture_output=True,
+    )
     assert sentinel.exists()

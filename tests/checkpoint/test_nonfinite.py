@@ -46,11 +46,13 @@ def test_counts_per_dtype(tmp_path: Path, dtype: str, expected: tuple[int, int, 
     assert found.first_bad_index == (1,)
     # torch agrees after upcasting.
     up = t.float()
-    assert found.nan == int(torch.isnan(up).sum()) and found.posinf == int(torch.isposinf(up).sum())
+    assert found.nan == int(torch.isnan(up).sum())
+    assert found.posinf == int(torch.isposinf(up).sum())
 
 
 @pytest.mark.parametrize(
-    "dtype", ["bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"]
+    "dtype",
+    ["bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"],
 )
 def test_every_bit_pattern_classified_as_torch_does(tmp_path: Path, dtype: str) -> None:
     width = torch.int16 if dtype == "bfloat16" else torch.uint8
@@ -86,7 +88,8 @@ def test_complex_counts_an_element_once_by_its_worst_part(tmp_path: Path) -> Non
 
 def test_integer_and_bool_tensors_are_listed_not_flagged(tmp_path: Path) -> None:
     recs = _save_and_open(tmp_path, {"i": torch.tensor([-1, 2**62]), "b": torch.tensor([True])})
-    assert count_nonfinite(recs["i"]).total == 0 and count_nonfinite(recs["b"]).total == 0
+    assert count_nonfinite(recs["i"]).total == 0
+    assert count_nonfinite(recs["b"]).total == 0
 
 
 def test_views_count_only_their_own_elements(tmp_path: Path) -> None:
@@ -122,7 +125,9 @@ def test_small_chunks_give_the_same_answer(tmp_path: Path) -> None:
     assert whole.first_bad_index == tuple(int(i) for i in np.unravel_index(first, tuple(view.shape)))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize(
+    "dtype", ["float32", "float64", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
+)
 def test_stats_match_torch_over_finite_values(tmp_path: Path, dtype: str) -> None:
     t = torch.tensor([0.5, -1.5, 0.0, 2.0, NAN, 4.0, 0.0, -0.25]).to(getattr(torch, dtype))
     rec = _save_and_open(tmp_path, {"t": t})["t"]

@@ -19,7 +19,7 @@ NASTY_ARGS = [
 ]
 
 TRICKY_SCRIPT = r'''#!/usr/bin/env python3
-# A script full of what breaks quoting: 'single', "double", `backticks`, $VARS, !history, {braces}, \back\slashes
+# What breaks quoting: 'single', "double", `backticks`, $VARS, !history, {braces}, \back\slashes
 import json
 import sys
 
@@ -38,7 +38,7 @@ def main():
     return {"argv": sys.argv[1:], "name": name, "emoji": "🚀"}
 '''
 
-TRICKY_STDOUT_START = 'hello wörld! {literal braces} 2 $HOME `id` !! \\n\nit\'s "quoted"\nEOF\nEOF\n\'EOF\'\n'
+TRICKY_STDOUT_START = "hello wörld! {literal braces} 2 $HOME `id` !! \\n\nit's \"quoted\"\nEOF\nEOF\n'EOF'\n"
 
 BIG_OUTPUT = """
 import hashlib, sys

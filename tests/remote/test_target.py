@@ -34,7 +34,9 @@ def test_target_prints_back_the_same_string(text: str) -> None:
 
 
 def test_parsed_fields() -> None:
-    target = parse_target("ssh=bastion//ssh=root@gpu07:2222//sudo=train//venv=/opt/v//cd=/d//env=A=1//env=B=x=y")
+    target = parse_target(
+        "ssh=bastion//ssh=root@gpu07:2222//sudo=train//venv=/opt/v//cd=/d//env=A=1//env=B=x=y"
+    )
     assert target.wrapping == (SshHop("bastion"), SshHop("gpu07", "root", 2222), SudoHop("train"))
     assert target.settings == FarSettings(venv="/opt/v", cwd="/d", env=(("A", "1"), ("B", "x=y")))
 
@@ -70,7 +72,7 @@ def test_unknown_kind_lists_the_valid_ones() -> None:
         ("ssh=h//local", "local can only be the first hop"),
         ("ssh=h,foo=1", "no option 'foo'"),
         ("env=1A=2", "valid variable name"),
-        ("venv=/it's", "contains \"'\""),
+        ("venv=/it's", 'contains "\'"'),
         ("python=/x!y", "contains '!'"),
         ("ssh=h\\x", "contains '\\\\'"),
     ],

@@ -119,7 +119,7 @@ def test_background_failure_surfaces_as_save_error_on_next_call(tmp_path: Path) 
 
 
 def test_manifest_marks_non_finite_tensors(tmp_path: Path) -> None:
-    model, optimizer = _model_and_optimizer()
+    model, _optimizer = _model_and_optimizer()
     with torch.no_grad():
         model[0].bias[3] = float("nan")
     with CheckpointWriter(tmp_path) as writer:

@@ -65,7 +65,8 @@ def test_sigkill_mid_write_leaves_previous_checkpoint_and_latest_valid(tmp_path:
     assert _temp_files(tmp_path), "the kill should have interrupted a write"
 
     latest = read_latest(tmp_path)
-    assert latest is not None and latest.exists()
+    assert latest is not None
+    assert latest.exists()
     manifest = json.loads(manifest_path(latest).read_text())
     assert manifest["sha256"] == hashlib.sha256(latest.read_bytes()).hexdigest()
     loaded = torch.load(latest, weights_only=True)

@@ -3,8 +3,8 @@
 A format (one module in ``trainprobe.checkpoint.formats``) opens a path into a :class:`Checkpoint`: the object
 skeleton as the file describes it (dicts, lists, numbers, strings, :class:`Opaque` placeholders) with a
 :class:`TensorRecord` wherever a tensor was, plus the flat list of those records. A record points into a
-memory map
-of the file; :meth:`TensorRecord.array` is a strided numpy view, so nothing is read until it is looked at.
+memory map of the file; :meth:`TensorRecord.array` is a strided numpy view, so nothing is read until it is
+looked at.
 
 Everything in ``trainprobe.checkpoint`` imports only the standard library and numpy (it is shipped to remote
 machines that may have neither torch nor trainprobe installed).
@@ -117,9 +117,7 @@ class TensorRecord:
         """A read-only strided numpy view of the elements, straight into the mapped file.
 
         bfloat16 and float8 come back as uint16/uint8 views (numpy lacks them); complex32 as float16 pairs
-        with a
-        trailing axis of 2.
-        """
+        with a trailing axis of 2."""
         info = self.dtype_info
         if info is None:
             raise CorruptCheckpointError(
@@ -150,10 +148,8 @@ class Opaque:
     """An inert stand-in for an object of a class trainprobe does not reconstruct.
 
     The safe unpickler hands one of these (a subclass named after the global) for every class it does not
-    know;
-    whatever the pickle tries to do with it (call it, set its state, append items) is recorded, never
-    executed.
-    """
+    know; whatever the pickle tries to do with it (call it, set its state, append items) is recorded, never
+    executed."""
 
     __slots__ = ("args", "dict_items", "items", "kwargs", "state")
     module: str = ""
@@ -172,7 +168,7 @@ class Opaque:
         return obj
 
     def __call__(self, *args: Any, **kwargs: Any) -> Opaque:
-        # A pickle may call what an earlier call returned (getattr(__import__("os"), "system")(...)): record it.
+        # A pickle may call what an earlier call returned (getattr(__import__("os"), "system")(...)): inert.
         return type(self)(*args, **kwargs)
 
     def __setstate__(self, state: Any) -> None:

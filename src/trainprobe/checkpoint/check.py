@@ -35,6 +35,7 @@ import json
 import math
 import os
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -44,7 +45,7 @@ from trainprobe.checkpoint.base import Checkpoint, Opaque, TensorRecord
 from trainprobe.checkpoint.check_containers import dcp_coverage_problems
 from trainprobe.checkpoint.discover import discover
 from trainprobe.checkpoint.formats import open_file
-from trainprobe.checkpoint.numerics import blocks, count_nonfinite
+from trainprobe.checkpoint.numerics import NonFinite, blocks, count_nonfinite
 from trainprobe.errors import CheckpointError, CorruptCheckpointError, UsageError
 
 SCHEMA_VERSION = 1
@@ -60,6 +61,7 @@ _MAX_NAMES = 8
 _BOUND_RTOL = {"float64": 1e-9, "float32": 1e-4, "float16": 4e-3, "bfloat16": 3e-2}
 _SMALLEST_SUBNORMAL = {"float64": 5e-324, "float32": 1.4e-45, "float16": 6e-8, "bfloat16": 9.2e-41}
 _LOW_PRECISION = ("bfloat16", "float16")
+_WORKERS = min(8, (os.cpu_count() or 2) + 2)
 
 
 @dataclass
@@ -139,8 +141,7 @@ class CheckReport:
         }
 
 
-# -- entry points
-# ------------------------------------------------------------------------------------------------
+# -- entry points ----------------------------------------------------------------------------------
 
 
 def check_paths(paths: Sequence[str]) -> CheckReport:
@@ -180,7 +181,11 @@ def check_path(path: str) -> CheckResult:
             )
         else:
             evidence.append(
-                Evidence("dcp-coverage", "pass", f"the chunks of all {n} tensors tile them; every data file present")
+                Evidence(
+                    "dcp-coverage",
+                    "pass",
+                    f"the chunks of all {n} tensors tile them; every data file present",
+                )
             )
     try:
         ckpt = open_file(path)
@@ -208,10 +213,27 @@ def check_checkpoint(ckpt: Checkpoint) -> CheckResult:
 
 
 def _check_open(ckpt: Checkpoint, result: CheckResult) -> None:
+    # numpy and zlib.crc32 release the GIL on large buffers, so CRCs, NaN counts and Adam checks overlap.
+    with ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="trainprobe-check") as pool:
+        _check_with(ckpt, result, pool)
+
+
+def _check_with(ckpt: Checkpoint, result: CheckResult, pool: Executor) -> None:
     ev = result.evidence
     result.tensors = len(ckpt.records)
     result.bytes = sum(r.nbytes for r in ckpt.records)
-    problems = ckpt.verify()
+    verified = pool.submit(ckpt.verify)
+    counts = [pool.submit(count_nonfinite, rec) for rec in ckpt.records]
+    step_field = _step_field(ckpt.objects)
+    manifest = _check_manifest(ckpt, ev)
+    if step_field is None and manifest is not None:
+        step_field = manifest
+    result.step = step_field
+    optimizers = list(_find_optimizers(ckpt.objects))
+    optimizer_ev: list[Evidence] = []
+    for label, opt in optimizers:
+        _check_optimizer(label, opt, ckpt, step_field, optimizer_ev, pool)
+    problems = verified.result()
     if problems:
         ev.append(
             Evidence(
@@ -223,8 +245,10 @@ def _check_open(ckpt: Checkpoint, result: CheckResult) -> None:
             )
         )
     else:
-        ev.append(Evidence("container", "pass", "zip CRC32s and record sizes match (where the format has them)"))
-    result.nonfinite = _nonfinite(ckpt.records)
+        ev.append(
+            Evidence("container", "pass", "zip CRC32s and record sizes match (where the format has them)")
+        )
+    result.nonfinite = _nonfinite(ckpt.records, [f.result() for f in counts])
     if result.nonfinite:
         first = result.nonfinite[0]
         ev.append(
@@ -237,14 +261,7 @@ def _check_open(ckpt: Checkpoint, result: CheckResult) -> None:
                 tensors=[n["name"] for n in result.nonfinite[:_MAX_NAMES]],
             )
         )
-    step_field = _step_field(ckpt.objects)
-    manifest = _check_manifest(ckpt, ev)
-    if step_field is None and manifest is not None:
-        step_field = manifest
-    result.step = step_field
-    optimizers = list(_find_optimizers(ckpt.objects))
-    for label, opt in optimizers:
-        _check_optimizer(label, opt, ckpt, step_field, ev)
+    ev.extend(optimizer_ev)
     if not optimizers:
         ev.append(Evidence("optimizer-state", "skip", "no optimizer state in this checkpoint"))
     elif step_field is None:
@@ -252,8 +269,8 @@ def _check_open(ckpt: Checkpoint, result: CheckResult) -> None:
             Evidence(
                 "model-vs-optimizer",
                 "skip",
-                "no step field: a split exactly between model weights and optimizer state would not show in one "
-                "file (diff two consecutive checkpoints to see it)",
+                "no step field: a split exactly between model weights and optimizer state would not show "
+                "in one file (diff two consecutive checkpoints to see it)",
             )
         )
     _check_master_weights(ckpt.records, ev)
@@ -265,8 +282,8 @@ def _decide(result: CheckResult) -> CheckResult:
     torn = [e for e in fails if e.indicates == "torn"]
     strong = [e for e in result.evidence if e.outcome == "pass" and e.values.get("decisive")]
     if torn:
-        # A live save also breaks CRC32s (a storage changed between checksum and write), so torn evidence wins:
-        # it names the cause.
+        # A live save also breaks CRC32s (a storage changed between checksum and write), so torn evidence
+        # wins: it names the cause.
         result.verdict, result.reason = "torn", torn[0].message
         if corrupt:
             result.reason += f" (and {corrupt[0].message})"
@@ -277,12 +294,13 @@ def _decide(result: CheckResult) -> CheckResult:
         result.reason = "; ".join(e.message for e in strong[:2])
     else:
         result.verdict = "unknown"
-        result.reason = "no optimizer state or manifest: one file of weights alone cannot show a torn snapshot"
+        result.reason = (
+            "no optimizer state or manifest: one file of weights alone cannot show a torn snapshot"
+        )
     return result
 
 
-# -- helpers over the skeleton
-# -----------------------------------------------------------------------------------
+# -- helpers over the skeleton ---------------------------------------------------------------------
 
 
 def _fields(obj: Any) -> Any:
@@ -347,14 +365,12 @@ def _label(pid: Any, entry: dict[str, Any]) -> str:
     return f"state[{pid}]"
 
 
-# -- non-finite
-# --------------------------------------------------------------------------------------------------
+# -- non-finite ------------------------------------------------------------------------------------
 
 
-def _nonfinite(records: list[TensorRecord]) -> list[dict[str, Any]]:
+def _nonfinite(records: list[TensorRecord], counts: list[NonFinite]) -> list[dict[str, Any]]:
     out = []
-    for rec in records:
-        bad = count_nonfinite(rec)
+    for rec, bad in zip(records, counts, strict=True):
         if bad.total:
             out.append(
                 {
@@ -368,8 +384,7 @@ def _nonfinite(records: list[TensorRecord]) -> list[dict[str, Any]]:
     return out
 
 
-# -- manifest
-# ----------------------------------------------------------------------------------------------------
+# -- manifest --------------------------------------------------------------------------------------
 
 
 def _check_manifest(ckpt: Checkpoint, ev: list[Evidence]) -> int | None:
@@ -385,7 +400,9 @@ def _check_manifest(ckpt: Checkpoint, ev: list[Evidence]) -> int | None:
             raise ValueError("not a trainprobe manifest")
         step, digest, size = int(manifest["step"]), str(manifest["sha256"]), int(manifest["bytes"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        ev.append(Evidence("manifest", "fail", f"manifest {mpath} is unreadable ({exc})", indicates="corrupt"))
+        ev.append(
+            Evidence("manifest", "fail", f"manifest {mpath} is unreadable ({exc})", indicates="corrupt")
+        )
         return None
     problems = []
     actual_size = os.path.getsize(path)
@@ -417,8 +434,7 @@ def _check_manifest(ckpt: Checkpoint, ev: list[Evidence]) -> int | None:
     return step
 
 
-# -- optimizer state
-# ---------------------------------------------------------------------------------------------
+# -- optimizer state -------------------------------------------------------------------------------
 
 
 def adam_bound(beta1: float, beta2: float) -> float | None:
@@ -449,7 +465,12 @@ def _group_of(opt: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]
 
 
 def _check_optimizer(
-    label: str, opt: dict[str, Any], ckpt: Checkpoint, step_field: int | None, ev: list[Evidence]
+    label: str,
+    opt: dict[str, Any],
+    ckpt: Checkpoint,
+    step_field: int | None,
+    ev: list[Evidence],
+    pool: Executor,
 ) -> None:
     state = {pid: _fields(entry) for pid, entry in opt["state"].items()}
     state = {pid: entry for pid, entry in state.items() if isinstance(entry, dict)}
@@ -457,10 +478,12 @@ def _check_optimizer(
     if coverage:
         ev.append(Evidence("param-groups", "fail", f"{label}: " + "; ".join(coverage), indicates="corrupt"))
     elif state:
-        ev.append(Evidence("param-groups", "pass", f"{label}: param_groups cover all {len(state)} state entries"))
+        ev.append(
+            Evidence("param-groups", "pass", f"{label}: param_groups cover all {len(state)} state entries")
+        )
     _check_step_counters(label, state, step_field, ev)
     _check_shapes(label, state, ckpt, opt, ev)
-    _check_adam(label, state, owner, ev)
+    _check_adam(label, state, owner, ev, pool)
 
 
 def _check_step_counters(
@@ -496,8 +519,8 @@ def _check_step_counters(
             Evidence(
                 "step-counters",
                 "fail",
-                f"{label}: all {n} step counters say {_fmt(value)} but the checkpoint's step is {step_field} — "
-                "optimizer state and the rest come from different steps",
+                f"{label}: all {n} step counters say {_fmt(value)} but the checkpoint's step is "
+                f"{step_field} — optimizer state and the rest come from different steps",
                 indicates="torn",
                 values={"counter": value, "step": step_field},
             )
@@ -571,10 +594,15 @@ class _AdamTally:
 
 
 def _check_adam(
-    label: str, state: dict[Any, dict[str, Any]], owner: dict[str, dict[str, Any]], ev: list[Evidence]
+    label: str,
+    state: dict[Any, dict[str, Any]],
+    owner: dict[str, dict[str, Any]],
+    ev: list[Evidence],
+    pool: Executor,
 ) -> None:
     tally = _AdamTally()
     bounds: set[float] = set()
+    jobs: list[tuple[str, TensorRecord, TensorRecord, float | None, float]] = []
     for pid, entry in state.items():
         m, v = entry.get("exp_avg"), entry.get("exp_avg_sq")
         if not (isinstance(m, TensorRecord) and isinstance(v, TensorRecord)):
@@ -588,11 +616,23 @@ def _check_adam(
         beta1, beta2 = float(betas[0]), float(betas[1])
         bound = adam_bound(beta1, beta2)
         if m.shape != v.shape or m.dtype not in _BOUND_RTOL or v.dtype not in _BOUND_RTOL:
-            tally.skipped.append(f"{name}: exp_avg {m.dtype}{list(m.shape)}, exp_avg_sq {v.dtype}{list(v.shape)}")
+            tally.skipped.append(
+                f"{name}: exp_avg {m.dtype}{list(m.shape)}, exp_avg_sq {v.dtype}{list(v.shape)}"
+            )
             continue
         if bound is not None:
             bounds.add(round(bound, 4))
-        _adam_pair(name, m, v, bound, beta2, tally)
+        jobs.append((name, m, v, bound, beta2))
+    for name, elements, negative, m_without_v, outside, worst in pool.map(lambda job: _adam_pair(*job), jobs):
+        tally.checked += 1
+        tally.elements += elements
+        tally.worst = max(tally.worst, worst)
+        if negative:
+            tally.negative_v.append(name)
+        if m_without_v:
+            tally.m_without_v.append(name)
+        if outside:
+            tally.outside.append((worst, name, outside))
     if not tally.checked:
         if tally.skipped:
             ev.append(Evidence("adam-bound", "skip", f"{label}: Adam state not checked: {tally.skipped[0]}"))
@@ -653,42 +693,51 @@ def _check_adam(
 
 
 def _adam_pair(
-    name: str, m: TensorRecord, v: TensorRecord, bound: float | None, beta2: float, tally: _AdamTally
-) -> None:
+    name: str, m: TensorRecord, v: TensorRecord, bound: float | None, beta2: float
+) -> tuple[str, int, int, int, int, float]:
+    """(name, elements, negative v, m without v, outside the bound, worst ratio to the bound) for one pair.
+
+    The ratio is sqrt(m² / (B²·v + atol²)): one division and no square root per element. A chunk whose
+    largest ratio is within the bound and whose v has no negative entry needs nothing more; only failing
+    chunks take the slow path that tells the kinds of failure apart.
+    """
     rtol = max(_BOUND_RTOL[m.dtype], _BOUND_RTOL[v.dtype])
     # A gradient too small for its square to register in v's dtype leaves v == 0 and a tiny m; below this
     # |m| proves nothing.
     atol = math.sqrt(_SMALLEST_SUBNORMAL[v.dtype] / (1.0 - beta2)) * 2.0
+    a2 = np.float32(atol * atol)
+    c = np.float32((bound if bound is not None else 0.0) ** 2)
+    limit = (1.0 + rtol) ** 2
     negative = m_without_v = outside = 0
-    worst = 0.0
-    m_arr, v_arr = m.array(), v.array()
-    for (_s, mb), (_t, vb) in zip(blocks(m_arr, _CHUNK_ELEMS), blocks(v_arr, _CHUNK_ELEMS), strict=True):
-        mf = np.abs(_as_float32(m.dtype, mb))
-        vf = _as_float32(v.dtype, vb)
-        with np.errstate(invalid="ignore"):
-            negative += int(np.count_nonzero(vf < 0))
-            zero = vf == 0
-            m_without_v += int(np.count_nonzero(zero & (mf > atol)))
+    worst2 = 0.0
+    pairs = zip(blocks(m.array(), _CHUNK_ELEMS), blocks(v.array(), _CHUNK_ELEMS), strict=True)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        for (_s, mb), (_t, vb) in pairs:
+            mf = _as_float32(m.dtype, mb).astype(np.float32, copy=False)
+            vf = _as_float32(v.dtype, vb).astype(np.float32, copy=False)
             if bound is not None:
-                # Only where v > 0: v == 0 and v < 0 have their own checks above.
-                ratio = np.where(vf > 0, mf / (bound * np.sqrt(np.maximum(vf, 0)) + atol), 0.0)
-                ratio[~np.isfinite(ratio)] = 0.0
-                if ratio.size:
-                    worst = max(worst, float(ratio.max()))
-                outside += int(np.count_nonzero(ratio > 1.0 + rtol))
-    tally.checked += 1
-    tally.elements += m.numel
-    tally.worst = max(tally.worst, worst)
-    if negative:
-        tally.negative_v.append(name)
-    if m_without_v:
-        tally.m_without_v.append(name)
-    if outside:
-        tally.outside.append((worst, name, outside))
+                den = vf * c
+                den += a2
+                r2 = mf * mf
+                r2 /= den
+                top = float(r2.max()) if r2.size else 0.0
+                if top <= limit and (vf.size == 0 or float(vf.min()) >= 0):
+                    worst2 = max(worst2, top)
+                    continue
+            # Slow path: something in this chunk fails (or there is no finite bound); count each kind.
+            negative += int(np.count_nonzero(vf < 0))
+            m_without_v += int(np.count_nonzero((vf == 0) & (np.abs(mf) > atol)))
+            if bound is not None:
+                positive = vf > 0
+                r2 = np.where(positive, (mf * mf) / (vf * c + a2), 0.0)
+                r2[~np.isfinite(r2)] = 0.0
+                outside += int(np.count_nonzero(r2 > limit))
+                if r2.size:
+                    worst2 = max(worst2, float(r2.max()))
+    return name, m.numel, negative, m_without_v, outside, math.sqrt(worst2)
 
 
-# -- master weights
-# ----------------------------------------------------------------------------------------------
+# -- master weights --------------------------------------------------------------------------------
 
 
 def _cast_fp32(dtype: str, arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -736,8 +785,8 @@ def _check_master_weights(records: list[TensorRecord], ev: list[Evidence]) -> No
             Evidence(
                 "master-weights",
                 "fail",
-                f"{len(differ)} of {len(pairs)} low-precision weight(s) are not the cast of their fp32 master: "
-                f"{differ[0]} — they come from different steps",
+                f"{len(differ)} of {len(pairs)} low-precision weight(s) are not the cast of their fp32 "
+                f"master: {differ[0]} — they come from different steps",
                 indicates="torn",
                 tensors=differ[:_MAX_NAMES],
             )

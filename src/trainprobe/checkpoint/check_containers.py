@@ -1,11 +1,11 @@
 """Container checks ``check`` needs beyond what opening a file verifies: DCP chunk coverage.
 
-A torch.distributed.checkpoint ``.metadata`` lists, per tensor, its global size and the chunks (offsets, sizes)
-each rank wrote, and per chunk where its bytes live. A checkpoint saved while ranks disagreed, or assembled from
-two saves, can miss a chunk or hold two that overlap; the reader would still open it. Here every tensor's chunks
-must tile it exactly (inside the tensor, no overlap, volumes adding up), every chunk must have a storage entry, and
-every data file must exist and be long enough. Read with trainprobe's safe unpickler; stdlib + numpy only.
-"""
+A torch.distributed.checkpoint ``.metadata`` lists, per tensor, its global size and the chunks (offsets,
+sizes) each rank wrote, and per chunk where its bytes live. A checkpoint saved while ranks disagreed, or
+assembled from two saves, can miss a chunk or hold two that overlap; the reader would still open it. Here
+every tensor's chunks must tile it exactly (inside the tensor, no overlap, volumes adding up), every chunk
+must have a storage entry, and every data file must exist and be long enough. Read with trainprobe's safe
+unpickler; stdlib + numpy only."""
 
 from __future__ import annotations
 
@@ -31,9 +31,7 @@ def _ints(value: Any) -> tuple[int, ...] | None:
 
 
 def _overlap(a: tuple[tuple[int, ...], tuple[int, ...]], b: tuple[tuple[int, ...], tuple[int, ...]]) -> bool:
-    return all(
-        ao < bo + bs and bo < ao + as_ for ao, as_, bo, bs in zip(a[0], a[1], b[0], b[1], strict=True)
-    )
+    return all(ao < bo + bs and bo < ao + as_ for ao, as_, bo, bs in zip(a[0], a[1], b[0], b[1], strict=True))
 
 
 def _volume(sizes: tuple[int, ...]) -> int:
@@ -51,7 +49,15 @@ def dcp_coverage_problems(path: str) -> tuple[list[str], int] | None:
     try:
         with open(meta_path, "rb") as fh:
             meta = SafeUnpickler(fh, source=METADATA).load()
-    except (pickle.UnpicklingError, EOFError, TypeError, ValueError, AttributeError, IndexError, KeyError) as exc:
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        TypeError,
+        ValueError,
+        AttributeError,
+        IndexError,
+        KeyError,
+    ) as exc:
         return [f"{METADATA} cannot be unpickled safely ({exc})"], 0
     fields = _fields(meta)
     tensors = fields.get("state_dict_metadata")
@@ -106,7 +112,9 @@ def _coverage(
     problems = []
     for offsets, csizes in chunks:
         if any(o < 0 or o + s > d for o, s, d in zip(offsets, csizes, size, strict=True)):
-            problems.append(f"{fqn}: chunk at {list(offsets)} of size {list(csizes)} lies outside {list(size)}")
+            problems.append(
+                f"{fqn}: chunk at {list(offsets)} of size {list(csizes)} lies outside {list(size)}"
+            )
         if (fqn, offsets) not in stored and (fqn, None) not in stored:
             problems.append(f"{fqn}: chunk at {list(offsets)} has no storage entry")
     ordered = sorted(chunks)
@@ -119,6 +127,7 @@ def _coverage(
     covered = sum(_volume(s) for _o, s in chunks)
     if covered < _volume(size) and not any("overlap" in p for p in problems):
         problems.append(
-            f"{fqn}: chunks cover {covered:,} of {_volume(size):,} elements — a hole (a rank's chunk is missing)"
+            f"{fqn}: chunks cover {covered:,} of {_volume(size):,} elements — "
+            "a hole (a rank's chunk is missing)"
         )
     return problems

@@ -1,10 +1,10 @@
 """What changed between two checkpoints, tensor by tensor, streamed in chunks (memory stays small).
 
 Per tensor: identical, changed (relative change ||A-B||/||A|| and max |A-B|), added, removed, shape or dtype
-changed. A summary per module prefix (the name without its last part). For two checkpoints of one run: parameters
-that did not move at all, and parameters whose optimizer step counter moved while the weights stayed identical (or
-whose weights moved while the counter did not) — the trace of a save that mixed model and optimizer from different
-steps, or of a parameter the optimizer does not actually update.
+changed. A summary per module prefix (the name without its last part). For two checkpoints of one run:
+parameters that did not move at all, and parameters whose optimizer step counter moved while the weights
+stayed identical (or whose weights moved while the counter did not) — the trace of a save that mixed model and
+optimizer from different steps, or of a parameter the optimizer does not actually update.
 
 Imports only the standard library, numpy and trainprobe.checkpoint (shipped to remote hosts).
 """
@@ -43,7 +43,12 @@ class TensorDiff:
     param_name: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "status": self.status, "dtype": self.dtype, "shape": self.shape}
+        out: dict[str, Any] = {
+            "name": self.name,
+            "status": self.status,
+            "dtype": self.dtype,
+            "shape": self.shape,
+        }
         if self.param_name:
             out["param_name"] = self.param_name
         if self.other_dtype is not None:
@@ -74,7 +79,11 @@ class ModuleDiff:
     norm_sq: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        rel = math.sqrt(self.diff_sq / self.norm_sq) if self.norm_sq > 0 else (0.0 if self.diff_sq == 0 else None)
+        rel = (
+            math.sqrt(self.diff_sq / self.norm_sq)
+            if self.norm_sq > 0
+            else (0.0 if self.diff_sq == 0 else None)
+        )
         return {
             "prefix": self.prefix,
             "tensors": self.tensors,
@@ -155,7 +164,7 @@ class DiffReport:
 
 
 def diff_paths(a: str, b: str) -> DiffReport:
-    """Compare checkpoint ``a`` (the reference) with ``b``. Raises CheckpointError when either cannot be read."""
+    """Compare checkpoint ``a`` (the reference) with ``b``; CheckpointError when either cannot be read."""
     with open_file(a) as ca, open_file(b) as cb:
         return diff_checkpoints(ca, cb)
 
@@ -203,7 +212,9 @@ def _diff_tensor(ra: TensorRecord, rb: TensorRecord | None) -> TensorDiff:
     identical = True
     diff_sq = norm_sq = 0.0
     max_abs = 0.0
-    for (_s, xa), (_t, xb) in zip(blocks(ra.array(), _CHUNK_ELEMS), blocks(rb.array(), _CHUNK_ELEMS), strict=True):
+    for (_s, xa), (_t, xb) in zip(
+        blocks(ra.array(), _CHUNK_ELEMS), blocks(rb.array(), _CHUNK_ELEMS), strict=True
+    ):
         if identical and _equal(xa, xb):
             fa = as_float(ra.dtype, xa)
             norm_sq += float(np.dot(fa.ravel(), fa.ravel())) if fa.size else 0.0
@@ -238,14 +249,16 @@ def _equal(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> bool:
 def _same_bytes(ra: TensorRecord, rb: TensorRecord) -> bool:
     return all(
         _equal(x, y)
-        for (_s, x), (_t, y) in zip(blocks(ra.array(), _CHUNK_ELEMS), blocks(rb.array(), _CHUNK_ELEMS), strict=True)
+        for (_s, x), (_t, y) in zip(
+            blocks(ra.array(), _CHUNK_ELEMS), blocks(rb.array(), _CHUNK_ELEMS), strict=True
+        )
     )
 
 
 def _optimizer_steps(ckpt: Checkpoint) -> dict[str, float]:
     """param name -> its step counter, for optimizer state whose parameter the reader could name."""
     out: dict[str, float] = {}
-    for _label_, opt in _find_optimizers(ckpt.objects):
+    for _where, opt in _find_optimizers(ckpt.objects):
         for pid, entry in opt["state"].items():
             if isinstance(entry, dict) and "step" in entry:
                 value = _scalar(entry["step"])

@@ -62,8 +62,7 @@ def _walk(root: str) -> list[str]:
 
 def discover(paths: list[str]) -> list[Target]:
     """Expand ``paths`` in order; duplicates are dropped. A path given explicitly is always scanned (and
-    reported
-    when it is not a checkpoint); files inside a directory are included only when their content is a
+    reported when it is not a checkpoint); files inside a directory are included only when their content is a
     checkpoint."""
     targets: list[Target] = []
     seen: set[str] = set()

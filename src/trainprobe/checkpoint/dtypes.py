@@ -1,9 +1,7 @@
 """Torch dtypes as numpy sees them: the storage view, the element size and how non-finite values are encoded.
 
 numpy has no bfloat16 or float8, so those are viewed as unsigned integers of the same width and classified
-by bit
-masks; every other floating dtype uses numpy's own float/complex types.
-"""
+by bit masks; every other floating dtype uses numpy's own float/complex types."""
 
 from __future__ import annotations
 
@@ -20,10 +18,8 @@ class DType:
     """One torch dtype: ``name`` as torch spells it, the numpy dtype its bytes are viewed as, and its kind.
 
     ``kind`` is ``float``/``complex`` for numpy-native floating types, ``bits`` for bfloat16 and the float8
-    family
-    (viewed as unsigned integers, decoded by masks), ``int``/``bool`` for types that cannot be non-finite and
-    ``opaque`` for packed or quantized types that are listed but never inspected.
-    """
+    family (viewed as unsigned integers, decoded by masks), ``int``/``bool`` for types that cannot be
+    non-finite and ``opaque`` for packed or quantized types that are listed but never inspected."""
 
     name: str
     numpy: str

@@ -105,10 +105,8 @@ def map_optimizer_params(skeleton: Any, records: list[TensorRecord]) -> tuple[An
     torch's optimizer state names parameters by index (``state.12``), in the order of
     ``param_groups[*].params``,
     which is the model's ``parameters()`` order. A model state dict fits when, after dropping known buffers
-    and
-    non-floating entries, it has as many tensors as the optimizer has parameters and every state tensor of a
-    non-scalar shape has exactly its parameter's shape. Anything less certain leaves the names alone.
-    """
+    and non-floating entries, it has as many tensors as the optimizer has parameters and every state tensor of
+    a non-scalar shape has exactly its parameter's shape. Anything less certain leaves the names alone."""
     optimizers: list[dict[str, Any]] = []
     _optimizers(skeleton, 0, optimizers)
     if not optimizers:

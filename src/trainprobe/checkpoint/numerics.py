@@ -1,8 +1,7 @@
 """Exact NaN / +Inf / −Inf counts and summary statistics for one tensor, in bounded memory.
 
 The fast path is one chunked pass that only asks "is every element finite?" (a bit mask for bfloat16 and
-float8);
-exact counts and the first bad index are computed only for the chunks that fail it.
+float8); exact counts and the first bad index are computed only for the chunks that fail it.
 
 Per-dtype rules:
 - float64/32/16: IEEE 754.
@@ -12,14 +11,14 @@ Per-dtype rules:
 - float8_e4m3fnuz, float8_e5m2fnuz: no Inf, no −0; only 0x80 is NaN.
 - float8_e8m0fnu: an exponent only; 0xFF is NaN.
 - complex: an element is bad if either part is; it counts as NaN if either part is NaN, else as +Inf if
-either part
-  is +Inf, else as −Inf.
-"""
+either part is +Inf, else as −Inf."""
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Iterator
+import mmap
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,6 +133,34 @@ def _complex_parts(arr: Array, dtype: str) -> tuple[Array, Array]:
     return arr.real, arr.imag
 
 
+_PAGE = mmap.PAGESIZE
+
+
+def _releaser(record: TensorRecord, arr: Array) -> Callable[[int, int], None]:
+    """For a contiguous tensor in a file mapping: a function that drops the pages of elements already checked.
+
+    The pages stay in the page cache; they only leave this process's resident set, so RSS stays at a few
+    chunks whatever the checkpoint's size. Only whole pages inside the range are dropped (a page shared with
+    another tensor, which another thread may be reading, is kept).
+    """
+    buffer = record.storage.buffer
+    if not isinstance(buffer, mmap.mmap) or not arr.flags.c_contiguous or not hasattr(buffer, "madvise"):
+        return lambda _start, _count: None
+    base = record.storage.offset + record.storage_offset * arr.itemsize
+    itemsize = arr.itemsize
+
+    def release(start: int, count: int) -> None:
+        lo = base + start * itemsize
+        hi = lo + count * itemsize
+        lo = -(-lo // _PAGE) * _PAGE
+        hi = hi // _PAGE * _PAGE
+        if hi > lo:
+            with contextlib.suppress(OSError, ValueError):
+                buffer.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+    return release
+
+
 def count_nonfinite(record: TensorRecord, chunk_bytes: int = CHUNK_BYTES) -> NonFinite:
     """Exact NaN/+Inf/−Inf counts and the first bad index of a floating tensor (zeros for other dtypes)."""
     info = record.dtype_info
@@ -146,8 +173,11 @@ def count_nonfinite(record: TensorRecord, chunk_bytes: int = CHUNK_BYTES) -> Non
     max_elems = max(1, chunk_bytes // arr.dtype.itemsize)
     nan = pinf = ninf = 0
     first: int | None = None
+    release = _releaser(record, arr)
     for start, block in blocks(arr, max_elems):
-        if _all_finite(dtype, block):
+        finite = _all_finite(dtype, block)
+        release(start, block.size)
+        if finite:
             continue
         a, b, c = _classify(dtype, block)
         nan, pinf, ninf = nan + a, pinf + b, ninf + c

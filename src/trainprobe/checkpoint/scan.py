@@ -1,12 +1,9 @@
 """``scan``: find NaN/Inf in checkpoints, safely, without torch, in bounded memory.
 
 Files are opened (pickles read with the safe unpickler, data memory-mapped), then every floating tensor is
-checked
-in a thread pool (numpy releases the GIL in its loops). The result is a :class:`ScanReport` whose JSON form
-(``to_json``/``from_json``) is the documented, versioned schema ``trainprobe scan --json`` prints and the
-remote
-scan ships back.
-"""
+checked in a thread pool (numpy releases the GIL in its loops). The result is a :class:`ScanReport` whose JSON
+form (``to_json``/``from_json``) is the documented, versioned schema ``trainprobe scan --json`` prints and the
+remote scan ships back."""
 
 from __future__ import annotations
 
@@ -171,8 +168,7 @@ class FileReport:
 @dataclass
 class ScanReport:
     """What ``scan`` found. ``exit_code``: 1 if any file has non-finite values or a suspicious global (a
-    finding
-    wins), else 2 if any file is unreadable or corrupt, else 0."""
+    finding wins), else 2 if any file is unreadable or corrupt, else 0."""
 
     files: list[FileReport]
     seconds: float
@@ -249,6 +245,12 @@ def _stats_dict(stats: Stats | None) -> dict[str, float | None] | None:
     }
 
 
+def _reason(exc: TrainprobeError) -> str:
+    """The message without the path (the report already names the file), with its hint."""
+    text = exc.reason if isinstance(exc, CheckpointError) else exc.message
+    return f"{text} — {exc.hint}" if exc.hint else text
+
+
 def _check_tensor(record: TensorRecord, stats: bool) -> TensorResult:
     result = TensorResult(
         name=record.name,
@@ -265,7 +267,7 @@ def _check_tensor(record: TensorRecord, stats: bool) -> TensorResult:
         if stats:
             result.stats = _stats_dict(compute_stats(record))
     except CheckpointError as exc:
-        result.error = exc.reason
+        result.error = _reason(exc)
     return result
 
 
@@ -280,10 +282,8 @@ def scan(
     """Scan checkpoint files, directories (searched recursively) and globs for NaN/+Inf/−Inf.
 
     ``stats`` adds per-tensor statistics; ``verify`` checks zip CRC32s and storage sizes. ``progress`` is
-    called
-    with fractions of the total work (they add up to 1.0). Unreadable files are reported in the result, never
-    raised; only a call that names nothing to scan raises UsageError.
-    """
+    called with fractions of the total work (they add up to 1.0). Unreadable files are reported in the result,
+    never raised; only a call that names nothing to scan raises UsageError."""
     if not paths:
         raise UsageError("nothing to scan: give at least one file, directory or glob")
     started = time.perf_counter()
@@ -298,7 +298,7 @@ def scan(
         try:
             ckpt = open_file(report.path)
         except TrainprobeError as exc:
-            report.error = exc.reason if isinstance(exc, CheckpointError) else str(exc)
+            report.error = _reason(exc)
             return None
         finally:
             report.seconds += time.perf_counter() - t0

@@ -3,11 +3,8 @@
 ``find_class`` is the only door from a pickle to code. Here it answers from a fixed table: torch's tensor and
 storage rebuild functions become our own functions that build :class:`TensorRef` descriptions, a few stdlib
 containers are themselves, known data classes become inert :class:`Opaque` placeholders, and every other
-global
-also becomes a placeholder *and* is reported (``suspicious global posix.system in data.pkl``). Nothing is
-imported;
-nothing from the file runs.
-"""
+global also becomes a placeholder *and* is reported (``suspicious global posix.system in data.pkl``). Nothing
+is imported; nothing from the file runs."""
 
 from __future__ import annotations
 
@@ -196,9 +193,7 @@ class SafeUnpickler(pickle.Unpickler):
     """Unpickle a checkpoint pickle without executing it.
 
     ``persistent_load`` is injected (the zip and legacy readers map storages to byte ranges); ``source``
-    names the
-    pickle in reports (``data.pkl``). Suspicious globals are collected in ``notes``.
-    """
+    names the pickle in reports (``data.pkl``). Suspicious globals are collected in ``notes``."""
 
     def __init__(
         self,

@@ -1,9 +1,7 @@
 """Zip archives inside a mapped buffer: a file view for ``zipfile``, record locations and CRC32 verification.
 
 torch writes zip archives uncompressed with a CRC32 per record but never checks them on load;
-``verify_zip_crc``
-does, reading the mapped bytes in chunks.
-"""
+``verify_zip_crc`` does, reading the mapped bytes in chunks."""
 
 from __future__ import annotations
 

@@ -13,9 +13,9 @@ from trainprobe.cli._output import Output
 from trainprobe.cli.app import app
 from trainprobe.errors import UsageError
 
-_CHECK_HELP = """Is each checkpoint one consistent snapshot? A verdict per checkpoint with the evidence that decided
-it: consistent, torn (it mixes optimizer steps), corrupt (damaged container), unknown (not enough evidence in one
-file) or unreadable.
+_CHECK_HELP = """Is each checkpoint one consistent snapshot? A verdict per checkpoint with the evidence that
+decided it: consistent, torn (it mixes optimizer steps), corrupt (damaged container), unknown (not enough
+evidence in one file) or unreadable.
 
 Evidence: Adam/AdamW step counters all equal and equal to the checkpoint's step field; exp_avg_sq >= 0;
 exp_avg == 0 where exp_avg_sq == 0; the Adam bound |m| <= (1-b1)/sqrt((1-b2)(1-b1²/b2))·sqrt(v) (7.27 for
@@ -51,11 +51,12 @@ def render_check_report(console: Console, report: dict[str, Any]) -> None:
         console.print(f"{_MARK.get(c['verdict'], c['verdict'])}  [bold]{escape(c['path'])}[/]")
         console.print(f"    {escape(c['reason'])}", style="dim" if c["verdict"] == "consistent" else None)
         for e in c["evidence"]:
-            console.print(f"    {_OUTCOME[e['outcome']]} {e['check']:<22} {escape(e['message'])}", soft_wrap=True)
-        for bad in c["nonfinite"][:10]:
             console.print(
-                f"    [red]{escape(bad['name'])}: {bad['nan']} NaN, {bad['posinf']} +Inf, {bad['neginf']} -Inf[/]"
+                f"    {_OUTCOME[e['outcome']]} {e['check']:<22} {escape(e['message'])}", soft_wrap=True
             )
+        for bad in c["nonfinite"][:10]:
+            counts = f"{bad['nan']} NaN, {bad['posinf']} +Inf, {bad['neginf']} -Inf"
+            console.print(f"    [red]{escape(bad['name'])}: {counts}[/]")
     summary = ", ".join(f"{n} {verdict}" for verdict, n in report["summary"].items())
     console.print(f"{len(report['checkpoints'])} checkpoint(s): {summary}")
 
@@ -69,12 +70,22 @@ def _exit_code(report: dict[str, Any], strict: bool) -> int:
 
 @app.command(help=_CHECK_HELP)
 def check(
-    paths: list[str] = typer.Argument(..., metavar="PATH...", help="Checkpoint files, directories or quoted globs."),
-    json_mode: bool = typer.Option(False, "--json", help="Print the JSON report (schema_version 1) to stdout."),
+    paths: list[str] = typer.Argument(
+        ..., metavar="PATH...", help="Checkpoint files, directories or quoted globs."
+    ),
+    json_mode: bool = typer.Option(
+        False, "--json", help="Print the JSON report (schema_version 1) to stdout."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit code tells."),
-    strict: bool = typer.Option(False, "--strict", help="Exit 1 when a verdict is 'unknown' (not enough evidence)."),
-    on: str | None = typer.Option(None, "--on", metavar="TARGET", help="Check on a remote target (user@host...)."),
-    timeout: float = typer.Option(3600.0, "--timeout", help="With --on: seconds before the remote check is killed."),
+    strict: bool = typer.Option(
+        False, "--strict", help="Exit 1 when a verdict is 'unknown' (not enough evidence)."
+    ),
+    on: str | None = typer.Option(
+        None, "--on", metavar="TARGET", help="Check on a remote target (user@host...)."
+    ),
+    timeout: float = typer.Option(
+        3600.0, "--timeout", help="With --on: seconds before the remote check is killed."
+    ),
     connect_timeout: float = typer.Option(20.0, "--connect-timeout", help="With --on: seconds to connect."),
 ) -> None:
     out = Output(json_mode=json_mode, quiet=quiet)
@@ -97,7 +108,12 @@ def _check_on(target: str, paths: list[str], timeout: float, connect_timeout: fl
     from trainprobe.checkpoint import check as check_module
 
     value = remote.call(
-        target, check_module.check_paths_json, paths, timeout=timeout, connect_timeout=connect_timeout, need=["numpy"]
+        target,
+        check_module.check_paths_json,
+        paths,
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        need=["numpy"],
     )
     if not isinstance(value, dict) or "checkpoints" not in value:
         raise UsageError(f"{target}: the remote check returned no report")

@@ -54,11 +54,20 @@ def render_diff_report(console: Console, report: dict[str, Any], show_all: bool,
     if steps["a"] is not None:
         console.print(f"optimizer step {_num(steps['a'])} -> {_num(steps['b'])}")
     rows = [t for t in report["tensors"] if show_all or t["status"] != "identical"]
-    rows.sort(key=lambda t: (t["status"] != "changed", -(t.get("rel_change") or 0) if t["status"] == "changed" else 0))
+    rows.sort(
+        key=lambda t: (
+            t["status"] != "changed",
+            -(t.get("rel_change") or 0) if t["status"] == "changed" else 0,
+        )
+    )
     if rows:
         table = Table(show_edge=False, box=None, padding=(0, 1), pad_edge=False)
         for col in ("tensor", "status", "dtype", "shape", "rel change", "max |A-B|"):
-            table.add_column(col, justify="right" if col in ("rel change", "max |A-B|") else "left")
+            table.add_column(
+                col,
+                justify="right" if col in ("rel change", "max |A-B|") else "left",
+                no_wrap=col == "tensor",
+            )
         for t in rows[:limit]:
             shape = str(t["shape"]) + (f" -> {t['shape_b']}" if "shape_b" in t else "")
             dtype = t["dtype"] + (f" -> {t['dtype_b']}" if "dtype_b" in t else "")
@@ -108,7 +117,9 @@ def render_diff_report(console: Console, report: dict[str, Any], show_all: bool,
 def diff(
     a: str = typer.Argument(..., metavar="A", help="The reference checkpoint."),
     b: str = typer.Argument(..., metavar="B", help="The checkpoint compared with A."),
-    json_mode: bool = typer.Option(False, "--json", help="Print the JSON report (schema_version 1) to stdout."),
+    json_mode: bool = typer.Option(
+        False, "--json", help="Print the JSON report (schema_version 1) to stdout."
+    ),
     show_all: bool = typer.Option(False, "--all", help="List identical tensors too."),
     limit: int = typer.Option(50, "--limit", min=1, help="Most tensors to list (largest changes first)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit code tells."),

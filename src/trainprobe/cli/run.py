@@ -105,5 +105,8 @@ def run_command(
         out.result(data, lambda console: None)
         if result.error is not None:
             out.error(str(result.error))
-        out.note(f"[dim]log: {result.log_dir}[/]")
+        if not quiet:  # never wrapped: people copy the path
+            out.err.print(
+                f"log: {result.log_dir}", soft_wrap=True, markup=False, highlight=False, style="dim"
+            )
     raise typer.Exit(result.exit_code)

@@ -22,13 +22,11 @@ from trainprobe.cli.app import app
 from trainprobe.errors import UsageError
 
 _SCAN_HELP = """Find NaN/+Inf/−Inf in checkpoints: weights and optimizer state, without torch and without
-executing
-the file.
+executing the file.
 
 Reads torch zip (.pt/.pth/.bin/.ckpt: plain, Lightning, DeepSpeed) and legacy files, safetensors, Hugging Face
 sharded checkpoints (*.index.json) and torch.distributed.checkpoint directories, detected by content.
-Directories
-are searched recursively; quote globs to let trainprobe expand them.
+Directories are searched recursively; quote globs to let trainprobe expand them.
 
 \b
 Examples:

@@ -48,7 +48,9 @@ def run_exec(argv: list[str], f: Finding) -> int:
 
 @app.command()
 def watch(
-    target_or_path: str = typer.Argument(..., metavar="[TARGET] PATH", help="The log to follow (a local path)."),
+    target_or_path: str = typer.Argument(
+        ..., metavar="[TARGET] PATH", help="The log to follow; with a TARGET first (e.g. ssh=gpu07), a path there."
+    ),
     path: str | None = typer.Argument(None, hidden=True),
     exec_cmd: str | None = typer.Option(
         None, "--exec", help="Run this command for each new finding (argv split like a shell, run without one); "
@@ -63,28 +65,28 @@ def watch(
     """Follow a growing training log like `tail -F` (across rotation), run the detectors as lines arrive and print
     each new finding as it appears. Ctrl-C (or SIGTERM) stops and prints the summary report.
 
+    With a TARGET the file is followed on that machine (through the remote engine: ssh, containers, ...); a dropped
+    link reconnects and resumes at the last byte received, so no line is lost or repeated.
+
     \b
     Examples:
       trainprobe watch train.log
+      trainprobe watch ssh=gpu07 /scratch/run3/train.log
       trainprobe watch train.log --exec 'notify-send trainprobe'
       trainprobe watch train.log --json | jq .
 
-    Exit codes: 0 no finding at --fail-on or worse, 1 findings, 2 bad flags.
+    Exit codes: 0 no finding at --fail-on or worse, 1 findings (or the target stayed unreachable), 2 bad flags.
     """
     out = Output(json_mode=json_out)
     with reported_errors(out):
-        if path is not None:
-            raise UsageError(
-                f"watch on a target ({target_or_path}) is not available in this build",
-                hint="copy the log locally or run `trainprobe watch PATH` on that machine",
-            )
         argv = shlex.split(exec_cmd) if exec_cmd else None
         if exec_cmd is not None and not argv:
             raise UsageError("--exec: empty command")
         if interval <= 0:
             raise UsageError("--interval must be positive")
-        log = Path(target_or_path)
-        if log.is_dir():
+        remote_target = target_or_path if path is not None else None
+        log = Path(path if path is not None else target_or_path)
+        if remote_target is None and log.is_dir():
             raise UsageError(f"{log}: is a directory", hint="watch one log file")
 
         def on_finding(f: Finding) -> None:
@@ -106,10 +108,19 @@ def watch(
             raise KeyboardInterrupt
 
         signal.signal(signal.SIGTERM, stop_on_term)
+        where = f"{log} on {remote_target}" if remote_target else str(log)
         if not json_out:
-            out.note(f"watching {log} (Ctrl-C for the summary)")
-        report = watch_file(log, on_finding, options=Options(threshold=threshold, event_patterns=list(event)),
-                            interval=interval)
+            out.note(f"watching {where} (Ctrl-C for the summary)")
+        options = Options(threshold=threshold, event_patterns=list(event))
+        if remote_target is not None:
+            from trainprobe.metrics.remote_follow import watch_remote
+            from trainprobe.remote import parse_target
+
+            parse_target(remote_target)  # a malformed target is a usage error before anything starts
+            report = watch_remote(remote_target, str(log), on_finding, options=options, interval=interval,
+                                  notify=out.note)
+        else:
+            report = watch_file(log, on_finding, options=options, interval=interval)
         if report is None:
             out.note(f"{log}: no metric rows arrived")
             return

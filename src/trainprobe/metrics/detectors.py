@@ -106,7 +106,8 @@ def detect_spikes(
         tol = max(threshold / 2 * spread, rel_guard * abs(base))
         rest = np.flatnonzero(np.abs(x[peak:] - base) <= tol)
         recovered = float(steps[peak + int(rest[0])] - steps[start]) if rest.size else None
-        if abs(shift_after) >= 0.5 and abs(shift_later) >= 0.5 and np.sign(shift_after) == np.sign(shift_later):
+        is_shift = abs(shift_after) >= 0.5 and abs(shift_later) >= 0.5 and np.sign(shift_after) == np.sign(shift_later)
+        if is_shift and recovered is None and after.size >= min(window, 10):
             new_level = float(np.median(later if later.size >= 5 else after))
             findings.append(
                 Finding(
@@ -129,7 +130,7 @@ def detect_spikes(
                 severity = "info"
         else:
             severity = "info"
-        rec_text = (f"recovered after {fmt_step(recovered)} steps" if recovered is not None
+        rec_text = (f"recovered after {fmt_step(recovered)} step{'' if recovered == 1 else 's'}" if recovered is not None
                     else "has not recovered by the end of the log")
         findings.append(
             Finding(
@@ -182,7 +183,7 @@ def detect_missing(run: RunLog) -> list[Finding]:
     findings: list[Finding] = []
     for shape in shapes:
         shape = int(shape)
-        if shape == usual or shape & ~usual or bin(shape).count("1") < max(2, n_usual // 2):
+        if shape == usual or shape & ~usual or bin(shape).count("1") < max(1, n_usual // 2):
             continue
         rows = np.flatnonzero(bits == shape)
         for j, name in enumerate(names[:62]):
@@ -298,7 +299,14 @@ def detect_throughput(run: RunLog, *, blocks: int = 10, factor: float = 1.5) -> 
         before = float(np.median(meds[:b]))
         if before > 0 and np.all(meds[b:] >= factor * before):
             after = float(np.median(meds[b:]))
-            onset = int(rows[b * size])
+            # The onset lies in the block before the first slow one or in it; refine to the first row from which a
+            # short running median crosses the midpoint between the two levels.
+            lo, hi = (b - 1) * size, min(per_step.size, (b + 1) * size)
+            region = per_step[lo:hi]
+            k = min(5, region.size)
+            runmed = np.median(np.lib.stride_tricks.sliding_window_view(region, k), axis=1)
+            cross = np.flatnonzero(runmed >= (before + after) / 2)
+            onset = int(rows[min(lo + (int(cross[0]) + k // 2 if cross.size else size), rows.size - 1)])
             return [
                 Finding(
                     THROUGHPUT, "warning", run.name, label, float(run.steps[onset]), float(run.steps[int(rows[-1])]),

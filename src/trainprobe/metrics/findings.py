@@ -76,4 +76,6 @@ def fmt_step(x: float) -> str:
 def fmt_value(x: float | None) -> str:
     if x is None:
         return "?"
-    return f"{x:.4g}"
+    if float(x).is_integer() and abs(x) < 1e9:
+        return str(int(x))
+    return f"{x:.3g}"

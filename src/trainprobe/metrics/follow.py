@@ -14,7 +14,7 @@ from typing import BinaryIO
 import numpy as np
 
 from trainprobe.metrics.analyze import LogReport, Options, analyze
-from trainprobe.metrics.findings import Finding
+from trainprobe.metrics.findings import CLIFF, SPIKE, Finding
 from trainprobe.metrics.readers.jsonl import _flatten
 from trainprobe.metrics.readers.text import LineParser
 from trainprobe.metrics.table import RunLog
@@ -131,6 +131,10 @@ class OnlineAnalyzer:
             if key in self.seen:
                 continue
             if not final and f.row > len(run) - self.settle_rows:
+                continue
+            # A jump that has not come back yet may be a spike or a cliff: wait for a window of rows to tell.
+            if (not final and f.kind in (SPIKE, CLIFF) and f.recovered_after is None
+                    and f.row > len(run) - self.options.window):
                 continue
             self.seen.add(key)
             fresh.append(f)

@@ -13,14 +13,14 @@ from numpy.lib.stride_tricks import sliding_window_view
 _EXACT_LIMIT = 20_000_000  # n·w elements per exact pass, in chunks
 
 
-def trailing_median(x: np.ndarray, window: int) -> np.ndarray:
+def trailing_median(x: np.ndarray, window: int, *, exact_limit: int = 4 * _EXACT_LIMIT) -> np.ndarray:
     """Median of ``x[i-window:i]`` (strictly before ``i``) for each ``i``; NaN where fewer than 3 values."""
     n = x.shape[0]
     out = np.full(n, np.nan)
     if n < 4:
         return out
     w = max(3, min(window, n - 1))
-    if n * w <= 4 * _EXACT_LIMIT or w < 8:
+    if n * w <= exact_limit or w < 8:
         return _exact_trailing(x, w)
     block = max(2, w // 8)
     return _blocked_trailing(x, w, block)

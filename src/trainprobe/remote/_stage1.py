@@ -30,6 +30,8 @@ import sys
 import zlib
 
 MAGIC = b"\n\x00TRAINPROBE-AGENT-1\x00"
+#: in the command line of every trainprobe agent (the bootstrap); other runs' agents are not candidates
+OUR_BOOT = b"zlib.decompress(base64.b64decode(sys.argv[1]))"
 NEED_CHECK = "import importlib.util as u,sys;print(sys.version.split()[0]);print(','.join(n for n in sys.argv[1:] if u.find_spec(n) is None))"  # noqa: E501
 HOME_VENV_DIRS = ("envs", "venvs", ".venvs", ".virtualenvs", ".pyenv/versions")
 CONDA_DIRS = ("miniconda3", "anaconda3", "miniforge3", "mambaforge", ".conda", "conda")
@@ -106,7 +108,7 @@ def running_pythons() -> list[str]:
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if not os.path.basename(exe).startswith("python") or b"TRAINPROBE" in b"".join(argv[:2]).upper():
+        if not os.path.basename(exe).startswith("python") or OUR_BOOT in b"".join(argv[:3]):
             continue
         first = argv[0].decode(errors="replace")
         found.append(first if first.startswith("/") and os.path.basename(first).startswith("python") else exe)

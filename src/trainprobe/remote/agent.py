@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import importlib.util
 import json
+import linecache
 import os
+import pwd
 import selectors
 import signal
 import socket
@@ -79,8 +82,6 @@ class MemoryImporter:
         self.modules = modules
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        import importlib.util
-
         if name not in self.modules:
             return None
         filename, is_package, _ = self.modules[name]
@@ -98,8 +99,6 @@ class MemoryImporter:
 
 def remember_source(filename: str, source: bytes) -> None:
     """Let tracebacks print the local file's lines, which do not exist on the far side."""
-    import linecache
-
     lines = source.decode("utf-8", "replace").splitlines(True)
     linecache.cache[filename] = (len(source), None, lines, filename)
 
@@ -195,8 +194,6 @@ def run_user(
 
 
 def user_name() -> str:
-    import pwd
-
     try:
         return pwd.getpwuid(os.getuid()).pw_name
     except KeyError:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import sys
@@ -140,7 +139,7 @@ def modules_for(function: Callable[..., Any]) -> tuple[str, list[Module]]:
                 mod_name = ".".join(rel.parent.parts if is_package else rel.parts)
                 shipped.append(Module(mod_name, str(path), path.read_bytes(), is_package))
         return name, shipped
-    path = Path(inspect.getfile(module)).resolve()
+    path = Path(str(module.__file__)).resolve()
     import_name = name if name != "__main__" else "_trainprobe_shipped_main"
     return import_name, [Module(import_name, str(path), path.read_bytes())]
 

@@ -47,7 +47,7 @@ from trainprobe.remote.fleet import expand_ranges
 from trainprobe.remote.hops.base import Hop
 from trainprobe.remote.hops.slurm import SlurmHop
 from trainprobe.remote.logs import new_run_dir
-from trainprobe.remote.session import RunResult
+from trainprobe.remote.session import Module, RunResult
 from trainprobe.remote.target import SEPARATOR, Target, parse_target
 
 DEFAULT_PARALLEL = 32
@@ -249,9 +249,8 @@ def _summary(result: RunResult) -> str:
     if result.error is not None:
         return result.error.reason + (f" — {result.error.hint}" if result.error.hint else "")
     if result.exit_code != 0:
-        return f"exit {result.exit_code}" + (
-            f": {_last_line(result.stderr_path)}" if result.stderr_path else ""
-        )
+        last = _last_line(result.stderr_path)
+        return f"exit {result.exit_code}" + (f": {last}" if last else "")
     if result.result is None:
         return ""
     text = json.dumps(result.result, default=str, separators=(",", ":"))
@@ -394,6 +393,7 @@ def run_fleet(
     on_done: Callable[[Outcome], None] | None = None,
     log_dir: str | Path | None = None,
     cancel: threading.Event | None = None,
+    modules: Sequence[Module] = (),
 ) -> FleetResult:
     """Run ``script`` on every target, at most ``parallel`` at once; never raises for a target's failure.
 
@@ -434,6 +434,7 @@ def run_fleet(
             stderr=sink_err,
             log_dir=root / f"{index:03d}-{parse_target(target).slug}",
             cancel=cancel,
+            modules=modules,
         )
         outcome = outcome_of(result)
         if on_done is not None:
@@ -469,3 +470,40 @@ def _job_target(target: str) -> str:
     parsed = parse_target(target)
     hops = [dataclasses.replace(h, node=None) if isinstance(h, SlurmHop) else h for h in parsed.hops]
     return str(Target(tuple(hops)))
+
+
+def call_fleet(
+    targets: Sequence[str],
+    function: Callable[..., Any],
+    *args: Any,
+    parallel: int = DEFAULT_PARALLEL,
+    timeout: float | None = None,
+    connect_timeout: float = 10.0,
+    need: Sequence[str] = (),
+    on_done: Callable[[Outcome], None] | None = None,
+    log_dir: str | Path | None = None,
+    **kwargs: Any,
+) -> FleetResult:
+    """:func:`trainprobe.remote.call` on every target: ``function(*args, **kwargs)`` runs on each (its module
+    shipped, see :func:`trainprobe.remote.api.modules_for`) and each outcome's ``result`` is its value (or
+    what its ``to_json()`` returns). This is how ``probe`` and ``scan --on`` reach a fleet."""
+    module_name, modules = api.modules_for(function)
+    spec = {"module": module_name, "qualname": function.__qualname__, "args": list(args), "kwargs": kwargs}
+    return run_fleet(
+        targets,
+        api.CALL_DRIVER,
+        [json.dumps(spec)],
+        parallel=parallel,
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        need=need,
+        on_done=on_done,
+        log_dir=log_dir,
+        modules=modules,
+    )
+
+
+def needs_fleet(targets: Sequence[str]) -> bool:
+    """True when ``targets`` (from :func:`~trainprobe.remote.fleet.expand_targets`) is more than one run:
+    several targets, or a ``slurm=JOBID`` that fans out to the job's nodes."""
+    return len(targets) > 1 or any(_slurm_split(parse_target(t)) is not None for t in targets)

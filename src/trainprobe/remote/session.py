@@ -33,10 +33,13 @@ from trainprobe.errors import (
     RemoteTimeoutError,
     UnreachableError,
 )
-from trainprobe.remote import agent
-from trainprobe.remote._stage1 import MAGIC
 from trainprobe.remote.argv import agent_source
 from trainprobe.remote.logs import new_run_dir
+
+# The far side's words (trainprobe.remote._stage1 and .agent say them; a test checks both ends agree). Not
+# imported from there: they pull in ast, shutil and friends, which this side does not need at startup.
+MAGIC = b"\n\x00TRAINPROBE-AGENT-1\x00"
+HELLO, NOT_FOUND, READY, STDOUT, STDERR, EXIT = b"H", b"F", b"R", b"1", b"2", b"X"
 
 #: after closing stdin (timeout, Ctrl-C), how long the far side gets to report before ssh is killed
 STOP_GRACE_S = 5.0
@@ -289,24 +292,24 @@ def execute(
                 if not chunk:
                     break
                 for kind, data in parser.feed(chunk):
-                    if kind == agent.STDOUT:
+                    if kind == STDOUT:
                         out_file.write(data)
                         if stdout is not None:
                             stdout(data)
-                    elif kind == agent.STDERR:
+                    elif kind == STDERR:
                         err_file.write(data)
                         if stderr is not None:
                             stderr(data)
-                    elif kind == agent.READY:
+                    elif kind == READY:
                         ready = json.loads(data)
                         result.python, result.host = ready.get("python"), ready.get("host")
                         meta["ready"] = ready
                         meta["ready_after"] = round(time.monotonic() - start, 4)
-                    elif kind == b"H":
+                    elif kind == HELLO:
                         meta["hello_after"] = round(time.monotonic() - start, 4)
-                    elif kind == b"F":
+                    elif kind == NOT_FOUND:
                         failure = json.loads(data)
-                    elif kind == agent.EXIT:
+                    elif kind == EXIT:
                         report = json.loads(data)
                         feeder.closing.set()
         except KeyboardInterrupt:

@@ -1,4 +1,5 @@
-"""Saving training state safely: :class:`CheckpointWriter` (consistent snapshot, atomic write in the background).
+"""Saving training state safely: :class:`CheckpointWriter` (a consistent snapshot, written atomically in the
+background).
 
 torch is imported only when a writer is created, so ``import trainprobe.save`` works without it.
 """

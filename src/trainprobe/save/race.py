@@ -1,19 +1,19 @@
 """A small CPU training loop that reproduces the torn-checkpoint race, and the same loop saved safely.
 
-``train(run_dir, mode="background")`` saves the naive way: ``torch.save`` of the model and optimizer state dicts
-from a background thread while the loop keeps stepping. The model has many parameter tensors, so one save spans
-several optimizer steps and the file mixes them (``trainprobe check`` calls it torn). ``mode="writer"`` saves
-the same loop through :class:`~trainprobe.save.writer.CheckpointWriter`; ``mode="in-loop"`` blocks on
-``torch.save``; ``mode="none"`` does not save. Each save's stall (time the loop was blocked) is measured.
+``train(run_dir, mode="background")`` saves the naive way: ``torch.save`` of the model and optimizer state
+dicts from a background thread while the loop keeps stepping. The model has many parameter tensors, so one
+save spans several optimizer steps and the file mixes them (``trainprobe check`` calls it torn).
+``mode="writer"`` saves the same loop through :class:`~trainprobe.save.writer.CheckpointWriter`;
+``mode="in-loop"`` blocks on ``torch.save``; ``mode="none"`` does not save. Each save's stall (time the loop
+was blocked) is measured.
 
 With ``log_path`` the loop writes a plain training log, one line per event::
 
     2026-11-29 22:31:02,123 INFO step=10 loss=0.482113 lr=0.001 grad_norm=1.2031
     2026-11-29 22:31:02,130 INFO Saving checkpoint to run/ckpt/step-00000010.pt (step=10)
 
-Saved objects are ``{"step": n, "model": ..., "optimizer": ...}`` where ``n`` counts optimizer steps taken, so it
-equals AdamW's per-parameter ``step`` counters in a consistent checkpoint.
-"""
+Saved objects are ``{"step": n, "model": ..., "optimizer": ...}`` where ``n`` counts optimizer steps taken, so
+it equals AdamW's per-parameter ``step`` counters in a consistent checkpoint."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def _timestamp() -> str:
 
 def build_model(layers: int, width: int, seed: int) -> Any:
     """A residual MLP with ``layers`` Linear blocks: many parameter tensors, so one save spans several steps,
-    and residual connections so it actually learns. Parameters: ``blocks.N.weight/bias``, ``head.weight/bias``."""
+    and residual connections so it actually learns. Parameters: ``blocks.N.weight/bias``, ``head.*``."""
     torch = _torch()
     torch.manual_seed(seed)
 
@@ -111,8 +111,8 @@ def train(
 ) -> TrainingRun:
     """Train an MLP on a fixed regression task for ``steps`` AdamW steps, saving every ``save_every`` steps.
 
-    Checkpoints go to ``run_dir/ckpt``. ``lr_at(step)`` may override the learning rate per step (e.g. to inject a
-    spike for a demo). Returns what happened, including each save's stall.
+    Checkpoints go to ``run_dir/ckpt``. ``lr_at(step)`` may override the learning rate per step (e.g. to
+    inject a spike for a demo). Returns what happened, including each save's stall.
     """
     if mode not in SAVE_MODES:
         raise UsageError(f"unknown save mode {mode!r}", hint=f"use one of: {', '.join(SAVE_MODES)}")
@@ -164,7 +164,9 @@ def train(
                 log.write(f"{_timestamp()} INFO Saving checkpoint to {path} (step={step})\n")
             began = time.perf_counter()
             if mode == "in-loop":
-                torch.save({"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)
+                torch.save(
+                    {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}, path
+                )
             elif mode == "background":
                 # The bug this module exists to show: the state dicts hold the live tensors.
                 state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}

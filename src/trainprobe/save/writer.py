@@ -1,12 +1,12 @@
 """A checkpoint writer for plain PyTorch loops that cannot produce a torn or half-written file.
 
-``torch.save`` pickles the object first and copies tensor storages into the file one at a time, straight from live
-memory. Run it in a thread while training continues and the file mixes optimizer steps. ``CheckpointWriter.save``
-therefore copies every tensor into CPU buffers (kept between saves, pinned when CUDA is there) *before it returns*;
-only then does a background thread serialize that private snapshot. The file appears under its final name only
-after it is complete and fsynced (temp file in the same directory, ``os.replace``, fsync of the directory), then the
-manifest and the ``latest`` pointer follow the same way. A SIGKILL at any moment leaves the previous checkpoint and
-``latest`` intact.
+``torch.save`` pickles the object first and copies tensor storages into the file one at a time, straight from
+live memory. Run it in a thread while training continues and the file mixes optimizer steps.
+``CheckpointWriter.save`` therefore copies every tensor into CPU buffers (kept between saves, pinned when CUDA
+is there) *before it returns*; only then does a background thread serialize that private snapshot. The file
+appears under its final name only after it is complete and fsynced (temp file in the same directory,
+``os.replace``, fsync of the directory), then the manifest and the ``latest`` pointer follow the same way. A
+SIGKILL at any moment leaves the previous checkpoint and ``latest`` intact.
 
 Layout of the directory::
 
@@ -127,7 +127,8 @@ class _BufferPool:
         if buf is None or buf.shape != tensor.shape or buf.dtype != tensor.dtype:
             buf = torch.empty(tuple(tensor.shape), dtype=tensor.dtype, device="cpu", pin_memory=self._pin)
             self._buffers[path] = buf
-        # non_blocking only overlaps device->host copies; a synchronize before save() returns makes them complete.
+        # non_blocking only overlaps device->host copies; a synchronize before save() returns makes them
+        # complete.
         buf.copy_(tensor.detach(), non_blocking=self._pin)
         return buf
 
@@ -158,7 +159,9 @@ class CheckpointWriter:
         self, directory: str | os.PathLike[str], *, keep: int | None = 3, fsync: bool = True
     ) -> None:
         if keep is not None and keep < 1:
-            raise UsageError(f"keep must be at least 1 (got {keep})", hint="pass keep=None to keep every checkpoint")
+            raise UsageError(
+                f"keep must be at least 1 (got {keep})", hint="pass keep=None to keep every checkpoint"
+            )
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.keep = keep
@@ -174,11 +177,11 @@ class CheckpointWriter:
         self.stall_seconds: list[float] = []
         self._remove_stale_temps()
 
-    # -- public API -------------------------------------------------------------------------------------------
+    # -- public API --------------------------------------------------------------------------------
 
     def save(self, step: int, *, model: Any = None, optimizer: Any = None, **extra: Any) -> Path:
-        """Snapshot ``model``/``optimizer`` state (modules, optimizers or plain state dicts) and ``extra`` now;
-        write it in the background. Returns the path the checkpoint will have once written."""
+        """Snapshot ``model``/``optimizer`` state (modules, optimizers or plain state dicts) and ``extra``
+        now; write it in the background. Returns the path the checkpoint will have once written."""
         if self._closed:
             raise UsageError("CheckpointWriter.save called after close()")
         started = time.perf_counter()
@@ -203,7 +206,7 @@ class CheckpointWriter:
         return target
 
     def wait(self) -> Path | None:
-        """Block until the last save is on disk; raise SaveError if it failed. Returns the latest checkpoint."""
+        """Block until the last save is on disk; raise SaveError if it failed. Returns the latest."""
         self._join()
         self._raise_pending()
         return read_latest(self.directory)
@@ -229,7 +232,7 @@ class CheckpointWriter:
     def latest(self) -> Path | None:
         return read_latest(self.directory)
 
-    # -- snapshot -------------------------------------------------------------------------------------------
+    # -- snapshot ----------------------------------------------------------------------------------
 
     def _snapshot(self, step: int, obj: Any) -> _Snapshot:
         torch = self._torch
@@ -250,8 +253,9 @@ class CheckpointWriter:
                 return [walk(v, f"{path}.{i}") for i, v in enumerate(value)]
             if isinstance(value, tuple) and not hasattr(value, "_fields"):
                 return tuple(walk(v, f"{path}.{i}") for i, v in enumerate(value))
-            # Plain values (numbers, strings, small objects) are copied now so later mutation cannot reach the file;
-            # one that refuses to be copied is written as it is at write time (and fails there if it cannot be).
+            # Plain values (numbers, strings, small objects) are copied now so later mutation cannot reach the
+            # file; one that refuses to be copied is written as it is at write time (and fails there if it
+            # cannot be).
             try:
                 return copy.deepcopy(value)
             except Exception:
@@ -262,7 +266,7 @@ class CheckpointWriter:
             torch.cuda.synchronize()
         return snapshot
 
-    # -- background write -----------------------------------------------------------------------------------
+    # -- background write --------------------------------------------------------------------------
 
     def _write_guarded(self, snapshot: _Snapshot, target: Path) -> None:
         try:
@@ -290,7 +294,11 @@ class CheckpointWriter:
         tensors = {}
         for name, t in snapshot.tensors.items():
             finite = bool(torch.isfinite(t).all()) if (t.is_floating_point() or t.is_complex()) else True
-            tensors[name] = {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape), "finite": finite}
+            tensors[name] = {
+                "dtype": str(t.dtype).removeprefix("torch."),
+                "shape": list(t.shape),
+                "finite": finite,
+            }
         manifest = {
             "format": MANIFEST_FORMAT,
             "schema_version": MANIFEST_SCHEMA_VERSION,
@@ -354,5 +362,5 @@ class CheckpointWriter:
         self._error = self._error_step = None
         raise SaveError(
             f"writing checkpoint for step {step} in {self.directory} failed: {type(exc).__name__}: {exc}",
-            hint="the previous checkpoint and the 'latest' pointer are untouched; fix the cause and save again",
+            hint="the previous checkpoint and 'latest' are untouched; fix the cause and save again",
         ) from exc

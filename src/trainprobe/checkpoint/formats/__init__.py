@@ -1,9 +1,8 @@
 """Checkpoint formats, one module each, behind :class:`trainprobe.checkpoint.base.CheckpointFormat`.
 
 To add a format: write a module with a class that has ``name``, ``sniff(path, head)`` and ``open(path)``,
-and add
-one instance to ``FORMATS``. Detection asks each format in this order, so more specific formats come first.
-"""
+and add one instance to ``FORMATS``. Detection asks each format in this order, so more specific formats come
+first."""
 
 from __future__ import annotations
 

@@ -3,10 +3,8 @@
 ``.metadata`` pickles a ``Metadata`` dataclass: ``state_dict_metadata`` (fqn -> tensor or bytes metadata),
 ``planner_data`` (fqn -> the key path in the original state dict) and ``storage_data`` (``MetadataIndex(fqn,
 chunk offset)`` -> ``_StorageInfo(relative_path, offset, length)``). Each byte range in a ``.distcp`` file
-is itself a
-torch.save zip archive: one tensor chunk, or one pickled non-tensor value. All of it is read with the safe
-unpickler; the dataclasses stay inert placeholders whose fields we read.
-"""
+is itself a torch.save zip archive: one tensor chunk, or one pickled non-tensor value. All of it is read with
+the safe unpickler; the dataclasses stay inert placeholders whose fields we read."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Hugging Face sharded checkpoints: ``*.index.json`` with a ``weight_map`` from tensor name to shard file;
-the
-shards are safetensors or torch zip ``.bin`` files. Scanned as one checkpoint, each tensor from its shard.
+the shards are safetensors or torch zip ``.bin`` files. Scanned as one checkpoint, each tensor from its shard.
 """
 
 from __future__ import annotations

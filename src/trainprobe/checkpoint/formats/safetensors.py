@@ -1,7 +1,5 @@
 """safetensors: an 8-byte little-endian header length, a JSON header naming each tensor's dtype, shape and
-byte
-range, then the data. No pickle, so nothing to execute; the checks are about sizes that lie.
-"""
+byte range, then the data. No pickle, so nothing to execute; the checks are about sizes that lie."""
 
 from __future__ import annotations
 

@@ -2,9 +2,7 @@
 
 Layout: the magic-number pickle, the protocol-version pickle, a sys-info pickle (endianness, type sizes), the
 object pickle whose persistent ids name storages, a pickle of the sorted storage keys; then, per key in
-that order,
-an 8-byte little-endian element count followed by ``count * element size`` bytes.
-"""
+that order, an 8-byte little-endian element count followed by ``count * element size`` bytes."""
 
 from __future__ import annotations
 

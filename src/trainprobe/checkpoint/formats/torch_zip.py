@@ -1,8 +1,6 @@
 """torch.save's default format: a zip archive (stored, uncompressed) with ``<prefix>/data.pkl`` and one
-record per
-storage at ``<prefix>/data/<key>``. Plain state dicts, Lightning (``state_dict`` + ``optimizer_states``) and
-DeepSpeed files are all this format; they differ only in the pickled object.
-"""
+record per storage at ``<prefix>/data/<key>``. Plain state dicts, Lightning (``state_dict`` +
+``optimizer_states``) and DeepSpeed files are all this format; they differ only in the pickled object."""
 
 from __future__ import annotations
 

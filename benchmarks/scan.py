@@ -1,0 +1,226 @@
+"""Benchmark `trainprobe scan` against what people do today, on a ~1 GB fp32 model + AdamW checkpoint.
+
+In one run: writes the checkpoint (and a bf16 variant) into a temporary directory, warms the page cache
+(dropping it needs privileges, so every method reads from memory), then runs each method in its own process
+and reports wall time, peak RSS (from wait4) and peak anonymous memory (sampled from /proc):
+
+  (a) naive:  torch.load(weights_only=False) + torch.isnan/isinf per tensor
+  (b) mmap:   torch.load(mmap=True, weights_only=True) + torch.isfinite per tensor
+  (c) trainprobe scan, the whole CLI process (--json, so the scan's own time is reported too)
+  (d) floor:  one chunked np.isfinite pass over the memory-mapped file, in-process
+
+Goals: (c) >= 20x faster than (a), >= 5x faster than (b); the scan itself within 1.5x of (d).
+
+Usage: python benchmarks/scan.py [--size-gb 1.0] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+NAIVE = r"""
+import sys, torch
+sd = torch.load(sys.argv[1], weights_only=False, map_location="cpu")
+bad = 0
+def walk(o):
+    global bad
+    if isinstance(o, torch.Tensor):
+        if o.is_floating_point():
+            bad += int(torch.isnan(o).sum()) + int(torch.isinf(o).sum())
+    elif isinstance(o, dict):
+        for v in o.values(): walk(v)
+    elif isinstance(o, (list, tuple)):
+        for v in o: walk(v)
+walk(sd)
+print(bad)
+"""
+
+MMAP = r"""
+import sys, torch
+sd = torch.load(sys.argv[1], mmap=True, weights_only=True, map_location="cpu")
+bad = 0
+def walk(o):
+    global bad
+    if isinstance(o, torch.Tensor):
+        if o.is_floating_point() and not bool(torch.isfinite(o).all()):
+            bad += 1
+    elif isinstance(o, dict):
+        for v in o.values(): walk(v)
+    elif isinstance(o, (list, tuple)):
+        for v in o: walk(v)
+walk(sd)
+print(bad)
+"""
+
+FLOOR = r"""
+import mmap, sys, time
+import numpy as np
+with open(sys.argv[1], "rb") as fh:
+    mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+dtype = np.dtype(sys.argv[2])
+t0 = time.perf_counter()
+arr = np.frombuffer(mm, dtype=dtype, count=len(mm) // dtype.itemsize)
+chunk = (16 << 20) // dtype.itemsize
+ok = True
+if dtype == np.uint16:  # bfloat16 bits
+    for i in range(0, arr.size, chunk):
+        ok &= not bool(((arr[i : i + chunk] & 0x7F80) == 0x7F80).any())
+else:
+    for i in range(0, arr.size, chunk):
+        ok &= bool(np.isfinite(arr[i : i + chunk]).all())
+print(time.perf_counter() - t0)
+"""
+
+
+def write_checkpoint(path: Path, size_gb: float, dtype_name: str) -> int:
+    import torch
+
+    dtype = getattr(torch, dtype_name)
+    itemsize = torch.tensor([], dtype=dtype).element_size()
+    params_total = int(size_gb * 1e9 / (3 * itemsize))  # weights + exp_avg + exp_avg_sq
+    dim = 4096
+    shapes = [(dim, dim)] * (params_total // (dim * dim)) + [(params_total % (dim * dim) // dim, dim)]
+    torch.manual_seed(0)
+    params = [torch.nn.Parameter(torch.randn(s).to(dtype) * 0.02) for s in shapes if s[0]]
+    opt = torch.optim.AdamW(params, lr=1e-4)
+    for p in params:
+        p.grad = torch.randn_like(p) * 1e-3
+    opt.step()
+    model = {f"layers.{i}.weight": p.detach() for i, p in enumerate(params)}
+    torch.save({"model_state_dict": model, "optimizer_state_dict": opt.state_dict(), "step": 1}, path)
+    return sum(p.numel() for p in params)
+
+
+def _anon_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def measure(argv: list[str]) -> tuple[float, float, float, str]:
+    """Wall seconds, peak RSS (MiB, from wait4), peak anonymous memory (MiB, sampled), stdout of a process."""
+    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+        return _measure(argv, out_file, err_file)
+
+
+def _measure(argv: list[str], out_file: Any, err_file: Any) -> tuple[float, float, float, str]:
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=out_file, stderr=err_file)
+    peak_anon = 0
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        peak_anon = max(peak_anon, _anon_kib(proc.pid))
+        time.sleep(0.005)
+    out_file.seek(0)
+    err_file.seek(0)
+    out, err = out_file.read().decode(), err_file.read().decode()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"{argv[:3]} failed ({proc.returncode}): {err}")
+    return wall, usage.ru_maxrss / 1024, peak_anon / 1024, out
+
+
+def warm(path: Path) -> None:
+    with open(path, "rb") as fh:
+        while fh.read(64 << 20):
+            pass
+
+
+def bench(path: Path, np_dtype: str, label: str) -> dict[str, float]:
+    py = sys.executable
+    trainprobe = str(Path(py).with_name("trainprobe"))
+    warm(path)
+    rows: dict[str, tuple[float, float, float]] = {}
+    rows["a"] = measure([py, "-c", NAIVE, str(path)])[:3]
+    rows["b"] = measure([py, "-c", MMAP, str(path)])[:3]
+    *row, out = measure([trainprobe, "scan", "--json", str(path)])
+    rows["c"] = (row[0], row[1], row[2])
+    scan_seconds = json.loads(out)["totals"]["seconds"]
+    *row, out = measure([py, "-c", FLOOR, str(path), np_dtype])
+    rows["d"] = (row[0], row[1], row[2])
+    floor_seconds = float(out)
+
+    size = path.stat().st_size
+    print(
+        f"\n{label}: {path.name}, {size / 1e9:.2f} GB, page cache warm, load average {os.getloadavg()[0]:.1f}"
+    )
+    names = {
+        "a": "(a) torch.load(weights_only=False) + isnan/isinf",
+        "b": "(b) torch.load(mmap=True, weights_only=True) + isfinite",
+        "c": "(c) trainprobe scan (whole process)",
+        "d": "(d) floor: chunked np.isfinite over the mmap (whole process)",
+    }
+    print(f"  {'method':<62} {'wall s':>7} {'peak RSS MiB':>13} {'peak anon MiB':>14}")
+    for key, (w, r, a) in rows.items():
+        print(f"  {names[key]:<62} {w:>7.2f} {r:>13.0f} {a:>14.0f}")
+    print(f"  {'    the scan itself (JSON totals.seconds)':<62} {scan_seconds:>7.3f}")
+    print(f"  {'    the floor pass itself':<62} {floor_seconds:>7.3f}")
+    ratios = {
+        "a/c": rows["a"][0] / rows["c"][0],
+        "b/c": rows["b"][0] / rows["c"][0],
+        "scan/floor": scan_seconds / floor_seconds,
+    }
+    print(f"  (c) vs (a): {ratios['a/c']:.1f}x faster (goal >= 20x)")
+    print(f"  (c) vs (b): {ratios['b/c']:.1f}x faster (goal >= 5x)")
+    print(f"  scan itself vs floor pass: {ratios['scan/floor']:.2f}x the floor's time (goal <= 1.5x)")
+    return ratios
+
+
+def main() -> None:
+    if len(sys.argv) == 5 and sys.argv[1] == "--write":
+        # A child of the benchmark: torch's memory must not inflate the parent the measured processes
+        # fork from.
+        print(write_checkpoint(Path(sys.argv[2]), float(sys.argv[4]), sys.argv[3]))
+        return
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--size-gb", type=float, default=1.0, help="checkpoint size (default 1.0)")
+    parser.add_argument("--keep", help="write the checkpoints here and keep them")
+    args = parser.parse_args()
+    tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="trainprobe-bench-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    try:
+        print(f"cpus: {os.cpu_count()}, python {sys.version.split()[0]}")
+        for dtype_name, np_dtype in (("float32", "<f4"), ("bfloat16", "<u2")):
+            path = tmp / f"model-adamw-{dtype_name}.pt"
+            t0 = time.perf_counter()
+            n = int(
+                subprocess.run(
+                    [sys.executable, __file__, "--write", str(path), dtype_name, str(args.size_gb)],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
+            )
+            print(
+                f"wrote {path.name}: {n / 1e6:.0f}M parameters + AdamW state "
+                f"in {time.perf_counter() - t0:.1f} s"
+            )
+            bench(path, np_dtype, dtype_name)
+            if not args.keep:
+                path.unlink()
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

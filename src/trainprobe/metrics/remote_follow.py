@@ -1,0 +1,133 @@
+"""``trainprobe watch TARGET PATH``: the far side follows the file (``_follower_script``), lines come back live
+through the remote engine, and a dropped link reconnects and resumes from the last byte offset received, so no line
+is lost or repeated."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from trainprobe.errors import RemoteError
+from trainprobe.metrics.analyze import LogReport, Options
+from trainprobe.metrics.findings import Finding
+from trainprobe.metrics.follow import OnlineAnalyzer
+
+FOLLOWER_SCRIPT = (Path(__file__).parent / "_follower_script.py").read_text(encoding="utf-8")
+
+
+class RemoteFollower:
+    """Runs the follower on ``target`` until ``cancel`` is set; ``on_lines`` gets each batch of new lines."""
+
+    def __init__(self, target: str, path: str, on_lines: Callable[[list[str]], None], *, interval: float = 1.0,
+                 reconnect_delay: float = 1.0, max_failures: int = 5,
+                 notify: Callable[[str], None] = lambda _m: None) -> None:
+        self.target = target
+        self.path = path
+        self.on_lines = on_lines
+        self.interval = interval
+        self.reconnect_delay = reconnect_delay
+        self.max_failures = max_failures
+        self.notify = notify
+        self.ident = "-"
+        self.offset = 0
+        self.connections = 0
+        self.remote_pid: int | None = None
+        self._buf = bytearray()
+
+    def _sink(self, chunk: bytes) -> None:
+        self._buf.extend(chunk)
+        cut = self._buf.rfind(b"\n")
+        if cut < 0:
+            return
+        block = bytes(self._buf[:cut])
+        del self._buf[: cut + 1]
+        lines: list[str] = []
+        for raw in block.split(b"\n"):
+            if raw.startswith(b"#pid "):
+                self.remote_pid = int(raw[5:])
+                continue
+            parts = raw.decode("utf-8", errors="replace").split(" ", 2)
+            if len(parts) < 2 or not parts[1].isdigit():
+                continue  # not a follower line (nothing else should write to stdout)
+            self.ident, self.offset = parts[0], int(parts[1])
+            lines.append(parts[2] if len(parts) == 3 else "")
+        if lines:
+            self.on_lines(lines)
+
+    def run(self, cancel: threading.Event) -> None:
+        from trainprobe import remote
+
+        failures = 0
+        while not cancel.is_set():
+            self._buf.clear()
+            before = (self.ident, self.offset)
+            self.connections += 1
+            result = remote.run(
+                self.target, FOLLOWER_SCRIPT, [self.path, self.ident, str(self.offset), str(self.interval)],
+                stdout=self._sink, cancel=cancel,
+            )
+            if cancel.is_set():
+                return
+            failures = 0 if (self.ident, self.offset) != before else failures + 1
+            reason = str(result.error) if result.error else f"the follower exited with {result.exit_code}"
+            if failures >= self.max_failures:
+                raise RemoteError(self.target, f"watching {self.path} failed {failures} times in a row: {reason}",
+                                  hint="check the target with `trainprobe run TARGET` and the path")
+            self.notify(f"link to {self.target} dropped ({reason}); reconnecting from byte {self.offset}")
+            cancel.wait(self.reconnect_delay)
+
+
+def watch_remote(
+    target: str,
+    path: str,
+    on_finding: Callable[[Finding], None],
+    *,
+    options: Options | None = None,
+    interval: float = 1.0,
+    notify: Callable[[str], None] = lambda _m: None,
+    cancel: threading.Event | None = None,
+    reconnect_delay: float = 1.0,
+) -> LogReport | None:
+    """Follow ``path`` on ``target`` until Ctrl-C (or ``cancel``), calling ``on_finding`` for each new finding.
+
+    Lines arrive on a background thread; the detectors run here every ``interval`` seconds."""
+    cancel = cancel or threading.Event()
+    online = OnlineAnalyzer(Path(path).stem, options or Options())
+    lock = threading.Lock()
+    failure: list[BaseException] = []
+
+    def on_lines(lines: list[str]) -> None:
+        with lock:
+            online.feed(lines)
+
+    follower = RemoteFollower(target, path, on_lines, interval=min(interval, 0.5), notify=notify,
+                              reconnect_delay=reconnect_delay)
+
+    def follow() -> None:
+        try:
+            follower.run(cancel)
+        except BaseException as exc:  # handed to the main thread
+            failure.append(exc)
+            cancel.set()
+
+    thread = threading.Thread(target=follow, name="trainprobe-watch-remote", daemon=True)
+    thread.start()
+    try:
+        while not cancel.wait(interval):
+            with lock:
+                fresh = online.new_findings()
+            for f in fresh:
+                on_finding(f)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cancel.set()
+        thread.join(30)
+    if failure:
+        raise failure[0]
+    with lock:
+        fresh = online.new_findings(final=True) if len(online.run()) >= 2 else []
+    for f in fresh:
+        on_finding(f)
+    return online.report

@@ -1,0 +1,145 @@
+"""Broken input: one clear message naming the file and what is wrong; the other files are still scanned."""
+
+from __future__ import annotations
+
+import json
+import struct
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from trainprobe.checkpoint import scan
+
+torch = pytest.importorskip("torch")
+
+
+def _good(tmp: Path) -> Path:
+    path = tmp / "good.pt"
+    torch.save({"w": torch.ones(1000), "b": torch.zeros(3)}, path)
+    return path
+
+
+def truncated_zip(tmp: Path) -> Path:
+    data = _good(tmp).read_bytes()
+    path = tmp / "trunc.pt"
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+def truncated_legacy(tmp: Path) -> Path:
+    src = tmp / "legacy-src.pt"
+    torch.save({"w": torch.ones(1000)}, src, _use_new_zipfile_serialization=False)
+    data = src.read_bytes()
+    src.unlink()
+    path = tmp / "trunc-legacy.pt"
+    path.write_bytes(data[:-100])
+    return path
+
+
+def zip_missing_record(tmp: Path) -> Path:
+    path = tmp / "missing.pt"
+    with zipfile.ZipFile(_good(tmp)) as src, zipfile.ZipFile(path, "w") as dst:
+        for info in src.infolist():
+            if not info.filename.endswith("/data/0"):
+                dst.writestr(info, src.read(info))
+    return path
+
+
+def safetensors_lying_header(tmp: Path) -> Path:
+    from safetensors.torch import save_file
+
+    path = tmp / "lie.safetensors"
+    save_file({"w": torch.ones(4, 4)}, str(path))
+    data = path.read_bytes()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + n])
+    header["w"]["shape"] = [8, 4]  # claims 128 bytes, its byte range holds 64
+    raw = json.dumps(header, separators=(",", ":")).encode().ljust(n)
+    assert len(raw) == n
+    path.write_bytes(data[:8] + raw + data[8 + n :])
+    return path
+
+
+def safetensors_truncated(tmp: Path) -> Path:
+    from safetensors.torch import save_file
+
+    path = tmp / "short.safetensors"
+    save_file({"w": torch.ones(64)}, str(path))
+    path.write_bytes(path.read_bytes()[:-16])
+    return path
+
+
+def not_a_checkpoint(tmp: Path) -> Path:
+    path = tmp / "notes.pt"
+    path.write_text("this is not a checkpoint\n")
+    return path
+
+
+def empty_file(tmp: Path) -> Path:
+    path = tmp / "empty.pt"
+    path.touch()
+    return path
+
+
+# builder -> words the one-line message must contain
+CASES: dict[str, tuple[Callable[[Path], Path], str]] = {
+    "truncated zip": (truncated_zip, "not a complete zip archive"),
+    "truncated legacy": (truncated_legacy, "truncated"),
+    "zip missing a record": (zip_missing_record, "tensor w: the zip has no record good/data/0"),
+    "safetensors header lies": (safetensors_lying_header, "header says F32[8, 4] (128 bytes)"),
+    "safetensors truncated": (safetensors_truncated, "truncated"),
+    "wrong format": (not_a_checkpoint, "not a checkpoint format trainprobe reads"),
+    "empty file": (empty_file, "is empty"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_broken_file_is_named_and_others_still_scanned(tmp_path: Path, case: str) -> None:
+    build, words = CASES[case]
+    broken = build(tmp_path)
+    nan = tmp_path / "nan.pt"
+    torch.save({"w": torch.tensor([float("nan")])}, nan)
+    good = tmp_path / "good.pt"
+    if not good.exists():
+        _good(tmp_path)
+
+    report = scan([str(broken), str(good)])
+    bad, ok = report.files
+    assert bad.path == str(broken)
+    assert bad.verdict == "unreadable"
+    assert bad.error is not None
+    assert words in bad.error
+    assert ok.verdict == "clean"
+    assert ok.tensor_count == 2
+    assert report.exit_code == 2
+
+    # A non-finite finding elsewhere wins: exit 1, the broken file still reported.
+    report = scan([str(broken), str(nan)])
+    assert [f.verdict for f in report.files] == ["unreadable", "nonfinite"]
+    assert report.exit_code == 1
+
+
+def test_verify_finds_a_flipped_byte_that_loading_ignores(tmp_path: Path) -> None:
+    path = _good(tmp_path)
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as zf:
+        info = next(i for i in zf.infolist() if i.filename.endswith("/data/0"))
+        start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    data[start + 100] ^= 0x01  # still a finite float: only the CRC can tell
+    path.write_bytes(bytes(data))
+
+    assert scan([str(path)]).exit_code == 0
+    report = scan([str(path)], verify=True)
+    (f,) = report.files
+    assert f.verdict == "corrupt"
+    assert report.exit_code == 2
+    assert len(f.problems) == 1
+    assert "good/data/0 fails its CRC32 check" in f.problems[0]
+
+
+def test_verify_passes_on_intact_files(tmp_path: Path) -> None:
+    report = scan([str(_good(tmp_path))], verify=True)
+    assert report.files[0].problems == []
+    assert report.exit_code == 0

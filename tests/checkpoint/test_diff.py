@@ -1,0 +1,117 @@
+"""``diff`` on real torch-written checkpoints of one training run."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from trainprobe.checkpoint.diff import diff_paths  # noqa: E402
+
+
+class _Net(torch.nn.Module):  # type: ignore[misc]
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder = torch.nn.Linear(8, 8)
+        self.head = torch.nn.Linear(8, 1)
+        self.unused = torch.nn.Linear(8, 8)  # the optimizer steps it on zero gradients; it never moves
+
+    def forward(self, x: Any) -> Any:
+        return self.head(torch.tanh(self.encoder(x)))
+
+
+def _run() -> tuple[Any, Any, Any]:
+    torch.manual_seed(0)
+    model = _Net()
+    model.encoder.bias.requires_grad_(False)  # frozen: no state, never moves
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)  # the frozen bias gets no grad, so no state
+
+    def step() -> None:
+        loss = model(torch.randn(4, 8)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        for p in model.unused.parameters():
+            p.grad = torch.zeros_like(p)
+        opt.step()
+
+    return model, opt, step
+
+
+def _by_name(report: Any) -> dict[str, Any]:
+    return {t.name: t for t in report.tensors}
+
+
+def test_two_checkpoints_of_one_run(tmp_path: Path) -> None:
+    model, opt, step = _run()
+    step()
+    a = tmp_path / "a.pt"
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, a)
+    before = model.head.weight.detach().clone()
+    step()
+    b = tmp_path / "b.pt"
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, b)
+    report = diff_paths(str(a), str(b))
+    tensors = _by_name(report)
+    head = tensors["model.head.weight"]
+    assert head.status == "changed"
+    delta = (model.head.weight.detach() - before).double()
+    assert head.rel_change == pytest.approx(float(delta.norm() / before.double().norm()), rel=1e-6)
+    assert head.max_abs_diff == pytest.approx(float(delta.abs().max()), rel=1e-6)
+    assert tensors["model.encoder.bias"].status == "identical"
+    assert "model.encoder.bias" in report.frozen
+    assert report.steps == (1.0, 2.0)
+    assert any("model.unused.weight" in line for line in report.step_without_weights)
+    assert report.weights_without_step == []
+    assert report.exit_code == 1
+    summary = {m.prefix: m for m in report.modules()}
+    assert summary["model.encoder"].identical == 1
+    assert summary["model.encoder"].changed == 1
+    js = report.to_json()
+    assert js["schema_version"] == 1
+    assert js["same_run"]["step_moved_weights_did_not"]
+
+
+def test_weights_newer_than_optimizer_state(tmp_path: Path) -> None:
+    model, opt, step = _run()
+    step()
+    a = tmp_path / "a.pt"
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, a)
+    stale = copy.deepcopy(opt.state_dict())
+    step()
+    b = tmp_path / "b.pt"
+    torch.save({"model": model.state_dict(), "optimizer": stale}, b)  # the optimizer state of the step before
+    report = diff_paths(str(a), str(b))
+    assert any("model.head.weight" in line and "step stays 1" in line for line in report.weights_without_step)
+
+
+def test_added_removed_reshaped_and_retyped(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.pt", tmp_path / "b.pt"
+    torch.save(
+        {"keep": torch.ones(3), "gone": torch.ones(2), "grow": torch.ones(2), "cast": torch.ones(2)}, a
+    )
+    torch.save(
+        {"keep": torch.ones(3), "new": torch.ones(2), "grow": torch.ones(3), "cast": torch.ones(2).half()}, b
+    )
+    tensors = _by_name(diff_paths(str(a), str(b)))
+    assert tensors["keep"].status == "identical"
+    assert tensors["keep"].rel_change == 0.0
+    assert tensors["gone"].status == "removed"
+    assert tensors["new"].status == "added"
+    assert tensors["grow"].status == "shape-changed"
+    assert tensors["grow"].other_shape == [3]
+    assert tensors["cast"].status == "dtype-changed"
+    assert tensors["cast"].other_dtype == "float16"
+
+
+def test_bfloat16_and_nan_compare_by_value(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.pt", tmp_path / "b.pt"
+    x = torch.tensor([1.0, float("nan"), 3.0])
+    torch.save({"w": x.to(torch.bfloat16), "n": x}, a)
+    torch.save({"w": (x + 1).to(torch.bfloat16), "n": x.clone()}, b)
+    tensors = _by_name(diff_paths(str(a), str(b)))
+    assert tensors["n"].status == "identical"  # NaN in the same place is not a change
+    assert tensors["w"].status == "changed"

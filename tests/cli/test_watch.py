@@ -1,0 +1,115 @@
+"""`trainprobe watch` as a real process: findings appear while the log grows, across rotation; --exec gets the
+finding without a shell; Ctrl-C prints the summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from trainprobe.metrics.synthetic import seed_story_lines
+
+
+class Watch:
+    def __init__(self, *args: str, cwd: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "trainprobe", "watch", *args, "--interval", "0.1"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+            env={**os.environ, "COLUMNS": "250"},
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        assert self.proc.stdout is not None
+        stdout = self.proc.stdout
+        self.reader = threading.Thread(target=lambda: [self.lines.put(line) for line in stdout], daemon=True)
+        self.reader.start()
+
+    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            self.seen.append(line)
+            if text in line:
+                return line
+        raise AssertionError(f"{text!r} not printed in {timeout} s; got {self.seen}")
+
+    def interrupt(self) -> tuple[int, str]:
+        self.proc.send_signal(signal.SIGINT)
+        rc = self.proc.wait(30)
+        self.reader.join(10)
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self.proc.stdout.close()
+        self.stderr = self.proc.stderr.read()
+        self.proc.stderr.close()
+        rest = []
+        while not self.lines.empty():
+            rest.append(self.lines.get())
+        return rc, "".join(self.seen + rest)
+
+
+def _append(path: Path, lines: list[str]) -> None:
+    with open(path, "a") as fh:
+        fh.write("\n".join(lines) + "\n")
+        fh.flush()
+
+
+def test_findings_appear_as_the_log_grows_across_rotation(tmp_path: Path) -> None:
+    lines = list(seed_story_lines(4400))
+    at = next(i for i, line in enumerate(lines) if " step 2100 " in line)
+    log = tmp_path / "train.log"
+    _append(log, lines[:1500])
+    watch = Watch(str(log), cwd=tmp_path)
+    try:
+        time.sleep(0.5)
+        _append(log, lines[1500:at])
+        found = watch.wait_for("loss step 2029")
+        assert "checkpoint save at step 2000" in found
+        os.rename(log, tmp_path / "train.log.1")  # rotation: the run keeps logging into a new file
+        _append(log, lines[at:])
+        watch.wait_for("acc step 4229")
+    finally:
+        rc, out = watch.interrupt()
+    assert rc == 1  # errors were found (--fail-on error)
+    assert "summary" in out and "3 error, 2 warning" in out
+    assert out.count("loss step 2029") == 1  # printed once, not again after the rotation
+
+
+def test_exec_gets_the_finding_in_env_and_stdin_without_a_shell(tmp_path: Path) -> None:
+    record = tmp_path / "record.py"
+    record.write_text(
+        "import json, os, sys\n"
+        "doc = json.load(sys.stdin)\n"
+        "env = {k: v for k, v in os.environ.items() if k.startswith('TRAINPROBE_FINDING_')}\n"
+        "open(sys.argv[1], 'a').write(json.dumps({'env': env, 'stdin': doc}) + '\\n')\n"
+    )
+    out = tmp_path / "calls.jsonl"
+    log = tmp_path / "t.log"
+    lines = [f"step {s} loss {1.0 + (6.0 if s == 120 else 0.0):.2f}" for s in range(100)]
+    lines.insert(95, "operator note: $(touch PWNED) `touch PWNED2`; rm -rf nothing")
+    _append(log, lines)
+    watch = Watch(str(log), "--event", "operator note", "--exec", f"{sys.executable} {record} {out}",
+                  cwd=tmp_path)
+    try:
+        time.sleep(0.5)
+        _append(log, [f"step {s} loss {1.0 + (6.0 if s == 120 else 0.0):.2f}" for s in range(100, 140)])
+        watch.wait_for("loss step 120")
+        deadline = time.monotonic() + 10
+        while not out.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        watch.interrupt()
+    (call,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert call["env"]["TRAINPROBE_FINDING_KIND"] == "spike"
+    assert call["env"]["TRAINPROBE_FINDING_STEP"] == "120"
+    assert "$(touch PWNED)" in call["env"]["TRAINPROBE_FINDING_MESSAGE"]
+    assert call["stdin"]["step"] == 120 and call["stdin"]["event"]["kind"] == "custom"
+    assert not (tmp_path / "PWNED").exists() and not (tmp_path / "PWNED2").exists()

@@ -1,0 +1,45 @@
+"""Following a growing file: partial lines, rotation, truncation; online findings appear once."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from trainprobe.metrics.follow import FileFollower, OnlineAnalyzer
+from trainprobe.metrics.synthetic import seed_story_lines
+
+
+def test_follower_keeps_partial_lines_and_survives_rotation_and_truncation(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    follower = FileFollower(log)
+    assert follower.poll() == []  # not there yet
+    log.write_text("a 1\nb 2\nc 3")
+    assert follower.poll() == ["a 1", "b 2"]
+    with open(log, "a") as fh:
+        fh.write("3\nd 4\n")
+    assert follower.poll() == ["c 33", "d 4"]
+    with open(log, "a") as fh:
+        fh.write("e 5\n")
+    os.rename(log, tmp_path / "train.log.1")  # logrotate: the old file got one more line first
+    log.write_text("f 6\n")
+    assert follower.poll() == ["e 5", "f 6"]
+    assert follower.rotations == 1
+    log.write_text("")  # truncated in place (copytruncate), then written again
+    assert follower.poll() == []
+    with open(log, "a") as fh:
+        fh.write("g 7\n")
+    assert follower.poll() == ["g 7"]
+    follower.close()
+
+
+def test_online_findings_are_reported_once_and_after_their_recovery() -> None:
+    lines = list(seed_story_lines(2100))
+    online = OnlineAnalyzer("train")
+    cut = next(i for i, line in enumerate(lines) if " step 2030 " in line)
+    online.feed(lines[:cut])  # the spike row is in, one row after it
+    assert [f.kind for f in online.new_findings()] == ["stall"]
+    online.feed(lines[cut:])
+    fresh = online.new_findings()
+    assert [(f.kind, f.step) for f in fresh] == [("spike", 2029.0)]
+    assert fresh[0].recovered_after is not None
+    assert online.new_findings() == []
