@@ -12,7 +12,7 @@ Goals: cold ≤ 1.3× raw ssh; reused ≤ 0.5× raw ssh. Needs root (it adds a t
 
     .venv/bin/python benchmarks/remote.py [--repeat 10]
 
-Each scenario is a function returning seconds per call; ``SCENARIOS`` lists them, so a section (e.g. fan-out)
+Each scenario is a function that prepares one call; ``SCENARIOS`` lists them, so a new section (e.g. fan-out)
 is one more function and one more line.
 """
 
@@ -44,6 +44,7 @@ class Bench:
     server: SshServer
     noop: Path
     repeat: int
+    scratch: Path
 
     @property
     def config(self) -> str:
@@ -53,15 +54,7 @@ class Bench:
         return {**os.environ, "TRAINPROBE_SSH_CONFIG": self.config, "TRAINPROBE_CONTROL_DIR": control}
 
 
-def timed(fn: Callable[[], None], repeat: int) -> float:
-    """Median seconds per call of ``fn`` over ``repeat`` calls (after one warm-up call)."""
-    fn()
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+Call = Callable[[], None]
 
 
 def stop_masters(bench: Bench, control: Path) -> None:
@@ -70,7 +63,7 @@ def stop_masters(bench: Bench, control: Path) -> None:
         subprocess.run(stop, capture_output=True)
 
 
-def raw_ssh_cold(bench: Bench) -> float:
+def raw_ssh_cold(bench: Bench) -> Call:
     user = bench.server.setup.users[SHELL]
     argv = [
         "ssh",
@@ -81,7 +74,7 @@ def raw_ssh_cold(bench: Bench) -> float:
         f"{user}@{bench.server.host}",
         "python3 -c pass",
     ]
-    return timed(lambda: subprocess.run(argv, check=True), bench.repeat)
+    return lambda: subprocess.run(argv, check=True) and None
 
 
 def command(bench: Bench, lean: bool) -> list[str]:
@@ -90,50 +83,39 @@ def command(bench: Bench, lean: bool) -> list[str]:
     return [*head, "-q", bench.server.target(SHELL), str(bench.noop)]
 
 
-def cold(bench: Bench, *, lean: bool = False) -> float:
+def cold(bench: Bench, *, lean: bool = False) -> Call:
+    """A fresh connection every call (it leaves a ControlMaster behind, as a first call does)."""
+
     def once() -> None:
-        control = Path(tempfile.mkdtemp(prefix="tpb-"))
-        try:
-            subprocess.run(command(bench, lean), check=True, env=bench.env(str(control)))
-        finally:
-            stop_masters(bench, control)
-            shutil.rmtree(control, ignore_errors=True)
-
-    return timed(once, bench.repeat)
-
-
-def reused(bench: Bench, *, lean: bool = False) -> float:
-    control = Path(tempfile.mkdtemp(prefix="tpb-"))
-    argv = command(bench, lean)
-    try:
-        return timed(lambda: subprocess.run(argv, check=True, env=bench.env(str(control))), bench.repeat)
-    finally:
+        control = Path(tempfile.mkdtemp(prefix="tpb-", dir=bench.scratch))
+        subprocess.run(command(bench, lean), check=True, env=bench.env(str(control)))
         stop_masters(bench, control)
-        shutil.rmtree(control, ignore_errors=True)
+
+    return once
 
 
-def api(bench: Bench, *, reuse: bool) -> float:
+def reused(bench: Bench, *, lean: bool = False) -> Call:
+    control = Path(tempfile.mkdtemp(prefix="tpb-", dir=bench.scratch))
+    argv = command(bench, lean)
+    return lambda: subprocess.run(argv, check=True, env=bench.env(str(control))) and None
+
+
+def api(bench: Bench, *, reuse: bool) -> Call:
     from trainprobe import remote
 
-    control = Path(tempfile.mkdtemp(prefix="tpb-"))
-    saved = {k: os.environ.get(k) for k in ("TRAINPROBE_SSH_CONFIG", "TRAINPROBE_CONTROL_DIR")}
-    os.environ["TRAINPROBE_SSH_CONFIG"] = bench.config
-    os.environ["TRAINPROBE_CONTROL_DIR"] = str(control) if reuse else ""
-    try:
-        return timed(
-            lambda: remote.run(bench.server.target(SHELL), bench.noop).raise_for_error(), bench.repeat
-        )
-    finally:
-        for key, value in saved.items():
-            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
-        stop_masters(bench, control)
-        shutil.rmtree(control, ignore_errors=True)
+    control = str(Path(tempfile.mkdtemp(prefix="tpb-", dir=bench.scratch))) if reuse else ""
+
+    def once() -> None:
+        os.environ["TRAINPROBE_CONTROL_DIR"] = control
+        remote.run(bench.server.target(SHELL), bench.noop).raise_for_error()
+
+    return once
 
 
 @dataclass
 class Scenario:
     name: str
-    run: Callable[[Bench], float]
+    prepare: Callable[[Bench], Call]
     goal: float | None = None  # as a multiple of the baseline
 
 
@@ -146,6 +128,20 @@ SCENARIOS = [
     Scenario("remote.run (API), fresh connection", lambda b: api(b, reuse=False)),
     Scenario("remote.run (API), connection reused", lambda b: api(b, reuse=True)),
 ]
+
+
+def measure(bench: Bench, scenarios: list[Scenario]) -> list[float]:
+    """Median seconds per call of each scenario. Rounds interleave the scenarios (one call each per round), so
+    load from anything else on the machine falls on all of them alike; one warm-up round first."""
+    calls = [scenario.prepare(bench) for scenario in scenarios]
+    samples: list[list[float]] = [[] for _ in calls]
+    for round_ in range(bench.repeat + 1):
+        for call, taken in zip(calls, samples, strict=True):
+            start = time.perf_counter()
+            call()
+            if round_:
+                taken.append(time.perf_counter() - start)
+    return [statistics.median(taken) for taken in samples]
 
 
 def main() -> None:
@@ -161,18 +157,20 @@ def main() -> None:
     os.environ["TRAINPROBE_RUNS_DIR"] = str(workdir / "runs")
     noop = workdir / "noop.py"
     noop.write_text("pass\n")
+    bench = Bench(setup.start("127.0.0.1"), noop, options.repeat, workdir)
     try:
-        bench = Bench(setup.start("127.0.0.1"), noop, options.repeat)
-        base = BASELINE.run(bench)
+        os.environ["TRAINPROBE_SSH_CONFIG"] = bench.config
+        base, *figures = measure(bench, [BASELINE, *SCENARIOS])
         print(f"{'scenario':50} {'median':>9} {'× raw':>7} {'goal':>7}")
         print(f"{BASELINE.name:50} {base * 1000:7.1f}ms {1.0:7.2f} {'':>7}")
-        for scenario in SCENARIOS:
-            seconds = scenario.run(bench)
+        for scenario, seconds in zip(SCENARIOS, figures, strict=True):
             ratio = seconds / base
             goal = "" if scenario.goal is None else f"≤{scenario.goal:g}"
             verdict = "" if scenario.goal is None else (" ok" if ratio <= scenario.goal else " MISSED")
             print(f"{scenario.name:50} {seconds * 1000:7.1f}ms {ratio:7.2f} {goal:>7}{verdict}")
     finally:
+        for control in workdir.glob("tpb-*"):
+            stop_masters(bench, control)
         remove_setup(setup)
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -143,3 +143,26 @@ def test_verify_passes_on_intact_files(tmp_path: Path) -> None:
     report = scan([str(_good(tmp_path))], verify=True)
     assert report.files[0].problems == []
     assert report.exit_code == 0
+
+
+def test_random_damage_never_stops_the_scan(tmp_path: Path) -> None:
+    """Flip bytes all over a real checkpoint (pickle, headers, data): every outcome is a report."""
+    import random
+
+    src = tmp_path / "src.pt"
+    torch.save({"w": torch.ones(8, 8), "opt": {"state": {0: {"m": torch.zeros(8)}}, "param_groups": []}}, src)
+    data = src.read_bytes()
+    rng = random.Random(7)
+    paths = []
+    for i in range(60):
+        damaged = bytearray(data)
+        for _ in range(rng.randint(1, 8)):
+            damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+        path = tmp_path / f"d{i}.pt"
+        path.write_bytes(bytes(damaged) if i % 3 else bytes(damaged[: rng.randrange(len(damaged))]))
+        paths.append(str(path))
+    report = scan(paths, verify=True, stats=True)
+    assert len(report.files) == 60
+    assert {f.verdict for f in report.files} <= {"clean", "nonfinite", "suspicious", "corrupt", "unreadable"}
+    assert all(f.error or f.tensors for f in report.files)
+    assert report.exit_code in (0, 1, 2)

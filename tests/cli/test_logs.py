@@ -1,4 +1,5 @@
-"""`trainprobe logs` as a user runs it: exit codes, the JSON document, the HTML report in a real Chromium, PNG."""
+"""`trainprobe logs` as a user runs it: exit codes, the JSON document, the HTML report in a real Chromium,
+PNG."""
 
 from __future__ import annotations
 
@@ -27,8 +28,13 @@ def seed_log(tmp_path: Path) -> Path:
 
 
 def test_seed_story_terminal_report_and_exit_code(seed_log: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "trainprobe", "logs", str(seed_log)], capture_output=True,
-                          text=True, env={**os.environ, "COLUMNS": "200"}, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainprobe", "logs", str(seed_log)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        check=False,
+    )
     assert proc.returncode == 1, proc.stderr
     out = proc.stdout
     assert out.index("2029") < out.index("4021") < out.index("4229") < out.index("logging stalled 170 s")
@@ -42,7 +48,11 @@ def test_json_document(seed_log: Path) -> None:
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
     assert doc["schema_version"] == 1
-    assert [(f["kind"], f["step"]) for f in doc["findings"]][:3] == [("spike", 2029), ("spike", 4021), ("cliff", 4229)]
+    assert [(f["kind"], f["step"]) for f in doc["findings"]][:3] == [
+        ("spike", 2029),
+        ("spike", 4021),
+        ("cliff", 4229),
+    ]
 
 
 def test_fail_on_levels(seed_log: Path) -> None:
@@ -57,13 +67,16 @@ def _said(text: str) -> str:
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
     result = runner.invoke(app, ["logs", str(tmp_path / "nope.log")])
-    assert result.exit_code == 2 and "no such file or directory — check the path" in _said(result.stderr)
+    assert result.exit_code == 2
+    assert "no such file or directory — check the path" in _said(result.stderr)
     empty = tmp_path / "empty.log"
     empty.write_text("hello\nworld\n")
     result = runner.invoke(app, ["logs", str(empty)])
-    assert result.exit_code == 2 and "no metric rows found" in _said(result.stderr)
+    assert result.exit_code == 2
+    assert "no metric rows found" in _said(result.stderr)
     result = runner.invoke(app, ["logs", str(empty), "--event", "("])
-    assert result.exit_code == 2 and "--event: not a valid regular expression" in _said(result.stderr)
+    assert result.exit_code == 2
+    assert "--event: not a valid regular expression" in _said(result.stderr)
 
 
 def test_checkpoint_dir_mtimes_are_save_events(tmp_path: Path) -> None:
@@ -74,36 +87,69 @@ def test_checkpoint_dir_mtimes_are_save_events(tmp_path: Path) -> None:
     (ckpt / "model_step120.pt").write_bytes(b"x")
     result = runner.invoke(app, ["logs", str(tmp_path / "t.log"), "--checkpoints", str(ckpt), "--json"])
     (spike,) = json.loads(result.stdout)["findings"]
-    assert spike["event"]["kind"] == "checkpoint_save" and spike["event"]["step"] == 120
+    assert spike["event"]["kind"] == "checkpoint_save"
+    assert spike["event"]["step"] == 120
 
 
 def test_png_report(seed_log: Path, tmp_path: Path) -> None:
     png = tmp_path / "r.png"
     result = runner.invoke(app, ["logs", str(seed_log), "--png", str(png), "-q"])
     assert result.exit_code == 1
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert png.stat().st_size > 10_000
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium; .ci/run does)")
+@pytest.mark.skipif(
+    CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium; .ci/run does)"
+)
 def test_html_report_renders_in_headless_chromium(seed_log: Path, tmp_path: Path) -> None:
     html = tmp_path / "report.html"
     assert runner.invoke(app, ["logs", str(seed_log), "--html", str(html), "-q"]).exit_code == 1
     text = html.read_text()
-    assert "http://" not in text.replace("http://www.w3.org/2000/svg", "") and "https://" not in text  # offline
+    assert "http://" not in text.replace("http://www.w3.org/2000/svg", "")
+    assert "https://" not in text
     with tempfile.TemporaryDirectory() as profile:
         proc = subprocess.run(
-            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--dump-dom", html.as_uri()],
-            capture_output=True, text=True, timeout=120, check=False,
+            [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={profile}",
+                "--enable-logging=stderr",
+                "--v=0",
+                "--dump-dom",
+                html.as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
     assert proc.returncode == 0, proc.stderr[-2000:]
     dom = proc.stdout
     assert 'data-charts="2"' in dom  # our script ran to its end over both charts
-    assert dom.count('class="series"') >= 2 and dom.count('class="anomaly"') >= 3 and 'class="event"' in dom
+    assert dom.count('class="series"') >= 2
+    assert dom.count('class="anomaly"') >= 3
+    assert 'class="event"' in dom
     console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
     assert console == []
+
+
+def test_png_without_matplotlib_names_the_extra(
+    seed_log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
+    result = runner.invoke(app, ["logs", str(seed_log), "--png", str(tmp_path / "r.png")])
+    assert result.exit_code == 2
+    assert "pip install 'trainprobe[plot]'" in _said(result.stderr)
+    assert not (tmp_path / "r.png").exists()

@@ -20,8 +20,11 @@ class Watch:
     def __init__(self, *args: str, cwd: Path) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "trainprobe", "watch", *args, "--interval", "0.1"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
-            env={**os.environ, "COLUMNS": "250"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=cwd,
+            env={**os.environ, "COLUMNS": "250", "TRAINPROBE_RUNS_DIR": str(cwd / "runs")},
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
@@ -46,7 +49,8 @@ class Watch:
         self.proc.send_signal(signal.SIGINT)
         rc = self.proc.wait(30)
         self.reader.join(10)
-        assert self.proc.stdout is not None and self.proc.stderr is not None
+        assert self.proc.stdout is not None
+        assert self.proc.stderr is not None
         self.proc.stdout.close()
         self.stderr = self.proc.stderr.read()
         self.proc.stderr.close()
@@ -79,7 +83,8 @@ def test_findings_appear_as_the_log_grows_across_rotation(tmp_path: Path) -> Non
     finally:
         rc, out = watch.interrupt()
     assert rc == 1  # errors were found (--fail-on error)
-    assert "summary" in out and "3 error, 2 warning" in out
+    assert "summary" in out
+    assert "3 error, 2 warning" in out
     assert out.count("loss step 2029") == 1  # printed once, not again after the rotation
 
 
@@ -96,8 +101,9 @@ def test_exec_gets_the_finding_in_env_and_stdin_without_a_shell(tmp_path: Path) 
     lines = [f"step {s} loss {1.0 + (6.0 if s == 120 else 0.0):.2f}" for s in range(100)]
     lines.insert(95, "operator note: $(touch PWNED) `touch PWNED2`; rm -rf nothing")
     _append(log, lines)
-    watch = Watch(str(log), "--event", "operator note", "--exec", f"{sys.executable} {record} {out}",
-                  cwd=tmp_path)
+    watch = Watch(
+        str(log), "--event", "operator note", "--exec", f"{sys.executable} {record} {out}", cwd=tmp_path
+    )
     try:
         time.sleep(0.5)
         _append(log, [f"step {s} loss {1.0 + (6.0 if s == 120 else 0.0):.2f}" for s in range(100, 140)])
@@ -111,5 +117,24 @@ def test_exec_gets_the_finding_in_env_and_stdin_without_a_shell(tmp_path: Path) 
     assert call["env"]["TRAINPROBE_FINDING_KIND"] == "spike"
     assert call["env"]["TRAINPROBE_FINDING_STEP"] == "120"
     assert "$(touch PWNED)" in call["env"]["TRAINPROBE_FINDING_MESSAGE"]
-    assert call["stdin"]["step"] == 120 and call["stdin"]["event"]["kind"] == "custom"
-    assert not (tmp_path / "PWNED").exists() and not (tmp_path / "PWNED2").exists()
+    assert call["stdin"]["step"] == 120
+    assert call["stdin"]["event"]["kind"] == "custom"
+    assert not (tmp_path / "PWNED").exists()
+    assert not (tmp_path / "PWNED2").exists()
+
+
+def test_watch_on_a_target_follows_the_file_there(tmp_path: Path) -> None:
+    """Through the remote engine (the ``local`` target runs the same agent and framing as ssh)."""
+    lines = list(seed_story_lines(2100))
+    log = tmp_path / "train.log"
+    _append(log, lines[:1000])
+    watch = Watch("local", str(log), cwd=tmp_path)
+    try:
+        _append(log, lines[1000:])
+        found = watch.wait_for("loss step 2029")
+        assert "checkpoint save at step 2000" in found
+    finally:
+        rc, out = watch.interrupt()
+    assert rc == 1
+    assert "summary" in out
+    assert "watching" in watch.stderr and "on local" in watch.stderr

@@ -1,4 +1,5 @@
-"""Data-driven reader + detector tests: each ``cases/<name>.expected.json`` names what ``analyze`` must find in the
+"""Data-driven reader + detector tests: each ``cases/<name>.expected.json`` names what ``analyze`` must find
+in the
 input beside it (``cases/<name>.<ext>`` or the folder ``cases/<name>/``). A new case is a new file pair."""
 
 from __future__ import annotations
@@ -16,13 +17,20 @@ EXPECTED = sorted(CASES.glob("*.expected.json"))
 
 def _input_for(expected: Path) -> Path:
     stem = expected.name.removesuffix(".expected.json")
-    found = [p for p in CASES.iterdir() if p != expected and (p.name == stem or p.name.startswith(stem + "."))
-             and not p.name.endswith(".expected.json")]
+    found = [
+        p
+        for p in CASES.iterdir()
+        if p != expected
+        and (p.name == stem or p.name.startswith(stem + "."))
+        and not p.name.endswith(".expected.json")
+    ]
     assert len(found) == 1, f"{expected.name}: want exactly one input named {stem}[.*], found {found}"
     return found[0]
 
 
-@pytest.mark.parametrize("expected_path", EXPECTED, ids=[p.name.removesuffix(".expected.json") for p in EXPECTED])
+@pytest.mark.parametrize(
+    "expected_path", EXPECTED, ids=[p.name.removesuffix(".expected.json") for p in EXPECTED]
+)
 def test_case(expected_path: Path) -> None:
     expected = json.loads(expected_path.read_text())
     report = analyze(_input_for(expected_path))

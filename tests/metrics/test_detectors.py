@@ -1,4 +1,5 @@
-"""Each detector on small synthetic series, and the rolling median's fast paths against the plain definition."""
+"""Each detector on small synthetic series, and the rolling median's fast paths against the plain
+definition."""
 
 from __future__ import annotations
 
@@ -55,14 +56,16 @@ def test_loss_dip_is_not_a_spike_but_accuracy_drop_is() -> None:
     x[150] = 0.3
     assert detect_spikes(rows_to_run(_rows(200, loss=x)), "loss") == []
     (drop,) = detect_spikes(rows_to_run(_rows(200, accuracy=x)), "accuracy")
-    assert drop.step == 150 and drop.kind == "spike"
+    assert drop.step == 150
+    assert drop.kind == "spike"
 
 
 def test_cliff_has_onset_and_new_level() -> None:
     acc = np.where(np.arange(400) < 300, _noise(400, 0.8), _noise(400, 0.3, seed=2))
     (cliff,) = detect_spikes(rows_to_run(_rows(400, acc=acc)), "acc")
     assert (cliff.kind, cliff.step) == ("cliff", 300.0)
-    assert cliff.value == pytest.approx(0.3, rel=0.05) and cliff.magnitude == pytest.approx(-0.62, abs=0.05)
+    assert cliff.value == pytest.approx(0.3, rel=0.05)
+    assert cliff.magnitude == pytest.approx(-0.62, abs=0.05)
 
 
 def test_stall_needs_both_factor_and_floor() -> None:
@@ -71,7 +74,8 @@ def test_stall_needs_both_factor_and_floor() -> None:
     wall[100:] += 4.0  # a 5 s gap: 5x the usual but under the 10 s floor
     run = rows_to_run(_rows(300, loss=_noise(300, 1.0), time=wall))
     (stall,) = detect_stalls(run)
-    assert (stall.step, stall.end_step) == (199.0, 200.0) and stall.value == pytest.approx(61.0)
+    assert (stall.step, stall.end_step) == (199.0, 200.0)
+    assert stall.value == pytest.approx(61.0)
     assert len(detect_stalls(run, floor_s=3.0)) == 2
 
 
@@ -81,9 +85,12 @@ def test_divergence_and_throughput_regression() -> None:
     wall = np.cumsum(np.where(np.arange(n) < 500, 1.0, 2.0))
     run = rows_to_run(_rows(n, loss=loss, time=wall))
     (div,) = detect_divergence(run, "loss")
-    assert div.kind == "divergence" and 550 <= div.step <= 650 and div.value > 3
+    assert div.kind == "divergence"
+    assert 550 <= div.step <= 650
+    assert div.value > 3
     (slow,) = detect_throughput(run)
-    assert slow.step == 500 and slow.magnitude == pytest.approx(2.0)
+    assert slow.step == 500
+    assert slow.magnitude == pytest.approx(2.0)
 
 
 def test_nonfinite_and_missing_values() -> None:
@@ -102,12 +109,15 @@ def test_spikes_at_the_same_step_in_two_runs_point_to_data_order() -> None:
     a[150], b[151] = 5.0, 6.0
     report = analyze([_rows(200, loss=a), _rows(200, loss=b)])
     (rec,) = [f for f in report.findings if f.kind == "recurring_spike"]
-    assert rec.runs == ["run0", "run1"] and "data order" in rec.message
+    assert rec.runs == ["run0", "run1"]
+    assert "data order" in rec.message
 
 
 def test_metric_kinds() -> None:
-    assert [metric_kind(m) for m in ("train/loss", "lm loss", "loss scale", "val_acc", "lr", "grad norm", "step_avg")] \
-        == ["loss", "loss", "counter", "accuracy", "lr", "norm", "time"]
+    assert [
+        metric_kind(m)
+        for m in ("train/loss", "lm loss", "loss scale", "val_acc", "lr", "grad norm", "step_avg")
+    ] == ["loss", "loss", "counter", "accuracy", "lr", "norm", "time"]
 
 
 def test_custom_event_regex_explains_a_spike(tmp_path: object) -> None:
@@ -119,4 +129,6 @@ def test_custom_event_regex_explains_a_spike(tmp_path: object) -> None:
     (tmp_path / "t.log").write_text("\n".join(lines) + "\n")
     report = analyze(tmp_path / "t.log", options=Options(event_patterns=["preempted"]))
     (spike,) = report.findings
-    assert spike.event is not None and spike.event.kind == "custom" and spike.event.step == 85
+    assert spike.event is not None
+    assert spike.event.kind == "custom"
+    assert spike.event.step == 85

@@ -1,4 +1,5 @@
-"""Remote watch through the real remote engine: the far side follows the file across rotation, and after the link
+"""Remote watch through the real remote engine: the far side follows the file across rotation, and after the
+link
 drops (the far-side follower is killed) the next connection resumes at the last byte received: no line lost or
 repeated. Runs on the ``local`` target and through the loopback sshd."""
 
@@ -54,7 +55,8 @@ def _follow_through_drops_and_rotation(target: str, tmp_path: Path) -> None:
         os.rename(log, tmp_path / "train.log.1")  # and rotates before we are back
         _append(log, want[1500:2000])
         _wait(lambda: len(got) >= 2000)
-        assert follower.connections >= 2 and follower.remote_pid != first_pid
+        assert follower.connections >= 2
+        assert follower.remote_pid != first_pid
         _append(log, want[2000:])
         _wait(lambda: len(got) >= 3000)
         time.sleep(0.3)
@@ -84,7 +86,9 @@ def test_watch_remote_reports_the_seed_story(tmp_path: Path) -> None:
     result: list[object] = []
     thread = threading.Thread(
         target=lambda: result.append(
-            watch_remote("local", str(log), lambda f: found.append((f.kind, f.step)), interval=0.2, cancel=cancel)
+            watch_remote(
+                "local", str(log), lambda f: found.append((f.kind, f.step)), interval=0.2, cancel=cancel
+            )
         ),
         daemon=True,
     )

@@ -27,12 +27,14 @@ def test_seed_story_is_told_exactly(tmp_path: Path) -> None:
         ("warning", "stall", "wall clock", 4001),
     ]
     spike, spike2, cliff = report.findings[:3]
-    assert "0.8" in spike.message and "→ 13" in spike.message
+    assert "0.8" in spike.message
+    assert "→ 13" in spike.message
     assert "29 steps after the checkpoint save at step 2000, which stalled logging 170 s" in spike.message
     assert spike.suggestion.startswith("scan and check the checkpoint saved at step 2000")
     assert "20 steps after the checkpoint save at step 4001, which stalled logging 100 s" in spike2.message
     assert cliff.event is None
-    assert cliff.baseline == pytest.approx(0.15, abs=0.005) and cliff.value == pytest.approx(0.005, abs=0.001)
+    assert cliff.baseline == pytest.approx(0.15, abs=0.005)
+    assert cliff.value == pytest.approx(0.005, abs=0.001)
     assert "0.149 → 0.005" in cliff.message
     assert "no checkpoint save or stall within" in cliff.message
 
@@ -42,10 +44,26 @@ def test_json_is_stable_and_joinable(tmp_path: Path) -> None:
     assert doc["schema_version"] == SCHEMA_VERSION == 1
     assert doc["summary"] == {"error": 3, "warning": 2, "info": 0}
     first = doc["findings"][0]
-    assert set(first) == {"kind", "severity", "run", "metric", "step", "end_step", "value", "baseline", "magnitude",
-                          "recovered_after_steps", "event", "message", "suggestion", "runs"}
-    assert first["event"]["kind"] == "checkpoint_save" and first["event"]["step"] == 2000
-    assert first["event"]["steps_before"] == 29 and first["event"]["stall_s"] == pytest.approx(170, abs=1)
+    assert set(first) == {
+        "kind",
+        "severity",
+        "run",
+        "metric",
+        "step",
+        "end_step",
+        "value",
+        "baseline",
+        "magnitude",
+        "recovered_after_steps",
+        "event",
+        "message",
+        "suggestion",
+        "runs",
+    }
+    assert first["event"]["kind"] == "checkpoint_save"
+    assert first["event"]["step"] == 2000
+    assert first["event"]["steps_before"] == 29
+    assert first["event"]["stall_s"] == pytest.approx(170, abs=1)
     assert [e["step"] for e in doc["runs"][0]["events"] if e["kind"] == "checkpoint_save"] == [2000, 4001]
     assert len(doc["series"]["train"]["loss"]["steps"]) <= 2100
     json.dumps(doc, allow_nan=False)
@@ -54,19 +72,25 @@ def test_json_is_stable_and_joinable(tmp_path: Path) -> None:
 def test_healthy_llmc_run_gives_no_warnings() -> None:
     report = analyze(LLMC)
     (run,) = report.runs
-    assert len(run) == 19640 and run.steps[-1] == 19560
-    assert report.count("error") == 0 and report.count("warning") == 0, [f.message for f in report.findings]
+    assert len(run) == 19640
+    assert run.steps[-1] == 19560
+    messages = [f.message for f in report.findings]
+    assert report.count("error") == 0, messages
+    assert report.count("warning") == 0, messages
 
 
 def test_modded_nanogpt_spikes_recover_and_nanms_is_not_a_nan_loss() -> None:
     report = analyze(MUON)
     (run,) = report.runs
     assert set(run.columns) == {"train_loss", "val_loss", "step_avg"}  # the echoed source is skipped
-    assert report.count("error") == 0 and report.count("warning") == 0
+    assert report.count("error") == 0
+    assert report.count("warning") == 0
     spikes = [f for f in report.findings if f.kind == "spike"]
-    assert spikes and all(f.metric == "train_loss" and f.recovered_after == 1 for f in spikes)
+    assert spikes
+    assert all(f.metric == "train_loss" and f.recovered_after == 1 for f in spikes)
     (nan,) = [f for f in report.findings if f.kind == "non_finite"]
-    assert nan.metric == "step_avg" and nan.severity == "info"
+    assert nan.metric == "step_avg"
+    assert nan.severity == "info"
 
 
 def test_bigscience_chronicles_megatron_lines() -> None:

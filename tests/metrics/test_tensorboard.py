@@ -1,4 +1,5 @@
-"""TensorBoard event files: CRC32C against published vectors, record bytes built by hand from the spec, our writer
+"""TensorBoard event files: CRC32C against published vectors, record bytes built by hand from the spec, our
+writer
 and reader agreeing on both value encodings, and damaged files."""
 
 from __future__ import annotations
@@ -48,14 +49,18 @@ def test_event_bytes_follow_the_protobuf_spec() -> None:
 @pytest.mark.parametrize("as_tensor", [False, True], ids=["simple_value", "tensor"])
 def test_reader_reads_what_the_writer_wrote(tmp_path: Path, as_tensor: bool) -> None:
     path = tmp_path / "events.out.tfevents.1700000000.host"
-    rows = [(s, 1_700_000_000.0 + s, {"train/loss": 1.0 + (9.0 if s == 70 else 0.0), "lr": 1e-3}) for s in range(100)]
+    rows = [
+        (s, 1_700_000_000.0 + s, {"train/loss": 1.0 + (9.0 if s == 70 else 0.0), "lr": 1e-3})
+        for s in range(100)
+    ]
     write_event_file(path, rows, as_tensor=as_tensor)
     report = analyze(tmp_path)
     (run,) = report.runs
     assert run.format == "tensorboard"
     assert run.steps[-1] == 99
     assert run.columns["train/loss"][70] == pytest.approx(10.0)
-    assert run.wall is not None and run.wall[1] - run.wall[0] == pytest.approx(1.0)
+    assert run.wall is not None
+    assert run.wall[1] - run.wall[0] == pytest.approx(1.0)
     assert [(f.kind, f.metric, f.step) for f in report.findings] == [("spike", "train/loss", 70)]
 
 

@@ -1,4 +1,5 @@
-"""The plain-text reader: every line shape the issue lists, timestamps, lines that are not metrics, fast paths."""
+"""The plain-text reader: every line shape the issue lists, timestamps, lines that are not metrics, fast
+paths."""
 
 from __future__ import annotations
 
@@ -19,9 +20,14 @@ from trainprobe.metrics.readers.text import read_text_file
         ("step 5 loss 2.5 acc 0.1", {"loss": 2.5, "acc": 0.1}),
         ("step:5 loss:2.5 acc:0.1", {"loss": 2.5, "acc": 0.1}),
         ("step 5 | loss 2.5 | acc 0.1", {"loss": 2.5, "acc": 0.1}),
-        ("step:5/6200 train_loss:2.5 train_time:196649ms step_avg:213.4ms", {"train_loss": 2.5, "step_avg": 213.4}),
-        (" iteration        5/  159576 | lm loss: 2.500000E+00 | loss scale: 4096.0 |",
-         {"lm loss": 2.5, "loss scale": 4096.0}),
+        (
+            "step:5/6200 train_loss:2.5 train_time:196649ms step_avg:213.4ms",
+            {"train_loss": 2.5, "step_avg": 213.4},
+        ),
+        (
+            " iteration        5/  159576 | lm loss: 2.500000E+00 | loss scale: 4096.0 |",
+            {"lm loss": 2.5, "loss scale": 4096.0},
+        ),
         ("s:5 trl:2.5 lr:0.0006 norm:0.31", {"trl": 2.5, "lr": 0.0006, "norm": 0.31}),
     ],
 )
@@ -36,11 +42,15 @@ def test_line_shapes(tmp_path: Path, line: str, expected: dict[str, float]) -> N
 
 def test_units_give_wall_clock_and_nan_is_a_value(tmp_path: Path) -> None:
     path = tmp_path / "train.log"
-    path.write_text("step:1/10 train_loss:nan train_time:1000ms step_avg:nanms\nstep:2/10 train_loss:2.0 "
-                    "train_time:3500ms step_avg:1750.00ms\n")
+    path.write_text(
+        "step:1/10 train_loss:nan train_time:1000ms step_avg:nanms\nstep:2/10 train_loss:2.0 "
+        "train_time:3500ms step_avg:1750.00ms\n"
+    )
     run = read_text_file(path, name="t")
-    assert np.isnan(run.columns["train_loss"][0]) and run.mask("train_loss")[0]
-    assert run.wall is not None and list(run.wall) == [1.0, 3.5]
+    assert np.isnan(run.columns["train_loss"][0])
+    assert run.mask("train_loss")[0]
+    assert run.wall is not None
+    assert list(run.wall) == [1.0, 3.5]
 
 
 @pytest.mark.parametrize(
@@ -52,14 +62,16 @@ def test_timestamps_at_line_start(tmp_path: Path, prefix: str, gap: float) -> No
     path = tmp_path / "train.log"
     path.write_text("".join(prefix.format(s=s) + f"step {s} loss 1.0\n" for s in (58, 59)))
     run = read_text_file(path, name="t")
-    assert run.wall is not None and run.wall[1] - run.wall[0] == pytest.approx(gap)
+    assert run.wall is not None
+    assert run.wall[1] - run.wall[0] == pytest.approx(gap)
 
 
 def test_hms_wraps_past_midnight(tmp_path: Path) -> None:
     path = tmp_path / "train.log"
     path.write_text("[23:59:59] step 1 loss 1.0\n[00:00:01] step 2 loss 1.0\n")
     run = read_text_file(path, name="t")
-    assert run.wall is not None and run.wall[1] - run.wall[0] == pytest.approx(2.0)
+    assert run.wall is not None
+    assert run.wall[1] - run.wall[0] == pytest.approx(2.0)
 
 
 def test_source_code_tracebacks_and_prose_are_not_metrics(tmp_path: Path) -> None:
@@ -71,13 +83,15 @@ def test_source_code_tracebacks_and_prose_are_not_metrics(tmp_path: Path) -> Non
         "step 1 loss 2.0\nstep 2 loss 1.9\n"
     )
     run = read_text_file(path, name="t")
-    assert list(run.columns) == ["loss"] and len(run) == 2
+    assert list(run.columns) == ["loss"]
+    assert len(run) == 2
     assert run.events == []  # the echoed torch.save line is code, not a save
     assert run.skipped_lines == 7
 
 
 def test_big_uniform_chunks_parse_like_single_lines(tmp_path: Path) -> None:
-    """The literal-split and regex fast paths give the same rows as the per-line parser, in order, with odd lines
+    """The literal-split and regex fast paths give the same rows as the per-line parser, in order, with odd
+    lines
     (an event, a differently shaped eval line) in the middle of a chunk."""
     lines = [f"step {s} | loss {1 + s % 7 / 10:.4f} | lr {3e-4:.2e}" for s in range(20000)]
     lines.insert(9000, "Saving checkpoint to ckpt/step-8999")
@@ -99,6 +113,7 @@ def test_jsonl_fast_path_and_fallback_agree(tmp_path: Path) -> None:
     path = tmp_path / "m.jsonl"
     path.write_text("\n".join(lines) + "\n")
     run = read_jsonl(path, name="m")
-    assert len(run) == 10000 and run.steps[-1] == 9999
+    assert len(run) == 10000
+    assert run.steps[-1] == 9999
     assert np.isnan(run.columns["loss"][5000])
     assert run.columns["loss"][9999] == pytest.approx(9.999)

@@ -69,7 +69,12 @@ def test_remote_traceback_shows_the_local_path_and_line(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "ZeroDivisionError: division by zero" in str(result.error)
     assert f'File "{script}", line 5, in main' in result.error.remote_traceback
-    assert "return 1 / 0  # the bad line" in b"".join(errors).decode()
+    printed = b"".join(errors).decode()
+    assert "return 1 / 0  # the bad line" in printed
+    assert printed.startswith(
+        "Traceback (most recent call last):\n  File " + repr(str(script)).replace("'", '"')
+    )
+    assert "trainprobe-agent" not in printed
 
 
 def test_non_utf8_and_large_output_arrive_whole() -> None:
@@ -104,7 +109,8 @@ def test_cancel_kills_the_run() -> None:
 
     def got(data: bytes) -> None:
         pids.append(data)
-        cancel.set()
+        if b"\n" in b"".join(pids):
+            cancel.set()
 
     result = run("local", SLEEPER, stdout=got, cancel=cancel)
     assert isinstance(result.error, RemoteKilledError)

@@ -265,3 +265,17 @@ def test_cli_reports_a_bad_target_in_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "unknown hop kind 'sshh'" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_login_script_noise_on_stdout_is_kept_out_of_the_output(sshd: SshServer) -> None:
+    rc = sshd.setup.home("tcsh") / ".tcshrc"
+    rc.write_text("echo 'noise from .tcshrc'\n")
+    try:
+        chunks: list[bytes] = []
+        result = run(sshd.target("tcsh"), "print('clean')\n", stdout=chunks.append)
+    finally:
+        rc.unlink()
+    assert result.ok, result.error
+    assert b"".join(chunks) == b"clean\n"
+    assert result.log_dir is not None
+    assert "noise from .tcshrc" in (result.log_dir / "transport.log").read_text()

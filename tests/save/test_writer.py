@@ -88,15 +88,28 @@ def test_keep_rotates_old_checkpoints(tmp_path: Path) -> None:
 
 def test_buffers_are_reused_between_saves(tmp_path: Path) -> None:
     model, optimizer = _model_and_optimizer()
-    with CheckpointWriter(tmp_path) as writer:
+    with CheckpointWriter(tmp_path, buffers=1) as writer:
         writer.save(1, model=model, optimizer=optimizer)
-        first = dict(writer._pool._buffers)
+        first = dict(writer._pools[0]._buffers)
         _step(model, optimizer)
         writer.save(2, model=model, optimizer=optimizer)
-        second = writer._pool._buffers
-    model_keys = [k for k in first if k.startswith("model.")]
-    assert model_keys
-    assert all(second[k] is first[k] for k in model_keys)
+        second = writer._pools[0]._buffers
+    assert [k for k in first if k.startswith("model.")]
+    assert all(second[k] is first[k] for k in first)
+    loaded = torch.load(tmp_path / "step-00000002.pt", weights_only=True)
+    assert float(loaded["optimizer"]["state"][0]["step"]) == 2.0
+
+
+def test_two_buffer_sets_alternate_and_never_mix(tmp_path: Path) -> None:
+    model, optimizer = _model_and_optimizer()
+    with CheckpointWriter(tmp_path, buffers=2, keep=None) as writer:
+        for step in range(1, 6):
+            _step(model, optimizer)
+            writer.save(step, model=model, optimizer=optimizer)
+        assert writer._pools[0]._buffers.keys() == writer._pools[1]._buffers.keys()
+    for step in range(1, 6):
+        loaded = torch.load(tmp_path / f"step-{step:08d}.pt", weights_only=True)
+        assert {float(s["step"]) for s in loaded["optimizer"]["state"].values()} == {float(step)}
 
 
 def test_background_failure_surfaces_as_save_error_on_next_call(tmp_path: Path) -> None:

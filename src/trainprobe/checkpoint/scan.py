@@ -268,6 +268,13 @@ def _check_tensor(record: TensorRecord, stats: bool) -> TensorResult:
             result.stats = _stats_dict(compute_stats(record))
     except CheckpointError as exc:
         result.error = _reason(exc)
+    except (
+        ValueError,
+        TypeError,
+        OverflowError,
+        MemoryError,
+    ) as exc:  # shapes/strides a damaged pickle made up
+        result.error = f"cannot be checked ({type(exc).__name__}: {exc})"
     return result
 
 
@@ -299,6 +306,9 @@ def scan(
             ckpt = open_file(report.path)
         except TrainprobeError as exc:
             report.error = _reason(exc)
+            return None
+        except Exception as exc:  # a damaged file must not stop the scan of the others
+            report.error = f"cannot be read ({type(exc).__name__}: {exc})"
             return None
         finally:
             report.seconds += time.perf_counter() - t0

@@ -42,7 +42,10 @@ def render_report(report: LogReport, console: Console) -> None:
         table.add_column(col, overflow="fold")
     for f in report.findings:
         table.add_row(
-            f"[{_STYLE[f.severity]}]{f.severity}[/]", escape(f.run), escape(f.metric), fmt_step(f.step),
+            f"[{_STYLE[f.severity]}]{f.severity}[/]",
+            escape(f.run),
+            escape(f.metric),
+            fmt_step(f.step),
             escape(f.message) + (f"\n[dim]→ {escape(f.suggestion)}[/]" if f.suggestion else ""),
         )
     console.print(table)
@@ -58,25 +61,37 @@ def exit_code_for(report: LogReport, fail_on: str) -> int:
 
 @app.command()
 def logs(
-    paths: list[Path] = typer.Argument(..., help="Log files or directories (format detected from the content)."),
+    paths: list[Path] = typer.Argument(
+        ..., help="Log files or directories (format detected from the content)."
+    ),
     json_out: bool = typer.Option(False, "--json", help="One JSON document on stdout (schema_version 1)."),
-    html: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report (works offline)."),
-    png: Path | None = typer.Option(None, "--png", help="Write PNG charts (needs the plot extra: matplotlib)."),
-    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding is at least this severe."),
+    html: Path | None = typer.Option(
+        None, "--html", help="Write a self-contained HTML report (works offline)."
+    ),
+    png: Path | None = typer.Option(
+        None, "--png", help="Write PNG charts (needs the plot extra: matplotlib)."
+    ),
+    fail_on: FailOn = typer.Option(
+        FailOn.error, "--fail-on", help="Exit 1 when a finding is at least this severe."
+    ),
     event: list[str] = typer.Option([], "--event", help="Regex: matching log lines are events (repeatable)."),
     checkpoints: Path | None = typer.Option(
         None, "--checkpoints", help="Checkpoint directory: its files' names/mtimes are save events."
     ),
     threshold: float = typer.Option(6.0, "--threshold", help="Spike threshold (modified z-score)."),
     window: int = typer.Option(50, "--window", help="Rows in the trailing window for median/MAD baselines."),
-    stall_factor: float = typer.Option(5.0, "--stall-factor", help="A stall is a gap ≥ this × the usual one..."),
+    stall_factor: float = typer.Option(
+        5.0, "--stall-factor", help="A stall is a gap ≥ this × the usual one..."
+    ),
     stall_floor: float = typer.Option(10.0, "--stall-floor", help="...and at least this many seconds."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No report on stdout; only the exit code."),
 ) -> None:
-    """Find loss spikes, accuracy cliffs, stalls, NaN/Inf and missing values in training logs, each tied to the event
+    """Find loss spikes, accuracy cliffs, stalls, NaN/Inf and missing values in training logs, each tied to
+    the event
     before it (a checkpoint save, a resume, an LR change) with a suggested next step.
 
-    Reads JSONL, CSV/TSV, W&B exports, Lightning metrics.csv, HF trainer_state.json, TensorBoard event files and
+    Reads JSONL, CSV/TSV, W&B exports, Lightning metrics.csv, HF trainer_state.json, TensorBoard event files
+    and
     plain-text logs (llm.c, Megatron, `step 10 | loss 2.3`, `key=value` ...).
 
     \b
@@ -94,8 +109,14 @@ def logs(
             raise UsageError(f"--checkpoints {checkpoints}: not a directory")
         if window < 5:
             raise UsageError("--window must be at least 5")
-        options = Options(threshold=threshold, window=window, stall_factor=stall_factor, stall_floor_s=stall_floor,
-                          event_patterns=list(event), checkpoints=checkpoints)
+        options = Options(
+            threshold=threshold,
+            window=window,
+            stall_factor=stall_factor,
+            stall_floor_s=stall_floor,
+            event_patterns=list(event),
+            checkpoints=checkpoints,
+        )
         report = analyze(paths, options=options)
         if html is not None:
             from trainprobe.metrics.html import render_html
@@ -105,7 +126,12 @@ def logs(
         if png is not None:
             from trainprobe.metrics.plot import render_png
 
-            render_png(report, png)
+            try:
+                render_png(report, png)
+            except UsageError as exc:
+                # Output.error renders rich markup, which would swallow the "[plot]" of the install hint.
+                out.err.print(f"error: {exc}", markup=False, highlight=False, style="bold red")
+                raise typer.Exit(exc.exit_code) from None
             out.note(f"PNG charts written to {png}")
         out.result(report.to_json(), lambda console: render_report(report, console))
     code = exit_code_for(report, fail_on.value)

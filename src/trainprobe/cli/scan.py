@@ -5,7 +5,6 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from trainprobe.checkpoint.scan import (
     CLEAN,
@@ -21,24 +20,22 @@ from trainprobe.cli._output import Output
 from trainprobe.cli.app import app
 from trainprobe.errors import UsageError
 
-_SCAN_HELP = """Find NaN/+Inf/−Inf in checkpoints: weights and optimizer state, without torch and without
-executing the file.
-
-Reads torch zip (.pt/.pth/.bin/.ckpt: plain, Lightning, DeepSpeed) and legacy files, safetensors, Hugging Face
-sharded checkpoints (*.index.json) and torch.distributed.checkpoint directories, detected by content.
-Directories are searched recursively; quote globs to let trainprobe expand them.
-
-\b
-Examples:
-  trainprobe scan checkpoints/                  every checkpoint under a directory
-  trainprobe scan 'runs/*/step_*.pt' --stats    with min/max/mean/std/absmax/L2/zero fraction
-  trainprobe scan model.safetensors --json      the documented JSON report (schema_version 1)
-  trainprobe scan ckpt.pt --verify              also check zip CRC32s and storage sizes
-  trainprobe scan /data/ckpt --on user@gpu01    scan where the files are
-
-\b
-Exit codes: 0 all clean; 1 non-finite values or a suspicious pickle global found (this wins over unreadable
-files); 2 a file unreadable or corrupt (and nothing non-finite found), or a usage error."""
+_SCAN_HELP = (
+    "Find NaN/+Inf/−Inf in checkpoints: weights and optimizer state, without torch and without executing the "
+    "file.\n\n"
+    "Reads torch zip (.pt/.pth/.bin/.ckpt: plain, Lightning, DeepSpeed) and legacy files, safetensors, "
+    "Hugging Face sharded checkpoints (*.index.json) and torch.distributed.checkpoint directories, detected "
+    "by content. Directories are searched recursively; quote globs to let trainprobe expand them. Pickle "
+    "globals other than torch's tensor machinery are never imported; they are reported as suspicious.\n\n"
+    "Examples:\n"
+    "  trainprobe scan checkpoints/                  every checkpoint under a directory\n"
+    "  trainprobe scan 'runs/*/step_*.pt' --stats    with min/max/mean/std/absmax/L2/zero fraction\n"
+    "  trainprobe scan model.safetensors --json      the documented JSON report (schema_version 1)\n"
+    "  trainprobe scan ckpt.pt --verify              also check zip CRC32s and storage sizes\n"
+    "  trainprobe scan /data/ckpt --on user@gpu01    scan where the files are\n\n"
+    "Exit codes: 0 all clean; 1 non-finite values or a suspicious pickle global found (a finding wins over "
+    "unreadable files); 2 a file unreadable or corrupt and nothing non-finite found, or a usage error."
+)
 
 
 def _size(n: float) -> str:
@@ -92,28 +89,19 @@ def _render_file(console: Console, f: FileReport, stats: bool) -> None:
             f"[bold red]NaN {t.nan} · +Inf {t.posinf} · −Inf {t.neginf}[/]  first bad at {t.first_bad_index}"
         )
     if stats:
-        table = Table(show_edge=False, box=None, padding=(0, 1), pad_edge=False)
-        for col in ("tensor", "dtype", "shape", "min", "max", "mean", "std", "absmax", "L2", "zeros"):
-            left = col in ("tensor", "dtype", "shape")
-            table.add_column(
-                col, justify="left" if left else "right", overflow="fold", min_width=8 if left else None
-            )
         for t in f.tensors:
-            s = t.stats or {}
+            s = t.stats
+            console.print(f"    [bold]{escape(t.display_name)}[/]  [dim]{t.dtype} {t.shape}[/]")
+            if s is None:
+                console.print("        [dim](not a numeric dtype)[/]")
+                continue
             zeros = s.get("zero_fraction")
-            table.add_row(
-                escape(t.display_name),
-                t.dtype,
-                str(t.shape),
-                _fmt(s.get("min")),
-                _fmt(s.get("max")),
-                _fmt(s.get("mean")),
-                _fmt(s.get("std")),
-                _fmt(s.get("absmax")),
-                _fmt(s.get("l2")),
-                "—" if zeros is None else f"{zeros:.1%}",
+            console.print(
+                f"        min {_fmt(s.get('min'))}  max {_fmt(s.get('max'))}  mean {_fmt(s.get('mean'))}  "
+                f"std {_fmt(s.get('std'))}  absmax {_fmt(s.get('absmax'))}  L2 {_fmt(s.get('l2'))}  "
+                f"zeros {'—' if zeros is None else f'{zeros:.1%}'}",
+                highlight=False,
             )
-        console.print(table)
 
 
 def render_scan_report(console: Console, report: ScanReport) -> None:
@@ -132,6 +120,9 @@ def render_scan_report(console: Console, report: ScanReport) -> None:
         )
     else:
         summary += "[green]no NaN or Inf[/]"
+    suspicious = sum(f.verdict == SUSPICIOUS for f in report.files)
+    if suspicious:
+        summary += f", [bold red]{suspicious} with suspicious pickle globals[/]"
     if t["files_unreadable"]:
         summary += f", [yellow]{t['files_unreadable']} unreadable[/]"
     console.print(summary)

@@ -40,7 +40,8 @@ def finding_env(f: Finding) -> dict[str, str]:
 
 
 def run_exec(argv: list[str], f: Finding) -> int:
-    """Run the ``--exec`` command as an argv list, never through a shell: finding text cannot inject anything."""
+    """Run the ``--exec`` command as an argv list, never through a shell: finding text cannot inject
+    anything."""
     env = {**os.environ, **finding_env(f)}
     proc = subprocess.run(argv, input=json.dumps(f.to_json()).encode(), env=env, check=False)
     return proc.returncode
@@ -49,23 +50,33 @@ def run_exec(argv: list[str], f: Finding) -> int:
 @app.command()
 def watch(
     target_or_path: str = typer.Argument(
-        ..., metavar="[TARGET] PATH", help="The log to follow; with a TARGET first (e.g. ssh=gpu07), a path there."
+        ...,
+        metavar="[TARGET] PATH",
+        help="The log to follow; with a TARGET first (e.g. ssh=gpu07), a path there.",
     ),
     path: str | None = typer.Argument(None, hidden=True),
     exec_cmd: str | None = typer.Option(
-        None, "--exec", help="Run this command for each new finding (argv split like a shell, run without one); "
-        "the finding is in TRAINPROBE_FINDING_* variables and as JSON on stdin."
+        None,
+        "--exec",
+        help="Run this command for each new finding (argv split like a shell, run without one); "
+        "the finding is in TRAINPROBE_FINDING_* variables and as JSON on stdin.",
     ),
     interval: float = typer.Option(1.0, "--interval", help="Seconds between polls of the file."),
-    json_out: bool = typer.Option(False, "--json", help="JSON Lines: one object per finding, then the summary."),
-    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 at the end if a finding is this severe."),
+    json_out: bool = typer.Option(
+        False, "--json", help="JSON Lines: one object per finding, then the summary."
+    ),
+    fail_on: FailOn = typer.Option(
+        FailOn.error, "--fail-on", help="Exit 1 at the end if a finding is this severe."
+    ),
     event: list[str] = typer.Option([], "--event", help="Regex: matching log lines are events (repeatable)."),
     threshold: float = typer.Option(6.0, "--threshold", help="Spike threshold (modified z-score)."),
 ) -> None:
-    """Follow a growing training log like `tail -F` (across rotation), run the detectors as lines arrive and print
+    """Follow a growing training log like `tail -F` (across rotation), run the detectors as lines arrive and
+    print
     each new finding as it appears. Ctrl-C (or SIGTERM) stops and prints the summary report.
 
-    With a TARGET the file is followed on that machine (through the remote engine: ssh, containers, ...); a dropped
+    With a TARGET the file is followed on that machine (through the remote engine: ssh, containers, ...); a
+    dropped
     link reconnects and resumes at the last byte received, so no line is lost or repeated.
 
     \b
@@ -75,7 +86,8 @@ def watch(
       trainprobe watch train.log --exec 'notify-send trainprobe'
       trainprobe watch train.log --json | jq .
 
-    Exit codes: 0 no finding at --fail-on or worse, 1 findings (or the target stayed unreachable), 2 bad flags.
+    Exit codes: 0 no finding at --fail-on or worse, 1 findings (or the target stayed unreachable), 2 bad
+    flags.
     """
     out = Output(json_mode=json_out)
     with reported_errors(out):
@@ -117,8 +129,9 @@ def watch(
             from trainprobe.remote import parse_target
 
             parse_target(remote_target)  # a malformed target is a usage error before anything starts
-            report = watch_remote(remote_target, str(log), on_finding, options=options, interval=interval,
-                                  notify=out.note)
+            report = watch_remote(
+                remote_target, str(log), on_finding, options=options, interval=interval, notify=out.note
+            )
         else:
             report = watch_file(log, on_finding, options=options, interval=interval)
         if report is None:

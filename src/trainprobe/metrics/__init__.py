@@ -1,4 +1,5 @@
-"""Read training logs (any format, detected by content), find spikes, cliffs, stalls, non-finite and missing values,
+"""Read training logs (any format, detected by content), find spikes, cliffs, stalls, non-finite and missing
+values,
 and tie each to the event before it (a checkpoint save, a resume, an LR change).
 
     >>> report = analyze(["train.log"])

@@ -1,21 +1,26 @@
-"""Far-side follower for ``trainprobe watch TARGET PATH``: stdlib only, sent as a script through the remote engine.
+"""Far-side follower for ``trainprobe watch TARGET PATH``: stdlib only, sent as a script through the remote
+engine.
 
-argv: PATH IDENT OFFSET INTERVAL, where IDENT is ``dev:ino`` of the file the last run was reading (or ``-``) and
-OFFSET the byte after the last line received. Prints one line per complete log line: ``dev:ino END TEXT`` (END is
-the byte offset just after that line; a first line ``#pid N`` names the follower's process), so a reconnect resumes exactly where the local side stopped: if the file was
+argv: PATH IDENT OFFSET INTERVAL, where IDENT is ``dev:ino`` of the file the last run was reading (or ``-``)
+and
+OFFSET the byte after the last line received. Prints one line per complete log line: ``dev:ino END TEXT``
+(END is
+the byte offset just after that line; a first line ``#pid N`` names the follower's process), so a reconnect
+resumes exactly where the local side stopped: if the file was
 rotated in between, the old file is found again by its inode in the same directory and finished first.
 """
 
 import os
 import sys
 import time
+from typing import BinaryIO, Optional
 
 
-def _ident(st):
-    return "%d:%d" % (st.st_dev, st.st_ino)
+def _ident(st: os.stat_result) -> str:
+    return f"{st.st_dev}:{st.st_ino}"
 
 
-def _find_by_ident(directory, ident):
+def _find_by_ident(directory: str, ident: str) -> Optional[str]:  # noqa: UP045 - runs on old Pythons
     try:
         names = os.listdir(directory)
     except OSError:
@@ -31,13 +36,13 @@ def _find_by_ident(directory, ident):
 
 
 class _Reader:
-    def __init__(self, fh, ident, pos):
+    def __init__(self, fh: BinaryIO, ident: str, pos: int) -> None:
         self.fh = fh
         self.ident = ident
         self.pos = pos
         self.buf = b""
 
-    def drain(self):
+    def drain(self) -> bool:
         data = self.fh.read()
         if not data:
             return False
@@ -49,27 +54,27 @@ class _Reader:
         out = []
         for raw in data[:cut].split(b"\n"):
             self.pos += len(raw) + 1
-            out.append("%s %d %s\n" % (self.ident, self.pos, raw.decode("utf-8", "replace")))
+            out.append(f"{self.ident} {self.pos} {raw.decode('utf-8', 'replace')}\n")
         self.buf = data[cut + 1 :]
         sys.stdout.write("".join(out))
         sys.stdout.flush()
         return True
 
 
-def _open(path, offset):
+def _open(path: str, offset: int) -> "Optional[_Reader]":  # noqa: UP045
     try:
-        fh = open(path, "rb")
+        fh = open(path, "rb")  # noqa: SIM115 - kept open across polls, closed on rotation
     except OSError:
         return None
     fh.seek(offset)
     return _Reader(fh, _ident(os.fstat(fh.fileno())), offset)
 
 
-def main():
+def main() -> None:
     path, want, offset, interval = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-    sys.stdout.write("#pid %d\n" % os.getpid())
+    sys.stdout.write(f"#pid {os.getpid()}\n")
     sys.stdout.flush()
-    reader = None
+    reader: Optional[_Reader] = None  # noqa: UP045
     if want != "-":
         try:
             current = _ident(os.stat(path))

@@ -141,12 +141,16 @@ def read_logs(path: Path, *, event_patterns: list[re.Pattern[str]] | None = None
         raise UsageError(f"{path}: no such file or directory", hint="check the path")
     if path.is_dir():
         files = sorted(
-            p for p in path.rglob("*")
+            p
+            for p in path.rglob("*")
             if p.is_file() and ("tfevents" in p.name or p.suffix.lower() in _LOG_SUFFIXES)
         )
         if not files:
-            raise LogError(str(path), "no log files in this directory",
-                           hint="pass a log file, or a directory with *.log, *.jsonl, *.csv or tfevents files")
+            raise LogError(
+                str(path),
+                "no log files in this directory",
+                hint="pass a log file, or a directory with *.log, *.jsonl, *.csv or tfevents files",
+            )
         runs: list[RunLog] = []
         for f in files:
             runs.extend(read_logs(f, event_patterns=event_patterns))
@@ -173,8 +177,14 @@ def derive_events(run: RunLog, options: Options) -> list[Event]:
     if len(run) > 1:
         back = np.flatnonzero(np.diff(steps) < 0) + 1
         for i in back[:1000]:
-            events.append(Event(RESUME, float(steps[i]), int(i),
-                                text=f"step went back from {fmt_step(steps[i - 1])} to {fmt_step(steps[i])}"))
+            events.append(
+                Event(
+                    RESUME,
+                    float(steps[i]),
+                    int(i),
+                    text=f"step went back from {fmt_step(steps[i - 1])} to {fmt_step(steps[i])}",
+                )
+            )
     for name, col in run.columns.items():
         kind = det.metric_kind(name)
         rows = np.flatnonzero(run.mask(name) & np.isfinite(col))
@@ -192,8 +202,14 @@ def derive_events(run: RunLog, options: Options) -> list[Event]:
             # Schedules that move every step (warmup, cosine) are not events; step schedules are.
             if 0 < changes.size <= max(3, 0.05 * rows.size):
                 for i in changes:
-                    events.append(Event(LR_CHANGE, float(steps[rows[i]]), int(rows[i]),
-                                        text=f"{name} {x[i - 1]:.3g} → {x[i]:.3g}"))
+                    events.append(
+                        Event(
+                            LR_CHANGE,
+                            float(steps[rows[i]]),
+                            int(rows[i]),
+                            text=f"{name} {x[i - 1]:.3g} → {x[i]:.3g}",
+                        )
+                    )
     eval_cols = [n for n in run.columns if re.match(r"(?i)(val|eval|test|tel$)", n)]
     if eval_cols:
         have = np.zeros(len(run), dtype=bool)
@@ -228,8 +244,14 @@ def _attach_stalls(events: list[Event], stalls: list[Finding]) -> None:
 
 
 def _nearest(events: list[Event], finding: Finding, near: float) -> tuple[Event | None, float | None]:
-    before = [e for e in events if e.row <= finding.row and e.step <= finding.step and e.kind != EVAL
-              and finding.step - e.step <= near]
+    before = [
+        e
+        for e in events
+        if e.row <= finding.row
+        and e.step <= finding.step
+        and e.kind != EVAL
+        and finding.step - e.step <= near
+    ]
     primary = [e for e in before if e.kind in _PRIMARY]
     pool = primary or before
     if not pool:
@@ -243,35 +265,54 @@ def _suggest(f: Finding, near: float) -> None:
     if f.kind in (SPIKE, CLIFF, DIVERGENCE, NON_FINITE, MISSING) and e is not None:
         f.message += f", {fmt_step(f.event_distance or 0)} steps after {e.describe()}"
     if f.kind == STALL:
-        f.suggestion = ("look at what the job did then: checkpoint I/O, an eval, a slow or preempted node"
-                        if e is None else f"time the save at step {fmt_step(e.step)}: slow storage or a blocking save")
+        f.suggestion = (
+            "look at what the job did then: checkpoint I/O, an eval, a slow or preempted node"
+            if e is None
+            else f"time the save at step {fmt_step(e.step)}: slow storage or a blocking save"
+        )
         return
     if f.kind == THROUGHPUT:
         f.suggestion = "compare node health, data-loader workers and I/O before and after this step"
         return
     if e is not None and e.kind == CHECKPOINT_SAVE:
-        f.suggestion = (f"scan and check the checkpoint saved at step {fmt_step(e.step)} "
-                        f"(trainprobe scan / trainprobe check); a save that blocks or mutates training state is suspect")
+        f.suggestion = (
+            f"scan and check the checkpoint saved at step {fmt_step(e.step)} "
+            f"(trainprobe scan / trainprobe check); a save that blocks or mutates training state is suspect"
+        )
     elif e is not None and e.kind == RESUME:
-        f.suggestion = (f"compare the state resumed at step {fmt_step(e.step)} with the checkpoint it came from "
-                        "(trainprobe diff): optimizer state, LR schedule, data position")
+        f.suggestion = (
+            f"compare the state resumed at step {fmt_step(e.step)} with the checkpoint it came from "
+            "(trainprobe diff): optimizer state, LR schedule, data position"
+        )
     elif e is not None and e.kind == LR_CHANGE:
-        f.suggestion = f"the learning rate changed at step {fmt_step(e.step)} ({e.text}); try a smaller change or warmup"
+        f.suggestion = (
+            f"the learning rate changed at step {fmt_step(e.step)} ({e.text}); try a smaller change or warmup"
+        )
     elif f.kind == NON_FINITE and det.metric_kind(f.metric) == "time":
-        f.suggestion = "a timing field, not the model: usually an average over zero steps at the start; harmless"
+        f.suggestion = (
+            "a timing field, not the model: usually an average over zero steps at the start; harmless"
+        )
     elif f.kind == NON_FINITE:
-        f.suggestion = f"scan the first checkpoint saved after step {fmt_step(f.step)} for NaN/Inf (trainprobe scan)"
+        f.suggestion = (
+            f"scan the first checkpoint saved after step {fmt_step(f.step)} for NaN/Inf (trainprobe scan)"
+        )
     elif f.kind == MISSING:
-        f.suggestion = "count how often this happens; many skipped steps point to fp16 overflow or bad batches"
+        f.suggestion = (
+            "count how often this happens; many skipped steps point to fp16 overflow or bad batches"
+        )
     elif f.kind == CLIFF:
         f.message += f"; no checkpoint save or stall within {round(near)} steps before it"
-        f.suggestion = (f"no save or stall explains it: inspect the data and the eval pipeline around step "
-                        f"{fmt_step(f.step)}, and diff the checkpoints before and after it (trainprobe diff)")
+        f.suggestion = (
+            f"no save or stall explains it: inspect the data and the eval pipeline around step "
+            f"{fmt_step(f.step)}, and diff the checkpoints before and after it (trainprobe diff)"
+        )
     elif f.kind == DIVERGENCE:
         f.suggestion = "lower the learning rate or restart from the last checkpoint before the rise"
     elif f.kind == SPIKE:
-        f.suggestion = (f"inspect the batches around step {fmt_step(f.step)}; if the same steps spike in another run "
-                        "with the same data order, the data is the cause")
+        f.suggestion = (
+            f"inspect the batches around step {fmt_step(f.step)}; if the same steps spike in another run "
+            "with the same data order, the data is the cause"
+        )
 
 
 def analyze(
@@ -279,7 +320,8 @@ def analyze(
     *,
     options: Options | None = None,
 ) -> LogReport:
-    """Read every source (paths, ``RunLog``s or lists of row dicts) and report what happened, when, next to what."""
+    """Read every source (paths, ``RunLog``s or lists of row dicts) and report what happened, when, next to
+    what."""
     options = options or Options()
     try:
         patterns = [re.compile(p) for p in options.event_patterns]
@@ -296,8 +338,11 @@ def analyze(
         else:
             runs.append(rows_to_run(src, name=f"run{len(runs)}"))
     if not runs or all(len(r) == 0 for r in runs):
-        raise LogError(", ".join(str(s) for s in [r.path for r in runs]) or "input", "no metric rows found",
-                       hint="is this a training log? lines need fields such as 'step 10 loss 2.3'")
+        raise LogError(
+            ", ".join(str(s) for s in [r.path for r in runs]) or "input",
+            "no metric rows found",
+            hint="is this a training log? lines need fields such as 'step 10 loss 2.3'",
+        )
     _unique_names(runs)
     findings: list[Finding] = []
     all_events: dict[str, list[Event]] = {}
@@ -305,14 +350,17 @@ def analyze(
         events = derive_events(run, options)
         all_events[run.name] = events
         run_findings: list[Finding] = []
-        stalls = det.detect_stalls(run, factor=options.stall_factor, floor_s=options.stall_floor_s,
-                                   window=options.window)
+        stalls = det.detect_stalls(
+            run, factor=options.stall_factor, floor_s=options.stall_floor_s, window=options.window
+        )
         _attach_stalls(events, stalls)
         run_findings.extend(stalls)
         run_findings.extend(det.detect_throughput(run))
         for metric in run.columns:
             run_findings.extend(det.detect_nonfinite(run, metric))
-            run_findings.extend(det.detect_spikes(run, metric, threshold=options.threshold, window=options.window))
+            run_findings.extend(
+                det.detect_spikes(run, metric, threshold=options.threshold, window=options.window)
+            )
             run_findings.extend(det.detect_divergence(run, metric))
         run_findings.extend(det.detect_missing(run))
         span = float(run.steps.max() - run.steps.min()) if len(run) else 0.0
@@ -346,19 +394,37 @@ def _recurring(findings: list[Finding], runs: list[RunLog]) -> list[Finding]:
     for i, f in enumerate(spikes):
         if i in used:
             continue
-        group = [i] + [j for j, g in enumerate(spikes) if j > i and j not in used and g.run != f.run
-                       and g.metric == f.metric and abs(g.step - f.step) <= 2]
+        group = [i] + [
+            j
+            for j, g in enumerate(spikes)
+            if j > i
+            and j not in used
+            and g.run != f.run
+            and g.metric == f.metric
+            and abs(g.step - f.step) <= 2
+        ]
         run_names = sorted({spikes[j].run for j in group})
         if len(run_names) < 2:
             continue
         used.update(group)
         out.append(
             Finding(
-                RECURRING, "warning", ", ".join(run_names), f.metric, f.step, max(spikes[j].end_step for j in group),
-                magnitude=float(len(run_names)), runs=run_names,
-                message=(f"{f.metric} spikes at step {fmt_step(f.step)} in {len(run_names)} runs "
-                         f"({', '.join(run_names)}): recurring at the same step points to the data order"),
-                suggestion=f"inspect the batches fed at step {fmt_step(f.step)} (same seed / data order in these runs)",
+                RECURRING,
+                "warning",
+                ", ".join(run_names),
+                f.metric,
+                f.step,
+                max(spikes[j].end_step for j in group),
+                magnitude=float(len(run_names)),
+                runs=run_names,
+                message=(
+                    f"{f.metric} spikes at step {fmt_step(f.step)} in {len(run_names)} runs "
+                    f"({', '.join(run_names)}): recurring at the same step points to the data order"
+                ),
+                suggestion=(
+                    f"inspect the batches fed at step {fmt_step(f.step)} "
+                    "(same seed / data order in these runs)"
+                ),
             )
         )
     return out

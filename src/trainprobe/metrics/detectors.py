@@ -1,4 +1,5 @@
-"""Detectors over one run's columns. Each returns findings without event context; ``analyze`` ties them to events.
+"""Detectors over one run's columns. Each returns findings without event context; ``analyze`` ties them to
+events.
 
 All of them are vectorized with numpy; the only Python loops run over *flagged* rows, which are few.
 """
@@ -28,7 +29,9 @@ _LOSS = re.compile(r"(?i)loss|^trl$|^tel$|ppl|perplexity|nll|xent")
 _ACC = re.compile(r"(?i)acc|accuracy|\bf1\b|bleu|exact_match|top1|top-1|auc")
 _LR = re.compile(r"(?i)(^|[\s/_])lr($|[\s/_])|learning.?rate")
 _NORM = re.compile(r"(?i)norm")
-_TIME = re.compile(r"(?i)time|_ms$|\(ms\)|step_avg|throughput|per_sec|/s$|tokens_per|samples_per|mfu|tflops|dt$")
+_TIME = re.compile(
+    r"(?i)time|_ms$|\(ms\)|step_avg|throughput|per_sec|/s$|tokens_per|samples_per|mfu|tflops|dt$"
+)
 _STEP_TIME = re.compile(r"(?i)time per iteration|step_time|iter_time|time_per_step|^dt$|batch_time")
 _COUNTER = re.compile(r"(?i)consumed|samples|tokens$|num zeros|number of|batch size|epoch|scale")
 
@@ -79,7 +82,8 @@ def detect_spikes(
     hit = (zz > threshold) & (rel > guard) & np.isfinite(med)
     prev = np.concatenate([[np.nan], x[:-1]])
     if kind == "loss":
-        # Short logs (a few pasted lines) have no baseline yet: a loss that jumps ×1.5 from one row to the next,
+        # Short logs (a few pasted lines) have no baseline yet: a loss that jumps ×1.5 from one row to the
+        # next,
         # within one stretch of steps (not across a resume), is a spike on its own.
         steps_here = run.steps[rows]
         same_stretch = np.concatenate([[False], np.diff(steps_here) > 0])
@@ -106,16 +110,30 @@ def detect_spikes(
         tol = max(threshold / 2 * spread, rel_guard * abs(base))
         rest = np.flatnonzero(np.abs(x[peak:] - base) <= tol)
         recovered = float(steps[peak + int(rest[0])] - steps[start]) if rest.size else None
-        is_shift = abs(shift_after) >= 0.5 and abs(shift_later) >= 0.5 and np.sign(shift_after) == np.sign(shift_later)
+        is_shift = (
+            abs(shift_after) >= 0.5
+            and abs(shift_later) >= 0.5
+            and np.sign(shift_after) == np.sign(shift_later)
+        )
         if is_shift and recovered is None and after.size >= min(window, 10):
             new_level = float(np.median(later if later.size >= 5 else after))
             findings.append(
                 Finding(
-                    CLIFF, "error" if kind in ("loss", "accuracy") else "warning", run.name, metric,
-                    float(steps[start]), float(steps[min(start + window, len(steps) - 1)]), value=new_level,
-                    baseline=level_before, magnitude=shift_later, row=int(rows[start]),
-                    message=(f"{metric} fell off a cliff at step {fmt_step(steps[start])}: "
-                             f"{fmt_value(level_before)} → {fmt_value(new_level)} ({shift_later:+.0%}) and stayed there"),
+                    CLIFF,
+                    "error" if kind in ("loss", "accuracy") else "warning",
+                    run.name,
+                    metric,
+                    float(steps[start]),
+                    float(steps[min(start + window, len(steps) - 1)]),
+                    value=new_level,
+                    baseline=level_before,
+                    magnitude=shift_later,
+                    row=int(rows[start]),
+                    message=(
+                        f"{metric} fell off a cliff at step {fmt_step(steps[start])}: "
+                        f"{fmt_value(level_before)} → {fmt_value(new_level)} ({shift_later:+.0%}) "
+                        "and stayed there"
+                    ),
                 )
             )
             continue
@@ -130,14 +148,28 @@ def detect_spikes(
                 severity = "info"
         else:
             severity = "info"
-        rec_text = (f"recovered after {fmt_step(recovered)} step{'' if recovered == 1 else 's'}" if recovered is not None
-                    else "has not recovered by the end of the log")
+        rec_text = (
+            f"recovered after {fmt_step(recovered)} step{'' if recovered == 1 else 's'}"
+            if recovered is not None
+            else "has not recovered by the end of the log"
+        )
         findings.append(
             Finding(
-                SPIKE, severity, run.name, metric, float(steps[start]), float(steps[int(group[-1])]),
-                value=float(x[peak]), baseline=base, magnitude=ratio, recovered_after=recovered, row=int(rows[start]),
-                message=(f"{metric} spiked at step {fmt_step(steps[start])}: {fmt_value(base)} → "
-                         f"{fmt_value(float(x[peak]))} (×{ratio:.3g}), {rec_text}"),
+                SPIKE,
+                severity,
+                run.name,
+                metric,
+                float(steps[start]),
+                float(steps[int(group[-1])]),
+                value=float(x[peak]),
+                baseline=base,
+                magnitude=ratio,
+                recovered_after=recovered,
+                row=int(rows[start]),
+                message=(
+                    f"{metric} spiked at step {fmt_step(steps[start])}: {fmt_value(base)} → "
+                    f"{fmt_value(float(x[peak]))} (×{ratio:.3g}), {rec_text}"
+                ),
             )
         )
     return findings
@@ -155,22 +187,37 @@ def detect_nonfinite(run: RunLog, metric: str) -> list[Finding]:
     if bad.size == 0:
         return []
     kind = metric_kind(metric)
-    severity = {"loss": "error", "accuracy": "error", "norm": "error", "lr": "error", "time": "info"}.get(kind, "warning")
+    severity = {"loss": "error", "accuracy": "error", "norm": "error", "lr": "error", "time": "info"}.get(
+        kind, "warning"
+    )
     first = int(bad[0])
     what = "NaN" if np.isnan(col[first]) else "Inf"
     return [
         Finding(
-            NON_FINITE, severity, run.name, metric, float(run.steps[first]), float(run.steps[int(bad[-1])]),
-            value=float(col[first]), magnitude=float(bad.size), row=first,
-            message=(f"{metric} is {what} at step {fmt_step(run.steps[first])}"
-                     + (f" ({bad.size} non-finite rows up to step {fmt_step(run.steps[int(bad[-1])])})"
-                        if bad.size > 1 else "")),
+            NON_FINITE,
+            severity,
+            run.name,
+            metric,
+            float(run.steps[first]),
+            float(run.steps[int(bad[-1])]),
+            value=float(col[first]),
+            magnitude=float(bad.size),
+            row=first,
+            message=(
+                f"{metric} is {what} at step {fmt_step(run.steps[first])}"
+                + (
+                    f" ({bad.size} non-finite rows up to step {fmt_step(run.steps[int(bad[-1])])})"
+                    if bad.size > 1
+                    else ""
+                )
+            ),
         )
     ]
 
 
 def detect_missing(run: RunLog) -> list[Finding]:
-    """A field the usual row shape has, left out of an otherwise complete row (how Megatron hides a NaN step)."""
+    """A field the usual row shape has, left out of an otherwise complete row (how Megatron hides a NaN
+    step)."""
     names = list(run.columns)
     if not names or len(run) < 3:
         return []
@@ -193,12 +240,20 @@ def detect_missing(run: RunLog) -> list[Finding]:
             context = _loss_scale_context(run, first)
             findings.append(
                 Finding(
-                    MISSING, "warning" if metric_kind(name) in ("loss", "accuracy", "norm") else "info", run.name, name,
-                    float(run.steps[first]), float(run.steps[int(rows[-1])]), magnitude=float(rows.size), row=first,
-                    message=(f"{name} is missing at step {fmt_step(run.steps[first])}"
-                             + (f" ({rows.size} rows)" if rows.size > 1 else "")
-                             + f" while the other fields are logged{context}; loggers such as Megatron leave out"
-                             " a NaN/Inf value this way"),
+                    MISSING,
+                    "warning" if metric_kind(name) in ("loss", "accuracy", "norm") else "info",
+                    run.name,
+                    name,
+                    float(run.steps[first]),
+                    float(run.steps[int(rows[-1])]),
+                    magnitude=float(rows.size),
+                    row=first,
+                    message=(
+                        f"{name} is missing at step {fmt_step(run.steps[first])}"
+                        + (f" ({rows.size} rows)" if rows.size > 1 else "")
+                        + f" while the other fields are logged{context}; loggers such as Megatron leave out"
+                        " a NaN/Inf value this way"
+                    ),
                 )
             )
     return findings
@@ -209,7 +264,8 @@ def _loss_scale_context(run: RunLog, row: int) -> str:
         if "loss scale" in name.lower() or "loss_scale" in name.lower():
             prev = np.flatnonzero(run.mask(name)[:row])
             if prev.size and np.isfinite(col[row]) and col[row] < col[int(prev[-1])]:
-                return f" and {name} dropped {fmt_value(float(col[int(prev[-1])]))} → {fmt_value(float(col[row]))}"
+                before = fmt_value(float(col[int(prev[-1])]))
+                return f" and {name} dropped {before} → {fmt_value(float(col[row]))}"
     return ""
 
 
@@ -231,11 +287,21 @@ def detect_divergence(run: RunLog, metric: str, *, blocks: int = 20) -> list[Fin
     onset = best * size + size // 2
     return [
         Finding(
-            DIVERGENCE, "error", run.name, metric, float(run.steps[rows[onset]]), float(run.steps[rows[-1]]),
-            value=float(tail[-1]), baseline=float(meds[best]), magnitude=float(tail[-1] / meds[best]),
+            DIVERGENCE,
+            "error",
+            run.name,
+            metric,
+            float(run.steps[rows[onset]]),
+            float(run.steps[rows[-1]]),
+            value=float(tail[-1]),
+            baseline=float(meds[best]),
+            magnitude=float(tail[-1] / meds[best]),
             row=int(rows[onset]),
-            message=(f"{metric} is diverging: it rose from {fmt_value(float(meds[best]))} around step "
-                     f"{fmt_step(run.steps[rows[onset]])} to {fmt_value(float(tail[-1]))} at the end and keeps rising"),
+            message=(
+                f"{metric} is diverging: it rose from {fmt_value(float(meds[best]))} around step "
+                f"{fmt_step(run.steps[rows[onset]])} to {fmt_value(float(tail[-1]))} at the end "
+                "and keeps rising"
+            ),
         )
     ]
 
@@ -251,7 +317,9 @@ def row_gaps(run: RunLog) -> tuple[np.ndarray, np.ndarray]:
     return rows[1:], gaps
 
 
-def detect_stalls(run: RunLog, *, factor: float = 5.0, floor_s: float = 10.0, window: int = 50) -> list[Finding]:
+def detect_stalls(
+    run: RunLog, *, factor: float = 5.0, floor_s: float = 10.0, window: int = 50
+) -> list[Finding]:
     rows, gaps = row_gaps(run)
     if rows.size < 5:
         return []
@@ -265,10 +333,20 @@ def detect_stalls(run: RunLog, *, factor: float = 5.0, floor_s: float = 10.0, wi
         prev_step = float(run.steps[row - 1]) if row else float(run.steps[row])
         findings.append(
             Finding(
-                STALL, "warning", run.name, "wall clock", prev_step, float(run.steps[row]), value=float(gaps[i]),
-                baseline=float(base[i]), magnitude=float(gaps[i] / base[i]), row=row,
-                message=(f"logging stalled {gaps[i]:.0f} s between steps {fmt_step(prev_step)} and "
-                         f"{fmt_step(run.steps[row])} (usual gap {base[i]:.3g} s)"),
+                STALL,
+                "warning",
+                run.name,
+                "wall clock",
+                prev_step,
+                float(run.steps[row]),
+                value=float(gaps[i]),
+                baseline=float(base[i]),
+                magnitude=float(gaps[i] / base[i]),
+                row=row,
+                message=(
+                    f"logging stalled {gaps[i]:.0f} s between steps {fmt_step(prev_step)} and "
+                    f"{fmt_step(run.steps[row])} (usual gap {base[i]:.3g} s)"
+                ),
             )
         )
     return findings
@@ -299,7 +377,8 @@ def detect_throughput(run: RunLog, *, blocks: int = 10, factor: float = 1.5) -> 
         before = float(np.median(meds[:b]))
         if before > 0 and np.all(meds[b:] >= factor * before):
             after = float(np.median(meds[b:]))
-            # The onset lies in the block before the first slow one or in it; refine to the first row from which a
+            # The onset lies in the block before the first slow one or in it; refine to the first row from
+            # which a
             # short running median crosses the midpoint between the two levels.
             lo, hi = (b - 1) * size, min(per_step.size, (b + 1) * size)
             region = per_step[lo:hi]
@@ -309,10 +388,20 @@ def detect_throughput(run: RunLog, *, blocks: int = 10, factor: float = 1.5) -> 
             onset = int(rows[min(lo + (int(cross[0]) + k // 2 if cross.size else size), rows.size - 1)])
             return [
                 Finding(
-                    THROUGHPUT, "warning", run.name, label, float(run.steps[onset]), float(run.steps[int(rows[-1])]),
-                    value=after, baseline=before, magnitude=after / before, row=onset,
-                    message=(f"training slowed down from around step {fmt_step(run.steps[onset])}: {label} "
-                             f"{fmt_value(before)} → {fmt_value(after)} (×{after / before:.2g}) and stayed slower"),
+                    THROUGHPUT,
+                    "warning",
+                    run.name,
+                    label,
+                    float(run.steps[onset]),
+                    float(run.steps[int(rows[-1])]),
+                    value=after,
+                    baseline=before,
+                    magnitude=after / before,
+                    row=onset,
+                    message=(
+                        f"training slowed down from around step {fmt_step(run.steps[onset])}: {label} "
+                        f"{fmt_value(before)} → {fmt_value(after)} (×{after / before:.2g}) and stayed slower"
+                    ),
                 )
             ]
     return []

@@ -1,4 +1,5 @@
-"""Things that happened during a run, next to which anomalies get explained: checkpoint saves, resumes, epochs,
+"""Things that happened during a run, next to which anomalies get explained: checkpoint saves, resumes,
+epochs,
 learning-rate changes, eval runs, and anything a user names with ``--event REGEX``."""
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ _CODE_LINE = re.compile(
     r"|\w\s*(?:=|\+=)\s*\S|\w\(|\\\s*$|[:{(\[]\s*$"
 )
 _EPOCH_LINE = re.compile(r"(?i)^\W*(?:start(?:ing)?\s+)?epoch\s*[:=#]?\s*(\d+)")
-_STEP_IN_LINE = re.compile(r"(?i)\b(?:step|iteration|iter|global_step|checkpoint-|step_|step-)\s*[:=#]?\s*(\d+)")
+_STEP_IN_LINE = re.compile(
+    r"(?i)\b(?:step|iteration|iter|global_step|checkpoint-|step_|step-)\s*[:=#]?\s*(\d+)"
+)
 _CKPT_NAME_STEP = re.compile(r"(\d+)")
 
 
@@ -94,7 +97,8 @@ def _step_named(line: str) -> float | None:
 
 
 def events_from_checkpoint_dir(directory: Path, steps: np.ndarray, wall: np.ndarray | None) -> list[Event]:
-    """Checkpoint saves from the files/dirs in ``directory``: the step in the name, else the mtime mapped onto wall."""
+    """Checkpoint saves from the files/dirs in ``directory``: the step in the name, else the mtime mapped
+    onto wall."""
     found: list[Event] = []
     for entry in sorted(directory.iterdir()):
         nums = _CKPT_NAME_STEP.findall(entry.name)

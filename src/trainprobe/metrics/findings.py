@@ -51,7 +51,9 @@ class Finding:
             "baseline": _num(self.baseline),
             "magnitude": _num(self.magnitude),
             "recovered_after_steps": _num(self.recovered_after),
-            "event": None if self.event is None else {**self.event.to_json(), "steps_before": _num(self.event_distance)},
+            "event": None
+            if self.event is None
+            else {**self.event.to_json(), "steps_before": _num(self.event_distance)},
             "message": self.message,
             "suggestion": self.suggestion,
             "runs": list(self.runs),

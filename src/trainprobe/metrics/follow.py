@@ -53,6 +53,8 @@ class FileFollower:
     def poll(self) -> list[str]:
         if self._fh is None and not self._open():
             return []
+        fh = self._fh
+        assert fh is not None
         data = self._read_rest()
         try:
             st = os.stat(self.path)
@@ -60,14 +62,18 @@ class FileFollower:
             st = None
         if st is not None and (st.st_dev, st.st_ino) != self._ino:
             # Rotated: finish the old file, then start the new one from its beginning.
-            self._fh.close()
+            fh.close()
             tail = self._buf + data
             self.rotations += 1
             self._open()
-            data = tail + self._read_rest() if not tail or tail.endswith(b"\n") else tail + b"\n" + self._read_rest()
+            data = (
+                tail + self._read_rest()
+                if not tail or tail.endswith(b"\n")
+                else tail + b"\n" + self._read_rest()
+            )
             self._buf = b""
         elif st is not None and st.st_size < self.offset:
-            self._fh.seek(0)
+            fh.seek(0)
             self.offset = 0
             self._buf = b""
             data = self._read_rest()
@@ -87,7 +93,8 @@ class FileFollower:
 
 @dataclass
 class OnlineAnalyzer:
-    """Feeds lines to a text or JSONL parser and re-runs the detectors; hands out only findings not seen before.
+    """Feeds lines to a text or JSONL parser and re-runs the detectors; hands out only findings not seen
+    before.
 
     A finding is held back until a few rows exist after it, so a one-step spike is reported with its recovery.
     """
@@ -133,8 +140,12 @@ class OnlineAnalyzer:
             if not final and f.row > len(run) - self.settle_rows:
                 continue
             # A jump that has not come back yet may be a spike or a cliff: wait for a window of rows to tell.
-            if (not final and f.kind in (SPIKE, CLIFF) and f.recovered_after is None
-                    and f.row > len(run) - self.options.window):
+            if (
+                not final
+                and f.kind in (SPIKE, CLIFF)
+                and f.recovered_after is None
+                and f.row > len(run) - self.options.window
+            ):
                 continue
             self.seen.add(key)
             fresh.append(f)

@@ -1,4 +1,5 @@
-"""A self-contained HTML report: inline SVG charts (anomalies shaded, events marked) and a few lines of our own
+"""A self-contained HTML report: inline SVG charts (anomalies shaded, events marked) and a few lines of our
+own
 JavaScript for a hover readout. No CDN, no external file: it opens offline."""
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ _EVENT_COLOR = {CHECKPOINT_SAVE: "#2ca02c", RESUME: "#9467bd"}
 
 _CSS = """
 body{font:14px/1.4 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#222;max-width:980px}
-h1{font-size:20px} h2{font-size:16px;margin-top:28px} .sev{font-weight:600;text-transform:uppercase;font-size:11px;
+h1{font-size:20px} h2{font-size:16px;margin-top:28px}
+.sev{font-weight:600;text-transform:uppercase;font-size:11px;
 padding:1px 6px;border-radius:3px;color:#fff} .error{background:#d62728} .warning{background:#ff7f0e}
-.info{background:#1f77b4} table{border-collapse:collapse;width:100%} td,th{border-bottom:1px solid #ddd;padding:4px 6px;
-text-align:left;vertical-align:top} .sugg{color:#555;font-size:12px} svg.chart{background:#fff;border:1px solid #ddd}
+.info{background:#1f77b4} table{border-collapse:collapse;width:100%} td,th{border-bottom:1px solid
+#ddd;padding:4px 6px;
+text-align:left;vertical-align:top} .sugg{color:#555;font-size:12px} svg.chart{background:#fff;border:1px
+solid #ddd}
 .readout{font:12px monospace;color:#333;height:16px} .axis{font:10px sans-serif;fill:#555}
 """
 
@@ -58,8 +62,13 @@ def _scale(lo: float, hi: float) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
-def _chart(name: str, metric: str, series: dict[str, list[Any]], shades: list[tuple[float, float, str, str]],
-           marks: list[tuple[float, str, str]]) -> str:
+def _chart(
+    name: str,
+    metric: str,
+    series: dict[str, list[Any]],
+    shades: list[tuple[float, float, str, str]],
+    marks: list[tuple[float, str, str]],
+) -> str:
     steps = series["steps"]
     values = series["values"]
     finite = [v for v in values if v is not None]
@@ -79,37 +88,56 @@ def _chart(name: str, metric: str, series: dict[str, list[Any]], shades: list[tu
     parts: list[str] = []
     for start, end, color, title in shades:
         a, b = sx(max(start, x0)), sx(min(max(end, start), x1))
-        parts.append(f'<rect class="anomaly" x="{a - 2:.1f}" y="{_PAD_T}" width="{max(b - a, 0) + 4:.1f}" '
-                     f'height="{h}" fill="{color}" fill-opacity="0.18"><title>{html.escape(title)}</title></rect>')
+        parts.append(
+            f'<rect class="anomaly" x="{a - 2:.1f}" y="{_PAD_T}" width="{max(b - a, 0) + 4:.1f}" '
+            f'height="{h}" fill="{color}" fill-opacity="0.18"><title>{html.escape(title)}</title></rect>'
+        )
     for step, color, title in marks:
         if x0 <= step <= x1:
             x = sx(step)
-            parts.append(f'<line class="event" x1="{x:.1f}" x2="{x:.1f}" y1="{_PAD_T}" y2="{_PAD_T + h}" '
-                         f'stroke="{color}" stroke-dasharray="4 3"><title>{html.escape(title)}</title></line>')
+            parts.append(
+                f'<line class="event" x1="{x:.1f}" x2="{x:.1f}" y1="{_PAD_T}" y2="{_PAD_T + h}" '
+                f'stroke="{color}" stroke-dasharray="4 3"><title>{html.escape(title)}</title></line>'
+            )
     segments: list[list[str]] = [[]]
-    for s, v in zip(steps, values):
-        if v is None:
+    previous = -math.inf
+    for s, v in zip(steps, values, strict=True):
+        if v is None or s < previous:  # a gap (non-finite) or a resume (the step went back): lift the pen
             segments.append([])
-            continue
-        segments[-1].append(f"{sx(s):.1f},{sy(v):.1f}")
+        previous = s
+        if v is not None:
+            segments[-1].append(f"{sx(s):.1f},{sy(v):.1f}")
     for seg in segments:
         if seg:
-            parts.append(f'<polyline class="series" fill="none" stroke="#333" stroke-width="1" points="{" ".join(seg)}"/>')
-    for s, v in zip(steps, values):
+            parts.append(
+                '<polyline class="series" fill="none" stroke="#333" stroke-width="1" '
+                f'points="{" ".join(seg)}"/>'
+            )
+    for s, v in zip(steps, values, strict=True):
         if v is None:
-            parts.append(f'<circle class="nonfinite" cx="{sx(s):.1f}" cy="{_PAD_T + 4}" r="3" fill="#d62728"/>')
+            parts.append(
+                f'<circle class="nonfinite" cx="{sx(s):.1f}" cy="{_PAD_T + 4}" r="3" fill="#d62728"/>'
+            )
     ticks = []
     for k in range(5):
         v = y0 + (y1 - y0) * k / 4
-        ticks.append(f'<text class="axis" x="{_PAD_L - 4}" y="{sy(v) + 3:.1f}" text-anchor="end">{v:.3g}</text>')
+        ticks.append(
+            f'<text class="axis" x="{_PAD_L - 4}" y="{sy(v) + 3:.1f}" text-anchor="end">{v:.3g}</text>'
+        )
         s = x0 + (x1 - x0) * k / 4
-        ticks.append(f'<text class="axis" x="{sx(s):.1f}" y="{_H - 10}" text-anchor="middle">{fmt_step(round(s))}</text>')
-    payload = json.dumps({"name": metric, "s": steps, "v": values, "x0": x0, "x1": x1, "left": _PAD_L, "w": w})
+        ticks.append(
+            f'<text class="axis" x="{sx(s):.1f}" y="{_H - 10}" text-anchor="middle">'
+            f"{fmt_step(round(s))}</text>"
+        )
+    payload = json.dumps(
+        {"name": metric, "s": steps, "v": values, "x0": x0, "x1": x1, "left": _PAD_L, "w": w}
+    )
     return (
         f'<div class="chartbox"><h3>{html.escape(name)} · {html.escape(metric)}</h3>'
         f'<svg class="chart" viewBox="0 0 {_W} {_H}" width="100%" data-series="{html.escape(payload)}" '
-        f'xmlns="http://www.w3.org/2000/svg"><rect x="{_PAD_L}" y="{_PAD_T}" width="{w}" height="{h}" fill="none" '
-        f'stroke="#eee"/>{"".join(ticks)}{"".join(parts)}<line class="cursor" x1="-10" x2="-10" y1="{_PAD_T}" '
+        f'xmlns="http://www.w3.org/2000/svg"><rect x="{_PAD_L}" y="{_PAD_T}" width="{w}" height="{h}" '
+        f'fill="none" stroke="#eee"/>{"".join(ticks)}{"".join(parts)}<line class="cursor" x1="-10" x2="-10" '
+        f'y1="{_PAD_T}" '
         f'y2="{_PAD_T + h}" stroke="#999" stroke-opacity="0.6"/></svg><div class="readout"></div></div>'
     )
 
@@ -129,11 +157,17 @@ def render_html(report: LogReport, *, max_points: int = 1500, max_metrics: int =
         flagged = {f.metric for f in run_findings}
         names = sorted(series, key=lambda m: (m not in flagged, list(run.columns).index(m)))[:max_metrics]
         events = report.events.get(run.name, [])
-        marks = [(e.step, _EVENT_COLOR.get(e.kind, "#888"), e.describe()) for e in events
-                 if e.kind not in ("eval",)][:400]
+        marks = [
+            (e.step, _EVENT_COLOR.get(e.kind, "#888"), e.describe())
+            for e in events
+            if e.kind not in ("eval",)
+        ][:400]
         for metric in names:
-            shades = [(f.step, f.end_step if f.end_step > f.step else f.step, _SEV_COLOR[f.severity], f.message)
-                      for f in run_findings if f.metric == metric or f.kind == STALL]
+            shades = [
+                (f.step, f.end_step if f.end_step > f.step else f.step, _SEV_COLOR[f.severity], f.message)
+                for f in run_findings
+                if f.metric == metric or f.kind == STALL
+            ]
             charts.append(_chart(run.name, metric, series[metric], shades, marks))
     summary = ", ".join(f"{report.count(s)} {s}" for s in ("error", "warning", "info"))
     body = (
@@ -141,9 +175,15 @@ def render_html(report: LogReport, *, max_points: int = 1500, max_metrics: int =
         f"{html.escape(', '.join(r.name for r in report.runs))} — {summary}.</p>"
         "<p>Shaded: anomalies (red error, orange warning, blue info). Dashed lines: events "
         "(green checkpoint save, purple resume, grey other).</p>"
-        + ("<table><tr><th>severity</th><th>run</th><th>metric</th><th>step</th><th>what happened</th></tr>"
-           + "".join(rows) + "</table>" if rows else "<p>No findings: the run looks healthy.</p>")
-        + "<h2>Charts</h2>" + "".join(charts)
+        + (
+            "<table><tr><th>severity</th><th>run</th><th>metric</th><th>step</th><th>what happened</th></tr>"
+            + "".join(rows)
+            + "</table>"
+            if rows
+            else "<p>No findings: the run looks healthy.</p>"
+        )
+        + "<h2>Charts</h2>"
+        + "".join(charts)
     )
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>trainprobe logs report</title>'

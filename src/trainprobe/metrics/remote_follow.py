@@ -1,5 +1,7 @@
-"""``trainprobe watch TARGET PATH``: the far side follows the file (``_follower_script``), lines come back live
-through the remote engine, and a dropped link reconnects and resumes from the last byte offset received, so no line
+"""``trainprobe watch TARGET PATH``: the far side follows the file (``_follower_script``), lines come back
+live
+through the remote engine, and a dropped link reconnects and resumes from the last byte offset received, so
+no line
 is lost or repeated."""
 
 from __future__ import annotations
@@ -19,9 +21,17 @@ FOLLOWER_SCRIPT = (Path(__file__).parent / "_follower_script.py").read_text(enco
 class RemoteFollower:
     """Runs the follower on ``target`` until ``cancel`` is set; ``on_lines`` gets each batch of new lines."""
 
-    def __init__(self, target: str, path: str, on_lines: Callable[[list[str]], None], *, interval: float = 1.0,
-                 reconnect_delay: float = 1.0, max_failures: int = 5,
-                 notify: Callable[[str], None] = lambda _m: None) -> None:
+    def __init__(
+        self,
+        target: str,
+        path: str,
+        on_lines: Callable[[list[str]], None],
+        *,
+        interval: float = 1.0,
+        reconnect_delay: float = 1.0,
+        max_failures: int = 5,
+        notify: Callable[[str], None] = lambda _m: None,
+    ) -> None:
         self.target = target
         self.path = path
         self.on_lines = on_lines
@@ -64,16 +74,22 @@ class RemoteFollower:
             before = (self.ident, self.offset)
             self.connections += 1
             result = remote.run(
-                self.target, FOLLOWER_SCRIPT, [self.path, self.ident, str(self.offset), str(self.interval)],
-                stdout=self._sink, cancel=cancel,
+                self.target,
+                FOLLOWER_SCRIPT,
+                [self.path, self.ident, str(self.offset), str(self.interval)],
+                stdout=self._sink,
+                cancel=cancel,
             )
             if cancel.is_set():
                 return
             failures = 0 if (self.ident, self.offset) != before else failures + 1
             reason = str(result.error) if result.error else f"the follower exited with {result.exit_code}"
             if failures >= self.max_failures:
-                raise RemoteError(self.target, f"watching {self.path} failed {failures} times in a row: {reason}",
-                                  hint="check the target with `trainprobe run TARGET` and the path")
+                raise RemoteError(
+                    self.target,
+                    f"watching {self.path} failed {failures} times in a row: {reason}",
+                    hint="check the target with `trainprobe run TARGET` and the path",
+                )
             self.notify(f"link to {self.target} dropped ({reason}); reconnecting from byte {self.offset}")
             cancel.wait(self.reconnect_delay)
 
@@ -89,7 +105,8 @@ def watch_remote(
     cancel: threading.Event | None = None,
     reconnect_delay: float = 1.0,
 ) -> LogReport | None:
-    """Follow ``path`` on ``target`` until Ctrl-C (or ``cancel``), calling ``on_finding`` for each new finding.
+    """Follow ``path`` on ``target`` until Ctrl-C (or ``cancel``), calling ``on_finding`` for each new
+    finding.
 
     Lines arrive on a background thread; the detectors run here every ``interval`` seconds."""
     cancel = cancel or threading.Event()
@@ -101,8 +118,9 @@ def watch_remote(
         with lock:
             online.feed(lines)
 
-    follower = RemoteFollower(target, path, on_lines, interval=min(interval, 0.5), notify=notify,
-                              reconnect_delay=reconnect_delay)
+    follower = RemoteFollower(
+        target, path, on_lines, interval=min(interval, 0.5), notify=notify, reconnect_delay=reconnect_delay
+    )
 
     def follow() -> None:
         try:

@@ -1,6 +1,7 @@
 """Trailing rolling statistics without a Python loop per row.
 
-An exact trailing median of window ``w`` costs O(n·w); for long series we take medians of fixed blocks of ``b`` rows
+An exact trailing median of window ``w`` costs O(n·w); for long series we take medians of fixed blocks of
+``b`` rows
 first (one partition over a reshaped array) and the trailing median of the last ``w/b`` block medians. The
 baseline then lags by at most one block, which is harmless for spike and level-shift detection.
 """
@@ -61,6 +62,7 @@ def _blocked_trailing(x: np.ndarray, w: int, block: int) -> np.ndarray:
 
 
 def trailing_mad(x: np.ndarray, median: np.ndarray, window: int) -> np.ndarray:
-    """Trailing median absolute deviation around the trailing median (same windowing as ``trailing_median``)."""
+    """Trailing median absolute deviation around the trailing median (same windowing as
+    ``trailing_median``)."""
     dev = np.abs(x - np.nan_to_num(median, nan=np.nanmedian(x) if np.isfinite(x).any() else 0.0))
     return trailing_median(dev, window)

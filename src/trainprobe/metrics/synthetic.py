@@ -1,9 +1,9 @@
-"""Synthetic training logs: the seed's story (for tests and the demo) and big uniform logs (for the benchmark)."""
+"""Synthetic training logs: the seed's story (for tests and the demo) and big uniform logs (for the
+benchmark)."""
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,8 +15,10 @@ SEED_CLIFF = 4229
 
 
 def seed_story_lines(n_steps: int = 5000, *, seed: int = 0, start: float = 1_790_000_000.0) -> Iterator[str]:
-    """Loss ~0.8 → 13.0 at step 2029 and ~0.7 → 7.2 at step 4021, each after a checkpoint save (steps 2000 and 4001)
-    that stalled logging 170 s / 100 s; an accuracy cliff at 4229 (0.15 → 0.005) with no save or stall near it."""
+    """Loss ~0.8 → 13.0 at step 2029 and ~0.7 → 7.2 at step 4021, each after a checkpoint save (steps 2000
+    and 4001)
+    that stalled logging 170 s / 100 s; an accuracy cliff at 4229 (0.15 → 0.005) with no save or stall near
+    it."""
     rng = np.random.default_rng(seed)
     wall = start
     for step in range(n_steps):
@@ -40,7 +42,8 @@ def write_seed_story(path: Path, n_steps: int = 5000) -> Path:
 
 
 def write_uniform_log(path: Path, n_rows: int, *, fmt: str, seed: int = 0, block: int = 1_000_000) -> int:
-    """A big log of ``n_rows`` rows (``fmt`` "jsonl" or "text"), written block by block; returns its size in bytes."""
+    """A big log of ``n_rows`` rows (``fmt`` "jsonl" or "text"), written block by block; returns its size in
+    bytes."""
     rng = np.random.default_rng(seed)
     with open(path, "w", encoding="utf-8") as fh:
         for start in range(0, n_rows, block):
@@ -60,5 +63,3 @@ def write_uniform_log(path: Path, n_rows: int, *, fmt: str, seed: int = 0, block
             fh.write("\n".join(lines.tolist()))
             fh.write("\n")
     return path.stat().st_size
-
-

@@ -1,6 +1,7 @@
 """The columnar form every log reader produces: one ``RunLog`` per run, numpy arrays per metric.
 
-Missing cells are NaN with ``present`` saying which cells a logger actually wrote, so a literal ``nan`` in the log
+Missing cells are NaN with ``present`` saying which cells a logger actually wrote, so a literal ``nan`` in
+the log
 (a value) and a field the logger left out (Megatron hides NaN steps that way) stay distinguishable.
 """
 
@@ -16,14 +17,39 @@ from trainprobe.metrics.events import Event
 FloatArray = np.ndarray
 
 STEP_KEYS = frozenset(
-    {"step", "_step", "global_step", "iter", "iteration", "s", "it", "trainer/global_step", "train/global_step",
-     "steps", "global step", "optimizer_step"}
+    {
+        "step",
+        "_step",
+        "global_step",
+        "iter",
+        "iteration",
+        "s",
+        "it",
+        "trainer/global_step",
+        "train/global_step",
+        "steps",
+        "global step",
+        "optimizer_step",
+    }
 )
 _STEP_LAST_WORDS = frozenset({"step", "iter", "iteration", "global_step"})
 # Keys whose value is a wall clock or an elapsed time since start (both give gaps between rows).
 TIME_KEYS = frozenset(
-    {"time", "timestamp", "_timestamp", "wall_time", "walltime", "wall", "elapsed", "train_time", "_runtime",
-     "runtime", "elapsed_time", "time_s", "wallclock"}
+    {
+        "time",
+        "timestamp",
+        "_timestamp",
+        "wall_time",
+        "walltime",
+        "wall",
+        "elapsed",
+        "train_time",
+        "_runtime",
+        "runtime",
+        "elapsed_time",
+        "time_s",
+        "wallclock",
+    }
 )
 
 
@@ -37,7 +63,8 @@ def is_step_key(key: str) -> bool:
 
 @dataclass
 class RunLog:
-    """One run's metrics as columns. ``steps``/``wall`` have one entry per row; ``wall`` is seconds or None."""
+    """One run's metrics as columns. ``steps``/``wall`` have one entry per row; ``wall`` is seconds or
+    None."""
 
     name: str
     path: str
@@ -169,22 +196,31 @@ def finish_run(
             cols.pop(key)
             present.pop(key, None)
     return RunLog(
-        name=name, path=path, format=fmt, steps=steps, columns=cols, present=present, wall=wall,
-        events=events or [], skipped_lines=skipped_lines,
+        name=name,
+        path=path,
+        format=fmt,
+        steps=steps,
+        columns=cols,
+        present=present,
+        wall=wall,
+        events=events or [],
+        skipped_lines=skipped_lines,
     )
 
 
 def _forward_fill(values: FloatArray, have: np.ndarray) -> FloatArray:
+    """Rows without a step take the step of the last row that had one (0 before the first)."""
     idx = np.where(have, np.arange(values.shape[0]), 0)
     np.maximum.accumulate(idx, out=idx)
-    out = values[idx]
-    if not have[0] if have.size else False:
-        first = int(np.argmax(have)) if have.any() else values.shape[0]
-        out[:first] = 0.0
-    return np.asarray(out, dtype=np.float64)
+    out = np.asarray(values[idx], dtype=np.float64)
+    first = int(np.argmax(have)) if have.any() else values.shape[0]
+    out[:first] = 0.0
+    return out
 
 
-def _wall_from_fields(cols: dict[str, FloatArray], present: dict[str, np.ndarray], units: dict[str, str]) -> FloatArray | None:
+def _wall_from_fields(
+    cols: dict[str, FloatArray], present: dict[str, np.ndarray], units: dict[str, str]
+) -> FloatArray | None:
     for key in cols:
         if key.lower() in TIME_KEYS:
             col = cols[key]

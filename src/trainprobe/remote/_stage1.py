@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import itertools
 import json
 import os
-import shutil
-import subprocess
 import sys
 import zlib
+from collections.abc import Iterable, Iterator
 
 MAGIC = b"\n\x00TRAINPROBE-AGENT-1\x00"
 #: in the command line of every trainprobe agent (the bootstrap); other runs' agents are not candidates
@@ -115,31 +115,42 @@ def running_pythons() -> list[str]:
     return found
 
 
-def discovery_order() -> list[str]:
+def candidate_groups() -> Iterator[list[str]]:
+    """Candidates in discovery order, group by group, so a caller that needs only the first stops early."""
     env = os.environ
-    candidates = []
-    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
-        if env.get(var):
-            candidates.append(os.path.join(env[var], "bin", "python"))
+    yield [os.path.join(env[var], "bin", "python") for var in ("VIRTUAL_ENV", "CONDA_PREFIX") if env.get(var)]
     own = os.path.expanduser("~")
     homes = [own] + [h for h in sorted(_listdir("/home")) if h != own] + ([] if own == "/root" else ["/root"])
     for home in homes:
-        candidates += venvs_under(home)
-    candidates += venvs_under("/opt")
-    candidates += conda_envs(homes)
-    candidates += running_pythons()
-    for name in ("python3", "python"):
-        path = shutil.which(name)
-        if path:
-            candidates.append(path)
+        yield venvs_under(home)
+    yield venvs_under("/opt")
+    yield conda_envs(homes)
+    yield running_pythons()
+    yield [path for path in (which("python3"), which("python")) if path]
+
+
+def iter_candidates() -> Iterator[str]:
     seen = set()
-    unique = []
-    for path in candidates:
-        path = os.path.abspath(path)
-        if path not in seen and executable(path):
-            seen.add(path)
-            unique.append(path)
-    return unique
+    for group in candidate_groups():
+        for path in group:
+            path = os.path.abspath(path)
+            if path not in seen and executable(path):
+                seen.add(path)
+                yield path
+
+
+def discovery_order() -> list[str]:
+    """Every candidate interpreter, first choice first (``trainprobe probe`` lists them)."""
+    return list(iter_candidates())
+
+
+def which(name: str) -> str:
+    """shutil.which without importing shutil (startup time counts on every run)."""
+    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(directory or ".", name)
+        if executable(path):
+            return path
+    return ""
 
 
 def _listdir(path: str) -> list[str]:
@@ -164,6 +175,8 @@ def conda_python(name: str) -> str:
 
 def missing_modules(python: str, need: list[str]) -> tuple[str, list[str]]:
     """(version, modules not found) for one candidate, asked in a subprocess; ("", [why]) if it fails."""
+    import subprocess  # only here: importing it costs every run a few milliseconds
+
     try:
         proc = subprocess.run(
             [python, "-c", NEED_CHECK, *need], stdin=subprocess.DEVNULL, capture_output=True, timeout=30
@@ -187,16 +200,16 @@ def choose(cfg: dict) -> str:  # type: ignore[type-arg]
             path, what = conda_python(cfg["conda"]), "conda=" + cfg["conda"]
         if not path or not executable(path):
             fail(what + " has no Python interpreter" + (" at " + path if path else ""), [])
-        candidates: list[str] = [path]
+        candidates: Iterable[str] = [path]
     else:
-        candidates = discovery_order()
-        if not candidates:
+        candidates = iter_candidates() if need else list(itertools.islice(iter_candidates(), 1))
+        if not need and not candidates:
             fail(
                 "no Python interpreter found (no venv, conda env, running Python or python3 in PATH)",
                 [],
             )
     if not need:
-        return candidates[0]
+        return next(iter(candidates))
     tried = []
     for path in candidates:
         version, missing = missing_modules(path, need)

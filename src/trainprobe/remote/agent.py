@@ -21,17 +21,14 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import importlib.util
 import json
 import linecache
 import os
 import pwd
 import selectors
 import signal
-import socket
 import sys
 import time
-import traceback
 import types
 import zlib
 from typing import Any
@@ -39,6 +36,8 @@ from typing import Any
 STDOUT, STDERR, READY, EXIT = b"1", b"2", b"R", b"X"
 CHUNK = 1 << 16
 RESULT_NAME = "__trainprobe_result__"
+#: the file name stage 1 compiles this agent under
+AGENT_FILENAME = "<trainprobe-agent>"
 #: seconds between SIGTERM to the process group and SIGKILL
 KILL_GRACE_S = 1.0
 #: seconds to keep reading the script's pipes after it exited
@@ -85,7 +84,9 @@ class MemoryImporter:
         if name not in self.modules:
             return None
         filename, is_package, _ = self.modules[name]
-        return importlib.util.spec_from_loader(name, self, origin=filename, is_package=is_package)  # type: ignore[arg-type]
+        return sys.modules["importlib.util"].spec_from_loader(
+            name, self, origin=filename, is_package=is_package
+        )
 
     def create_module(self, spec: Any) -> None:
         return None
@@ -150,6 +151,8 @@ def run_user(
         if cfg.get("cwd"):
             os.chdir(os.path.expanduser(cfg["cwd"]))
         if modules:
+            import importlib.util  # before the finder is in place, which would otherwise be asked for it  # noqa: F401
+
             sys.meta_path.insert(0, MemoryImporter(modules))
         sys.argv = [filename, *cfg.get("args", [])]
         sys.path[0] = os.getcwd()
@@ -171,12 +174,14 @@ def run_user(
             print(exc.code, file=sys.stderr)
             code = 1
     except BaseException as exc:  # the user's exception: printed like python does, and reported
-        traceback.print_exc()
-        report["exception"] = {
-            "type": type(exc).__name__,
-            "message": str(exc),
-            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
-        }
+        import traceback
+
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename == AGENT_FILENAME:
+            tb = tb.tb_next  # the user's frames only, as if python had run the script itself
+        text = "".join(traceback.format_exception(type(exc), exc, tb))
+        sys.stderr.write(text)
+        report["exception"] = {"type": type(exc).__name__, "message": str(exc), "traceback": text}
         code = 1
     try:
         data = json.dumps(report).encode()
@@ -227,7 +232,7 @@ def serve(stage1_cfg: dict[str, Any]) -> None:
         elif kind == b"G":
             break
     send_json(READY, {
-        "python": sys.executable, "version": sys.version.split()[0], "host": socket.gethostname(),
+        "python": sys.executable, "version": sys.version.split()[0], "host": os.uname().nodename,
         "pid": os.getpid(), "user": user_name(),
     })  # fmt: skip
     timeout = cfg.get("timeout")
@@ -258,7 +263,13 @@ def serve(stage1_cfg: dict[str, Any]) -> None:
 
 def relay(pid: int, deadline: float | None, out_r: int, err_r: int, res_r: int) -> None:
     selector = selectors.DefaultSelector()
-    for fd in (0, out_r, err_r, res_r):
+    # SIGCHLD wakes the select at once when the script exits (no polling delay on every run)
+    wake_r, wake_w = os.pipe()
+    for fd in (wake_r, wake_w):
+        os.set_blocking(fd, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_w)
+    for fd in (0, out_r, err_r, res_r, wake_r):
         selector.register(fd, selectors.EVENT_READ)
     result = b""
     status: int | None = None
@@ -266,12 +277,17 @@ def relay(pid: int, deadline: float | None, out_r: int, err_r: int, res_r: int) 
     kill_at: float | None = None
     drain_until = 0.0
     try:
-        while selector.get_map():
-            wait = 0.05 if status is None else 0.5
+        while any(fd != wake_r for fd in selector.get_map()):
+            wait = 0.5
             if deadline is not None and status is None:
                 wait = max(0.0, min(wait, deadline - time.monotonic()))
             for key, _ in selector.select(wait):
                 fd = key.fd
+                if fd == wake_r:
+                    with contextlib.suppress(BlockingIOError):
+                        while os.read(wake_r, 4096):
+                            pass
+                    continue
                 chunk = os.read(fd, CHUNK)
                 if fd == 0:
                     if not chunk and status is None:

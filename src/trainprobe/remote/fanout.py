@@ -188,19 +188,28 @@ class LinePrefixer:
     """
 
     def __init__(self, targets: Sequence[str], emit: Callable[[str, bytes], None]) -> None:
-        labels = short_labels(targets)
-        width = max((len(label) for label in labels.values()), default=0)
-        self._prefix = {t: f"{label:<{width}} | ".encode() for t, label in labels.items()}
+        self._prefix: dict[str, bytes] = {}
         self._partial: dict[tuple[str, str], bytes] = {}
         self._emit = emit
         self._lock = threading.Lock()
+        self.set_targets(targets)
+
+    def set_targets(self, targets: Sequence[str]) -> None:
+        """Relabel for the final list (pass as ``run_fleet(on_plan=...)``: a Slurm job becomes its nodes)."""
+        labels = short_labels(targets)
+        width = max((len(label) for label in labels.values()), default=0)
+        with self._lock:
+            self._prefix = {t: f"{label:<{width}} | ".encode() for t, label in labels.items()}
+
+    def _label(self, target: str) -> bytes:
+        return self._prefix.get(target) or f"{target} | ".encode()
 
     def write(self, target: str, stream: str, data: bytes) -> None:
         with self._lock:
             buffered = self._partial.pop((target, stream), b"") + data
             *lines, rest = buffered.split(b"\n")
             for line in lines:
-                self._emit(stream, self._prefix.get(target, b"") + line + b"\n")
+                self._emit(stream, self._label(target) + line + b"\n")
             if rest:
                 self._partial[(target, stream)] = rest
 
@@ -209,7 +218,7 @@ class LinePrefixer:
             for stream in ("stdout", "stderr"):
                 rest = self._partial.pop((target, stream), b"")
                 if rest:
-                    self._emit(stream, self._prefix.get(target, b"") + rest + b"\n")
+                    self._emit(stream, self._label(target) + rest + b"\n")
 
 
 def explain_hop_failure(target: Target, transport_log: str) -> tuple[str, str] | None:
@@ -391,6 +400,7 @@ def run_fleet(
     need: Sequence[str] = (),
     on_output: OutputCallback | None = None,
     on_done: Callable[[Outcome], None] | None = None,
+    on_plan: Callable[[list[str]], None] | None = None,
     log_dir: str | Path | None = None,
     cancel: threading.Event | None = None,
     modules: Sequence[Module] = (),
@@ -399,8 +409,9 @@ def run_fleet(
 
     ``timeout`` and ``connect_timeout`` apply to each target. ``on_output(target, stream, data)`` gets
     live output (from worker threads, see :class:`LinePrefixer`); ``on_done(outcome)`` is called as each
-    target ends. Each target's logs go to ``LOG_DIR/NNN-<target>/`` where LOG_DIR is ``log_dir`` or a new
-    ``fleet-N`` directory under the runs directory; ``fleet.json`` there holds
+    target ends; ``on_plan(targets)`` once before any run starts, with the final list (a Slurm job
+    replaced by its nodes). Each target's logs go to ``LOG_DIR/NNN-<target>/`` where LOG_DIR is
+    ``log_dir`` or a new ``fleet-N`` directory under the runs directory; ``fleet.json`` there holds
     :meth:`FleetResult.to_json`. Ctrl-C (or setting ``cancel``) stops every run, killing the far sides;
     targets not yet started end as ``killed``.
     """
@@ -413,6 +424,8 @@ def run_fleet(
     root = Path(log_dir) if log_dir else new_run_dir(f"fleet-{len(expanded) + len(early)}")
     root.mkdir(parents=True, exist_ok=True)
     finished: dict[str, Outcome] = {o.target: o for o in early}
+    if on_plan is not None:
+        on_plan([*expanded, *(o.target for o in early)])
     if on_done is not None:
         for outcome in early:
             on_done(outcome)

@@ -323,6 +323,8 @@ def execute(
             proc.stdout.close()
         transport.seek(0)
         transport_text = (parser.noise + transport.read()).decode("utf-8", "replace")
+        if parser.noise:  # what login scripts printed on stdout: kept out of the output, kept here
+            transport.write(b"\n[stdout before the agent started]\n" + bytes(parser.noise))
     meta["exit_status"] = proc.returncode
     _settle(result, report, failure, stop_reason, proc.returncode, transport_text, target,
             connect_timeout, timeout)  # fmt: skip

@@ -98,7 +98,7 @@ def train(
     mode: SaveMode = "background",
     layers: int = 48,
     width: int = 128,
-    batch: int = 16,
+    batch: int = 2,
     lr: float = 1e-3,
     betas: tuple[float, float] = (0.9, 0.999),
     weight_decay: float = 0.01,
@@ -108,6 +108,7 @@ def train(
     log_path: str | os.PathLike[str] | None = None,
     log_every: int = 1,
     lr_at: Callable[[int], float] | None = None,
+    num_threads: int = 1,
 ) -> TrainingRun:
     """Train an MLP on a fixed regression task for ``steps`` AdamW steps, saving every ``save_every`` steps.
 
@@ -119,6 +120,54 @@ def train(
     if steps < 1 or save_every < 1:
         raise UsageError("steps and save_every must be at least 1")
     torch = _torch()
+    threads_before = torch.get_num_threads()
+    # One intra-op thread: the race (and the stall measurement) should not depend on how busy the other cores
+    # are; OpenMP workers spinning on a loaded machine stretch steps far more than saves.
+    torch.set_num_threads(num_threads)
+    try:
+        return _train(
+            torch,
+            Path(run_dir),
+            steps=steps,
+            save_every=save_every,
+            mode=mode,
+            layers=layers,
+            width=width,
+            batch=batch,
+            lr=lr,
+            betas=betas,
+            weight_decay=weight_decay,
+            clip_grad=clip_grad,
+            seed=seed,
+            keep=keep,
+            log_path=log_path,
+            log_every=log_every,
+            lr_at=lr_at,
+        )
+    finally:
+        torch.set_num_threads(threads_before)
+
+
+def _train(
+    torch: Any,
+    run_dir: Path,
+    *,
+    steps: int,
+    save_every: int,
+    mode: str,
+    layers: int,
+    width: int,
+    batch: int,
+    lr: float,
+    betas: tuple[float, float],
+    weight_decay: float,
+    clip_grad: float | None,
+    seed: int,
+    keep: int | None,
+    log_path: str | os.PathLike[str] | None,
+    log_every: int,
+    lr_at: Callable[[int], float] | None,
+) -> TrainingRun:
     ckpt_dir = Path(run_dir) / "ckpt"
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     model = build_model(layers, width, seed)

@@ -23,6 +23,7 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import queue
 import re
 import threading
 import time
@@ -97,12 +98,23 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
+class _HashingFile:
+    """The file torch.save writes through: every byte goes to the file and into sha256, so the digest costs no
+    second read of the checkpoint."""
+
+    def __init__(self, f: Any) -> None:
+        self._f = f
+        self.digest = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: Any) -> int:
+        self.digest.update(data)
+        n = int(self._f.write(data))
+        self.size += n
+        return n
+
+    def flush(self) -> None:
+        self._f.flush()
 
 
 @dataclass
@@ -156,7 +168,7 @@ class CheckpointWriter:
     """
 
     def __init__(
-        self, directory: str | os.PathLike[str], *, keep: int | None = 3, fsync: bool = True
+        self, directory: str | os.PathLike[str], *, keep: int | None = 3, fsync: bool = True, buffers: int = 2
     ) -> None:
         if keep is not None and keep < 1:
             raise UsageError(
@@ -168,8 +180,17 @@ class CheckpointWriter:
         self.fsync = fsync
         self._torch = _torch()
         self._cuda = bool(self._torch.cuda.is_available())
-        self._pool = _BufferPool(self._torch, pin=self._cuda)
+        if buffers < 1:
+            raise UsageError(f"buffers must be at least 1 (got {buffers})")
+        # ``buffers`` snapshot buffer sets, used in turn: a save waits only when that many writes are still in
+        # flight (writes finish in order, so the set it reuses is free once a slot is).
+        self._pools = [_BufferPool(self._torch, pin=self._cuda) for _ in range(buffers)]
+        self._slots = threading.Semaphore(buffers)
+        self._saves = 0
+        # One long-lived worker: starting a thread per save costs tens of milliseconds on a busy machine
+        # (Thread.start waits for the new thread to get the GIL), which would all be stall.
         self._thread: threading.Thread | None = None
+        self._jobs: queue.Queue[tuple[_Snapshot, Path] | None] = queue.Queue()
         self._error: BaseException | None = None
         self._error_step: int | None = None
         self._closed = False
@@ -185,23 +206,28 @@ class CheckpointWriter:
         if self._closed:
             raise UsageError("CheckpointWriter.save called after close()")
         started = time.perf_counter()
-        # One buffer set: a save that comes before the previous write finished waits for it, so the buffers
-        # being written are never overwritten.
-        self._join()
         self._raise_pending()
-        obj: dict[str, Any] = {"step": int(step)}
-        if model is not None:
-            obj["model"] = _state(model)
-        if optimizer is not None:
-            obj["optimizer"] = _state(optimizer)
-        for key, value in extra.items():
-            obj[key] = _state(value)
-        snapshot = self._snapshot(int(step), obj)
+        self._slots.acquire()  # blocks only while ``buffers`` writes are in flight
+        try:
+            self._raise_pending()
+            obj: dict[str, Any] = {"step": int(step)}
+            if model is not None:
+                obj["model"] = _state(model)
+            if optimizer is not None:
+                obj["optimizer"] = _state(optimizer)
+            for key, value in extra.items():
+                obj[key] = _state(value)
+            snapshot = self._snapshot(int(step), obj)
+        except BaseException:
+            self._slots.release()
+            raise
         target = self.directory / checkpoint_name(int(step))
-        self._thread = threading.Thread(
-            target=self._write_guarded, args=(snapshot, target), name=f"trainprobe-save-{step}", daemon=True
-        )
-        self._thread.start()
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._work, name="trainprobe-checkpoint-writer", daemon=True
+            )
+            self._thread.start()
+        self._jobs.put((snapshot, target))
         self.stall_seconds.append(time.perf_counter() - started)
         return target
 
@@ -212,10 +238,11 @@ class CheckpointWriter:
         return read_latest(self.directory)
 
     def close(self) -> None:
+        """Wait for the last write (raising its error, if any) and stop the background thread."""
         try:
             self.wait()
         finally:
-            self._closed = True
+            self._stop()
 
     def __enter__(self) -> CheckpointWriter:
         return self
@@ -225,8 +252,7 @@ class CheckpointWriter:
             self.close()
         else:
             # Do not mask the caller's exception with a save error, but still let the write finish.
-            self._join()
-            self._closed = True
+            self._stop()
 
     @property
     def latest(self) -> Path | None:
@@ -237,13 +263,15 @@ class CheckpointWriter:
     def _snapshot(self, step: int, obj: Any) -> _Snapshot:
         torch = self._torch
         snapshot = _Snapshot(step=step, obj=None)
+        pool = self._pools[self._saves % len(self._pools)]
+        self._saves += 1
         copied: dict[int, Any] = {}  # tied weights stay tied: one tensor object, one copy
 
         def walk(value: Any, path: str) -> Any:
             if isinstance(value, torch.Tensor):
                 if id(value) in copied:
                     return copied[id(value)]
-                buf = self._pool.copy(path, value)
+                buf = pool.copy(path, value)
                 copied[id(value)] = buf
                 snapshot.tensors[path] = buf
                 return buf
@@ -268,24 +296,29 @@ class CheckpointWriter:
 
     # -- background write --------------------------------------------------------------------------
 
-    def _write_guarded(self, snapshot: _Snapshot, target: Path) -> None:
-        try:
-            self._write(snapshot, target)
-        except BaseException as exc:  # surfaced on the caller's next call
-            self._error = exc
-            self._error_step = snapshot.step
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            snapshot, target = job
+            try:
+                self._write(snapshot, target)
+            except BaseException as exc:  # surfaced on the caller's next call
+                self._error = exc
+                self._error_step = snapshot.step
+            finally:
+                self._slots.release()
+                self._jobs.task_done()
 
     def _write(self, snapshot: _Snapshot, target: Path) -> None:
         torch = self._torch
         tmp = target.with_name(f".{target.name}{_TEMP_MARK}{os.getpid()}")
         try:
             with open(tmp, "wb") as f:
-                torch.save(snapshot.obj, f)
+                hashing = _HashingFile(f)
+                torch.save(snapshot.obj, hashing)
                 f.flush()
                 if self.fsync:
                     os.fsync(f.fileno())
-            digest = _sha256(tmp)
-            size = tmp.stat().st_size
+            digest, size = hashing.digest.hexdigest(), hashing.size
             os.replace(tmp, target)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -351,7 +384,13 @@ class CheckpointWriter:
                 entry.unlink()
 
     def _join(self) -> None:
+        self._jobs.join()
+
+    def _stop(self) -> None:
+        self._join()
+        self._closed = True
         if self._thread is not None:
+            self._jobs.put(None)
             self._thread.join()
             self._thread = None
 

@@ -154,6 +154,23 @@ def test_parallel_bounds_concurrency_and_every_target_reports(tmp_path: Path) ->
     assert (tmp_path / "fleet" / "003-local-env-I-3" / "stdout").read_bytes().startswith(b"target 3 saw")
 
 
+def test_cancel_stops_running_targets_and_skips_the_rest(tmp_path: Path) -> None:
+    cancel = threading.Event()
+    started = threading.Event()
+    targets = [f"local//env=I={i}" for i in range(3)]
+
+    def on_output(target: str, stream: str, data: bytes) -> None:
+        started.set()
+
+    threading.Thread(target=lambda: started.wait(60) and cancel.set(), daemon=True).start()
+    script = "import time\nprint('up', flush=True)\ntime.sleep(120)\n"
+    fleet = run_fleet(targets, script, parallel=1, on_output=on_output, cancel=cancel, log_dir=tmp_path)
+    assert [o.status for o in fleet.outcomes] == ["killed", "killed", "killed"]
+    assert fleet.outcomes[0].summary == "interrupted; the far side was killed"
+    assert fleet.outcomes[2].summary == "interrupted before it started"
+    assert fleet.exit_code == 1
+
+
 FLEET_SCRIPT = """\
 import os, time
 address = os.environ["SSH_CONNECTION"].split()[2]

@@ -11,7 +11,7 @@ import pytest
 
 from trainprobe.errors import UnreachableError
 from trainprobe.remote import run
-from trainprobe.remote.fanout import diagnose, run_fleet
+from trainprobe.remote.fanout import LinePrefixer, diagnose, run_fleet
 from trainprobe.remote.session import RunResult
 
 pytestmark = pytest.mark.containers
@@ -139,10 +139,21 @@ def test_slurm_step_in_running_job(slurm) -> None:
 
 @pytest.mark.slurm
 def test_slurm_job_fans_out_to_its_nodes(slurm) -> None:
-    fleet = run_fleet([f"slurm={slurm.job}"], SCRIPT, ARGS, timeout=60)
-    assert [o.target for o in fleet.outcomes] == [f"slurm={slurm.job}@{slurm.node}"]
+    lines: list[bytes] = []
+    prefixer = LinePrefixer([f"slurm={slurm.job}"], lambda stream, line: lines.append(line))
+    fleet = run_fleet(
+        [f"slurm={slurm.job}"],
+        SCRIPT,
+        ARGS,
+        timeout=60,
+        on_output=prefixer.write,
+        on_plan=prefixer.set_targets,
+    )
+    node_target = f"slurm={slurm.job}@{slurm.node}"
+    assert [o.target for o in fleet.outcomes] == [node_target]
     assert fleet.exit_code == 0
     assert fleet.outcomes[0].result["argv"] == ARGS
+    assert f"{node_target} | {EXPECTED_LINE}".encode() in lines
 
 
 @pytest.mark.slurm

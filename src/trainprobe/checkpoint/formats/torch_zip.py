@@ -28,7 +28,7 @@ def read_torch_zip(
     total = len(buffer) - base if length is None else length
     try:
         zf = zipfile.ZipFile(BufferWindow(buffer, base, total))
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError) as exc:
         raise CorruptCheckpointError(
             path, f"not a complete zip archive ({exc})", hint="the file is probably truncated"
         ) from None
@@ -39,11 +39,11 @@ def read_torch_zip(
             raise UnknownFormatError(path, "a zip archive without data.pkl, not a torch checkpoint")
         prefix = pkl_names[0][: -len("data.pkl")]
         order = infos.get(prefix + "byteorder")
-        if order is not None and zf.read(order).strip() not in (b"", b"little"):
-            raise CorruptCheckpointError(path, "big-endian checkpoints are not supported")
         try:
+            if order is not None and zf.read(order).strip() not in (b"", b"little"):
+                raise CorruptCheckpointError(path, "big-endian checkpoints are not supported")
             pickle_bytes = zf.read(pkl_names[0])
-        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError) as exc:
             raise CorruptCheckpointError(path, f"{pkl_names[0]} cannot be read ({exc})") from None
 
     storages: dict[str, PendingStorage] = {}

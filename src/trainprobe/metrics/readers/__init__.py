@@ -1,4 +1,5 @@
-"""Log readers, one module each, tried in this order on a file's first bytes (the text reader accepts anything)."""
+"""Log readers, one module each, tried in this order on a file's first bytes (the text reader accepts
+anything)."""
 
 from __future__ import annotations
 

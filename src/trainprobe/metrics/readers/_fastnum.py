@@ -1,9 +1,13 @@
 """Vectorized parsing of many decimal numbers at once, and the literal-split fast path for uniform log lines.
 
-CPython's ``float(str)`` costs ~100-200 ns a token; a log of 10 M lines with 3 numbers each would spend seconds in
-it. Here all tokens of a multi-megabyte chunk are parsed with a fixed number of numpy passes: integer mantissa and
-exponent per token, then ``m * 10**e`` (or ``m / 10**-e``), which is correctly rounded while the mantissa has at most
-15 digits and |e| <= 22 (Clinger's fast path). Tokens outside that (nan, inf, long mantissas) go through ``float``.
+CPython's ``float(str)`` costs ~100-200 ns a token; a log of 10 M lines with 3 numbers each would spend
+seconds in
+it. Here all tokens of a multi-megabyte chunk are parsed with a fixed number of numpy passes: integer
+mantissa and
+exponent per token, then ``m * 10**e`` (or ``m / 10**-e``), which is correctly rounded while the mantissa has
+at most
+15 digits and |e| <= 22 (Clinger's fast path). Tokens outside that (nan, inf, long mantissas) go through
+``float``.
 """
 
 from __future__ import annotations
@@ -87,7 +91,8 @@ def parse_numbers(text: str) -> np.ndarray | None:
 
 
 def split_uniform(chunk: str, pieces: list[str], n_values: int) -> np.ndarray | None:
-    """Values of a chunk whose every line is ``pieces[0] v1 pieces[1] v2 ... pieces[-1]`` (literal pieces), as an
+    """Values of a chunk whose every line is ``pieces[0] v1 pieces[1] v2 ... pieces[-1]`` (literal pieces),
+    as an
     (n_lines, n_values) array; None when the chunk is not uniform (then the caller parses line by line).
 
     Each literal piece must occur exactly once per line; they are blanked out and numpy's C text parser

@@ -1,4 +1,5 @@
-"""What a log reader is: a name, a content sniff, and ``read`` returning one ``RunLog`` per run in the file."""
+"""What a log reader is: a name, a content sniff, and ``read`` returning one ``RunLog`` per run in the
+file."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """CSV/TSV with a header row: plain exports, Lightning ``metrics.csv`` (blank cells where a row has no value),
-W&B run-history exports (``_step``, ``_timestamp``) and W&B chart exports (``Step``, ``<run> - <metric>`` columns
+W&B run-history exports (``_step``, ``_timestamp``) and W&B chart exports (``Step``, ``<run> - <metric>``
+columns
 with ``__MIN``/``__MAX`` bands; several runs in one chart become several runs)."""
 
 from __future__ import annotations
@@ -52,8 +53,10 @@ def read_csv(path: Path, *, name: str) -> list[RunLog]:
         if m and j not in step_cols:
             charts.setdefault(m.group("run"), []).append(j)
     if charts and sum(len(v) for v in charts.values()) == len(keep) - len(step_cols):
-        groups = {run: [(j, _CHART_COLUMN.match(header[j]).group("metric")) for j in cols]  # type: ignore[union-attr]
-                  for run, cols in charts.items()}
+        groups = {
+            run: [(j, _CHART_COLUMN.match(header[j]).group("metric")) for j in cols]  # type: ignore[union-attr]
+            for run, cols in charts.items()
+        }
         fmt = "wandb-chart"
     else:
         groups = {name: [(j, header[j]) for j in keep if j not in step_cols]}
@@ -64,7 +67,11 @@ def read_csv(path: Path, *, name: str) -> list[RunLog]:
         builder.units["_timestamp"] = "s"
         chosen = step_cols[:1] + [j for j, _ in cols]
         keys = tuple([header[j] for j in step_cols[:1]] + [metric for _, metric in cols])
-        mask = have[:, chosen].any(axis=1) if len(chosen) > len(step_cols[:1]) else np.ones(len(rows), dtype=bool)
+        mask = (
+            have[:, chosen].any(axis=1)
+            if len(chosen) > len(step_cols[:1])
+            else np.ones(len(rows), dtype=bool)
+        )
         block = np.where(have[:, chosen], table[:, chosen], ABSENT)[mask]
         builder.add_block(keys, block)
         runs.append(finish_run(builder, name=run_name, path=str(path), fmt=fmt))
@@ -87,4 +94,3 @@ class CsvReader:
 
     def read(self, path: Path, *, event_patterns: list[re.Pattern[str]] | None = None) -> list[RunLog]:
         return read_csv(path, name=path.parent.name if path.name == "metrics.csv" else path.stem)
-

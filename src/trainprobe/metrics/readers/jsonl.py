@@ -1,4 +1,5 @@
-"""JSON Lines: one object per line (W&B ``wandb-history.jsonl``, custom loggers). Nested objects flatten with ``/``.
+"""JSON Lines: one object per line (W&B ``wandb-history.jsonl``, custom loggers). Nested objects flatten with
+``/``.
 
 Speed: lines shaped like the first one (same keys in the same order, numbers only) are parsed by one regex per
 multi-megabyte chunk; others go through ``json.loads``.
@@ -6,6 +7,7 @@ multi-megabyte chunk; others go through ``json.loads``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -49,17 +51,13 @@ def _flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, float]:
     out: dict[str, float] = {}
     for key, value in obj.items():
         name = f"{prefix}{key}"
-        if isinstance(value, bool):
-            out[name] = float(value)
-        elif isinstance(value, (int, float)):
+        if isinstance(value, (bool, int, float)):
             out[name] = float(value)
         elif isinstance(value, dict):
             out.update(_flatten(value, name + "/"))
         elif isinstance(value, str) and name in _WALL_KEYS:
-            try:
+            with contextlib.suppress(ValueError):
                 out[name] = ts_value("iso", value)
-            except ValueError:
-                pass
     return out
 
 

@@ -1,13 +1,17 @@
 """TensorBoard event files (``events.out.tfevents.*``) without TensorFlow: TFRecord framing with masked CRC32C
-checks, and just enough protobuf to read ``Event{wall_time, step, summary{value{tag, simple_value | tensor}}}``.
+checks, and just enough protobuf to read ``Event{wall_time, step, summary{value{tag, simple_value |
+tensor}}}``.
 
-Record framing (TFRecord): ``u64 length | u32 masked_crc32c(length bytes) | data | u32 masked_crc32c(data)``, all
+Record framing (TFRecord): ``u64 length | u32 masked_crc32c(length bytes) | data | u32 masked_crc32c(data)``,
+all
 little-endian; ``masked(c) = ((c >> 15) | (c << 17)) + 0xa282ead8`` (mod 2**32). CRC32C is the Castagnoli
 polynomial (reflected 0x82F63B78); its check value, crc32c(b"123456789"), is 0xE3069283.
 
-Protobuf field numbers used (tensorflow/core/util/event.proto, framework/summary.proto, framework/tensor.proto):
+Protobuf field numbers used (tensorflow/core/util/event.proto, framework/summary.proto,
+framework/tensor.proto):
 Event: 1 wall_time (double), 2 step (int64), 5 summary. Summary: 1 value (repeated). Summary.Value: 1 tag,
-2 simple_value (float), 8 tensor. TensorProto: 1 dtype, 4 tensor_content, 5 float_val, 6 double_val, 7 int_val,
+2 simple_value (float), 8 tensor. TensorProto: 1 dtype, 4 tensor_content, 5 float_val, 6 double_val, 7
+int_val,
 10 int64_val, 13 half_val.
 """
 
@@ -67,7 +71,8 @@ def _mask_many(crc: np.ndarray) -> np.ndarray:
     return np.asarray((((c >> 15) | (c << 17)) & 0xFFFFFFFF) + _MASK_DELTA & 0xFFFFFFFF, dtype=np.uint32)
 
 
-# -- writing (tests and the demo build event files with this, from the spec above) ----------------------------
+# -- writing (tests and the demo build event files with this, from the spec above)
+# ----------------------------
 def _varint(value: int) -> bytes:
     value &= (1 << 64) - 1
     out = bytearray()
@@ -89,8 +94,11 @@ def _len_field(number: int, payload: bytes) -> bytes:
     return _field(number, 2) + _varint(len(payload)) + payload
 
 
-def encode_scalar_event(step: int, wall_time: float, values: dict[str, float], *, as_tensor: bool = False) -> bytes:
-    """An Event with one summary value per tag, as ``simple_value`` (TF1 style) or a float tensor (TF2 style)."""
+def encode_scalar_event(
+    step: int, wall_time: float, values: dict[str, float], *, as_tensor: bool = False
+) -> bytes:
+    """An Event with one summary value per tag, as ``simple_value`` (TF1 style) or a float tensor (TF2
+    style)."""
     summary = b""
     for tag, value in values.items():
         if as_tensor:
@@ -104,11 +112,19 @@ def encode_scalar_event(step: int, wall_time: float, values: dict[str, float], *
 
 def frame_record(data: bytes) -> bytes:
     length = struct.pack("<Q", len(data))
-    return length + struct.pack("<I", mask_crc(crc32c(length))) + data + struct.pack("<I", mask_crc(crc32c(data)))
+    return (
+        length
+        + struct.pack("<I", mask_crc(crc32c(length)))
+        + data
+        + struct.pack("<I", mask_crc(crc32c(data)))
+    )
 
 
-def write_event_file(path: Path, rows: Iterable[tuple[int, float, dict[str, float]]], *, as_tensor: bool = False) -> None:
-    """Write ``(step, wall_time, {tag: value})`` rows as a TensorBoard event file (with the file_version event)."""
+def write_event_file(
+    path: Path, rows: Iterable[tuple[int, float, dict[str, float]]], *, as_tensor: bool = False
+) -> None:
+    """Write ``(step, wall_time, {tag: value})`` rows as a TensorBoard event file (with the file_version
+    event)."""
     version = _field(1, 1) + struct.pack("<d", 0.0) + _len_field(3, b"brain.Event:2")
     with open(path, "wb") as fh:
         fh.write(frame_record(version))
@@ -226,7 +242,9 @@ def read_records(path: Path) -> list[bytes]:
         pos += 16 + length
     if not offsets:
         if buf:
-            raise LogError(str(path), "no complete TFRecord in the file", hint="is it a TensorBoard event file?")
+            raise LogError(
+                str(path), "no complete TFRecord in the file", hint="is it a TensorBoard event file?"
+            )
         return []
     arr = np.frombuffer(buf, dtype=np.uint8)
     starts = np.array([p for p, _ in offsets], dtype=np.int64)
@@ -235,19 +253,27 @@ def read_records(path: Path) -> list[bytes]:
     stored_header = arr[starts[:, None] + 8 + np.arange(4)].copy().view("<u4").ravel()
     bad = np.flatnonzero(header_crc != stored_header)
     if bad.size:
-        raise LogError(str(path), f"record {int(bad[0])} at byte {int(starts[bad[0]])}: length CRC mismatch",
-                       hint="the file is corrupt")
+        raise LogError(
+            str(path),
+            f"record {int(bad[0])} at byte {int(starts[bad[0]])}: length CRC mismatch",
+            hint="the file is corrupt",
+        )
     for length in np.unique(lengths):
         idx = np.flatnonzero(lengths == length)
         data_start = starts[idx] + 12
-        rows = arr[data_start[:, None] + np.arange(int(length))] if length else np.zeros((idx.size, 0), np.uint8)
+        rows = (
+            arr[data_start[:, None] + np.arange(int(length))] if length else np.zeros((idx.size, 0), np.uint8)
+        )
         got = _mask_many(crc32c_many(rows))
         stored = arr[(data_start + length)[:, None] + np.arange(4)].copy().view("<u4").ravel()
         bad = np.flatnonzero(got != stored)
         if bad.size:
             which = int(idx[bad[0]])
-            raise LogError(str(path), f"record {which} at byte {int(starts[which])}: data CRC mismatch",
-                           hint="the file is corrupt")
+            raise LogError(
+                str(path),
+                f"record {which} at byte {int(starts[which])}: data CRC mismatch",
+                hint="the file is corrupt",
+            )
     return [buf[p + 12 : p + 12 + n] for p, n in offsets]
 
 
@@ -257,7 +283,8 @@ class TensorBoardReader:
     def sniff(self, path: Path, head: bytes) -> bool:
         if len(head) < 12:
             return False
-        return struct.unpack_from("<I", head, 8)[0] == mask_crc(crc32c(head[:8]))
+        stored: int = struct.unpack_from("<I", head, 8)[0]
+        return stored == mask_crc(crc32c(head[:8]))
 
     def read(self, path: Path, *, event_patterns: list[re.Pattern[str]] | None = None) -> list[RunLog]:
         builder = ColumnBuilder()

@@ -1,8 +1,11 @@
-"""Plain-text training logs: fields found per line (``key: value``, ``key=value``, ``key value``, ``key:value``,
+"""Plain-text training logs: fields found per line (``key: value``, ``key=value``, ``key value``,
+``key:value``,
 ``|``-separated Megatron lines, llm.c ``s:N trl:X``), timestamps at line starts, event lines kept as events.
 
-Speed: the first metric line's shape becomes a per-file regex (keys and separators literal, numbers captured) that
-``re.findall`` runs over multi-megabyte chunks; lines that do not fit fall back to the general per-line parser.
+Speed: the first metric line's shape becomes a per-file regex (keys and separators literal, numbers captured)
+that
+``re.findall`` runs over multi-megabyte chunks; lines that do not fit fall back to the general per-line
+parser.
 """
 
 from __future__ import annotations
@@ -76,10 +79,9 @@ def parse_fields(body: str) -> tuple[dict[str, float], dict[str, str], float]:
             return {}, {}, 0.0
         # Segments that are not fields (a run name, a date) are fine in a Megatron-style line.
         return values, units, 1.0
-    else:
-        for pm in _PAIR.finditer(body):
-            _store(pm, values, units)
-            covered += _solid(pm.group(0))
+    for pm in _PAIR.finditer(body):
+        _store(pm, values, units)
+        covered += _solid(pm.group(0))
     size = _solid(body.replace("|", "")) or 1
     return values, units, covered / size
 
@@ -99,7 +101,8 @@ def _store(m: re.Match[str], values: dict[str, float], units: dict[str, str]) ->
 
 
 def _is_metric_line(values: dict[str, float], coverage: float) -> bool:
-    # Most of the line must be fields: prose, echoed source and tracebacks contain a stray "x = 1" or "line 12".
+    # Most of the line must be fields: prose, echoed source and tracebacks contain a stray "x = 1" or "line
+    # 12".
     if not values or coverage < 0.8:
         return False
     return len(values) >= 2 or any(is_step_key(k) for k in values)
@@ -116,7 +119,13 @@ def _value_spans(body: str) -> list[tuple[str, int, int]] | None:
         for seg in body.split("|"):
             m = _SEGMENT.match(seg)
             if m:
-                spans.append((re.sub(r"\s+", " ", m.group("key").strip()), offset + m.start("val"), offset + m.end("val")))
+                spans.append(
+                    (
+                        re.sub(r"\s+", " ", m.group("key").strip()),
+                        offset + m.start("val"),
+                        offset + m.end("val"),
+                    )
+                )
             offset += len(seg) + 1
         return spans
     pos = 0
@@ -129,7 +138,8 @@ def _value_spans(body: str) -> list[tuple[str, int, int]] | None:
 
 
 def _template(line: str, ts: re.Match[str] | None) -> Template | None:
-    """A regex matching lines shaped like ``line`` (same keys and separators, any spacing), numbers captured; and
+    """A regex matching lines shaped like ``line`` (same keys and separators, any spacing), numbers captured;
+    and
     the literal pieces between the numbers, for the split fast path when spacing is fixed too."""
     body_start = ts.end() if ts else 0
     body = line[body_start:]
@@ -140,7 +150,9 @@ def _template(line: str, ts: re.Match[str] | None) -> Template | None:
     parts: list[str] = ["^"]
     if ts is not None:
         kind = "iso" if ts.group("iso") else "hms" if ts.group("hms") else "epoch"
-        parts.append(_loose(line[: ts.start(kind)]) + _TS_KIND_RE[kind] + _loose(line[ts.end(kind) : ts.end()]))
+        parts.append(
+            _loose(line[: ts.start(kind)]) + _TS_KIND_RE[kind] + _loose(line[ts.end(kind) : ts.end()])
+        )
         keys.append("\x00ts:" + kind)
     pieces: list[str] = []
     pos = 0
@@ -196,7 +208,7 @@ class LineParser:
         if ts:
             kind, value = _parse_ts(ts)
             wall = self._wall_of(kind, value)
-            body = line[ts.end():]
+            body = line[ts.end() :]
         values, units, coverage = parse_fields(body)
         if _is_metric_line(values, coverage):
             for k in values:
@@ -218,14 +230,20 @@ class LineParser:
         if event is not None:
             kind, step = event
             self.events.append(
-                Event(kind, step if step is not None else self._last_step, self.builder.n_rows, text=body.strip()[:200],
-                      wall=None if np.isnan(wall) else float(wall))
+                Event(
+                    kind,
+                    step if step is not None else self._last_step,
+                    self.builder.n_rows,
+                    text=body.strip()[:200],
+                    wall=None if np.isnan(wall) else float(wall),
+                )
             )
             return
         self.skipped += 1
 
     def feed_chunk(self, chunk: str) -> None:
-        """Complete lines only. Uses the per-file templates: one ``findall`` when every line fits the first."""
+        """Complete lines only. Uses the per-file templates: one ``findall`` when every line fits the
+        first."""
         if self._templates and len(chunk) > 4096:
             pattern, keys, pieces = self._templates[0]
             if pieces is not None:
@@ -284,7 +302,12 @@ class LineParser:
         wall = np.concatenate(self.wall) if self.wall else np.empty(0)
         cols_builder = self.builder
         return finish_run(
-            cols_builder, name=self.name, path=self.path, fmt="text", wall=wall, events=list(self.events),
+            cols_builder,
+            name=self.name,
+            path=self.path,
+            fmt="text",
+            wall=wall,
+            events=list(self.events),
             skipped_lines=self.skipped,
         )
 
@@ -317,7 +340,8 @@ def read_text_file(path: Path, *, name: str, event_patterns: list[re.Pattern[str
 
 
 class TextReader:
-    """Any line-oriented text log; the fallback reader, so it accepts anything with a metric line in its head."""
+    """Any line-oriented text log; the fallback reader, so it accepts anything with a metric line in its
+    head."""
 
     name = "text"
 

@@ -1,4 +1,5 @@
-"""Hugging Face ``trainer_state.json``: ``log_history`` rows; sibling ``checkpoint-N`` folders are save events."""
+"""Hugging Face ``trainer_state.json``: ``log_history`` rows; sibling ``checkpoint-N`` folders are save
+events."""
 
 from __future__ import annotations
 
@@ -37,8 +38,12 @@ class TrainerStateReader:
         run = finish_run(builder, name=path.parent.name or path.stem, path=str(path), fmt="hf-trainer-state")
         # trainer_state.json sits in output_dir/checkpoint-N/; its siblings are the saves of this run.
         parent = path.parent.parent if _CKPT_DIR.match(path.parent.name) else path.parent
-        saves = sorted(int(m.group(1)) for d in parent.iterdir() if (m := _CKPT_DIR.match(d.name)) and d.is_dir())
+        saves = sorted(
+            int(m.group(1)) for d in parent.iterdir() if (m := _CKPT_DIR.match(d.name)) and d.is_dir()
+        )
         for step in saves:
             row = int(np.searchsorted(run.steps, step, side="right"))
-            run.events.append(Event(CHECKPOINT_SAVE, float(step), row, text=f"{parent / f'checkpoint-{step}'}"))
+            run.events.append(
+                Event(CHECKPOINT_SAVE, float(step), row, text=f"{parent / f'checkpoint-{step}'}")
+            )
         return [run]

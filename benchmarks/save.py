@@ -1,0 +1,122 @@
+"""Saving without stalls and without tears; ``check`` against ``scan`` on a 1 GB checkpoint.
+
+1. Training stall per save in one training run (the same residual MLP, AdamW, CPU), three ways: naive in-loop
+   ``torch.save`` (the baseline), naive ``torch.save`` from a background thread, and ``CheckpointWriter``.
+   Goal: the writer's median stall ≤ 10% of the in-loop save's.
+2. The race: 100 saves from the naive background thread and 100 through ``CheckpointWriter`` while training
+   continues; every file judged by ``trainprobe check``. Goal: the naive save tears at least once, the writer
+   never.
+3. ``check`` on a 1 GB checkpoint (model + AdamW state) against ``scan`` on it, and against ``scan --verify``
+   (which does the same CRC32 pass). Goal: within 2× of scan.
+
+    .venv/bin/python benchmarks/save.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from trainprobe.checkpoint import scan
+from trainprobe.checkpoint.check import check_path
+from trainprobe.save.race import train
+
+
+def stalls(root: Path, *, layers: int, width: int, steps: int, save_every: int) -> None:
+    print(f"1. stall per save: residual MLP {layers}x{width}, AdamW, a save every {save_every} steps")
+    results = {}
+    for mode in ("none", "in-loop", "background", "writer"):
+        run = train(root / mode, steps=steps, save_every=save_every, mode=mode, layers=layers, width=width)
+        size = run.checkpoints[-1].stat().st_size if run.checkpoints else 0
+        wall = sum(run.step_seconds) + sum(run.stalls)
+        results[mode] = (run.median_stall, wall)
+        print(
+            f"   {mode:<11} median stall {run.median_stall * 1e3:8.1f} ms"
+            f"   step {run.median_step * 1e3:6.1f} ms   loop time {wall:6.2f} s"
+            f"   checkpoint {size / 1e6:6.1f} MB"
+        )
+    base = results["in-loop"][0]
+    for mode in ("background", "writer"):
+        print(f"   {mode} stall / in-loop stall = {results[mode][0] / base:.3f}")
+    ratio = results["writer"][0] / base
+    print(f"   goal writer ≤ 0.10 × in-loop: {'MET' if ratio <= 0.10 else 'NOT MET'} ({ratio:.3f})")
+
+
+def race(root: Path, *, saves: int) -> None:
+    print(
+        f"2. the race: {saves} saves each while training continues (48x96 residual MLP, a save every 5 steps)"
+    )
+    torn = {}
+    for mode in ("background", "writer"):
+        run = train(root / f"race-{mode}", steps=saves * 5, save_every=5, mode=mode, layers=48, width=96)
+        verdicts = [check_path(str(p)).verdict for p in run.checkpoints]
+        torn[mode] = sum(v != "consistent" for v in verdicts)
+        counts = {v: verdicts.count(v) for v in sorted(set(verdicts))}
+        print(f"   {mode:<11} {len(verdicts)} saves: {counts}")
+    ok = torn["background"] >= 1 and torn["writer"] == 0
+    print(
+        f"   goal naive tears ≥ 1, writer 0: {'MET' if ok else 'NOT MET'} "
+        f"(naive {torn['background']}/{saves} = {torn['background'] / saves:.0%}, writer {torn['writer']})"
+    )
+
+
+def _best(fn: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def check_vs_scan(root: Path, *, gigabytes: float, repeat: int) -> None:
+    import torch
+
+    torch.manual_seed(0)
+    # Linear(4096, 4096) is 16.8M parameters; with AdamW's two moments 201 MB per layer.
+    layers = max(1, round(gigabytes * 1e9 / (3 * 4 * 4096 * 4097)))
+    model = torch.nn.Sequential(*[torch.nn.Linear(4096, 4096) for _ in range(layers)])
+    opt = torch.optim.AdamW(model.parameters())
+    for p in model.parameters():
+        p.grad = torch.randn_like(p)
+    opt.step()
+    path = root / "big.pt"
+    torch.save({"step": 1, "model": model.state_dict(), "optimizer": opt.state_dict()}, path)
+    del model, opt
+    size = path.stat().st_size
+    print(f"3. check vs scan on a {size / 1e9:.2f} GB checkpoint (best of {repeat}, warm page cache)")
+    t_scan = _best(lambda: scan([str(path)]), repeat)
+    t_verify = _best(lambda: scan([str(path)], verify=True), repeat)
+    t_check = _best(lambda: check_path(str(path)), repeat)
+    print(f"   scan          {t_scan:6.3f} s  ({size / t_scan / 1e9:5.2f} GB/s)")
+    print(f"   scan --verify {t_verify:6.3f} s  ({size / t_verify / 1e9:5.2f} GB/s)")
+    print(f"   check         {t_check:6.3f} s  ({size / t_check / 1e9:5.2f} GB/s)")
+    print(f"   check / scan = {t_check / t_scan:.2f}   check / scan --verify = {t_check / t_verify:.2f}")
+    print(f"   goal check ≤ 2 × scan: {'MET' if t_check <= 2 * t_scan else 'NOT MET'}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="smaller runs (a smoke test of the benchmark)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="trainprobe-bench-save-") as tmp:
+        root = Path(tmp)
+        if args.quick:
+            stalls(root, layers=16, width=256, steps=30, save_every=10)
+            race(root, saves=20)
+            check_vs_scan(root, gigabytes=0.2, repeat=2)
+        else:
+            stalls(root, layers=48, width=512, steps=100, save_every=10)
+            race(root, saves=100)
+            check_vs_scan(root, gigabytes=1.0, repeat=3)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

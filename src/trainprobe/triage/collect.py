@@ -1,0 +1,217 @@
+"""Gather everything a run directory says about itself: its logs (analysed by ``trainprobe.metrics``) and its
+checkpoints (scanned and checked by ``trainprobe.checkpoint``), as one JSON-ready dict.
+
+This is the part of ``triage`` that runs where the files are: it imports only the standard library, numpy,
+``trainprobe.checkpoint`` and ``trainprobe.metrics``, so ``triage --on TARGET`` ships these packages and calls
+:func:`collect` on the far side. Conclusions are drawn locally from its JSON (:mod:`trainprobe.triage.conclude`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trainprobe.checkpoint.check import MANIFEST_SUFFIX, check_path
+from trainprobe.checkpoint.discover import discover
+from trainprobe.checkpoint.scan import scan
+from trainprobe.errors import LogError, TrainprobeError, UsageError
+from trainprobe.metrics import Options, RunLog, analyze, read_logs
+
+COLLECT_VERSION = 1
+# What a log file may be called; the readers then decide by content (text accepts anything, hence a list).
+LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".err")
+_NOT_LOGS = (MANIFEST_SUFFIX, ".index.json", "config.json", "metadata.json")
+_NAME_STEP = re.compile(r"(?i)(?:step|checkpoint|ckpt|iter|iteration|global_step|epoch)[-_=]?(\d+)")
+_LAST_NUMBER = re.compile(r"(\d+)(?!.*\d)")
+_MAX_BAD_TENSORS = 20
+
+
+def find_run_files(run_dir: str) -> tuple[list[str], list[tuple[str, str | None]]]:
+    """(log files, checkpoints as (path, problem)) under ``run_dir``; checkpoints are found by content."""
+    root = Path(run_dir)
+    if not root.exists():
+        raise UsageError(f"{run_dir}: no such file or directory", hint="give the run's directory")
+    if not root.is_dir():
+        raise UsageError(f"{run_dir}: not a directory", hint="give the directory that holds the run's logs and checkpoints")
+    targets = [(t.path, t.problem) for t in discover([str(root)]) if t.problem is None]
+    taken = {os.path.realpath(p) for p, _ in targets}
+    inside: list[str] = []
+    for p, _ in targets:
+        if os.path.isdir(p):
+            inside.append(os.path.realpath(p) + os.sep)
+    logs: list[str] = []
+    for path in sorted(root.rglob("*")):
+        name = path.name
+        if not path.is_file() or name.startswith("."):
+            continue
+        if not ("tfevents" in name or name.lower().endswith(LOG_SUFFIXES)) or name.endswith(_NOT_LOGS):
+            continue
+        real = os.path.realpath(path)
+        if real in taken or any(real.startswith(d) for d in inside):
+            continue
+        logs.append(str(path))
+    return logs, targets
+
+
+def step_from_name(path: str) -> int | None:
+    """The step a checkpoint's name states: ``step_2000.pt``, ``checkpoint-2000/``, ``step-00002000.pt``."""
+    for part in (os.path.basename(path.rstrip("/")), os.path.basename(os.path.dirname(path.rstrip("/")))):
+        m = _NAME_STEP.search(part)
+        if m:
+            return int(m.group(1))
+    m = _LAST_NUMBER.search(os.path.basename(path.rstrip("/")))
+    return int(m.group(1)) if m else None
+
+
+def step_at_wall(runs: list[RunLog], when: float) -> dict[str, Any] | None:
+    """The last logged step at or before wall-clock time ``when`` (a file's mtime), in the first run with a
+    wall clock that covers it."""
+    for run in runs:
+        if run.wall is None:
+            continue
+        ok = np.isfinite(run.wall)
+        if not ok.any():
+            continue
+        wall, steps = run.wall[ok], run.steps[ok]
+        if when < wall[0] - 60 or when > wall[-1] + 3600:
+            continue
+        i = int(np.searchsorted(wall, when, side="right")) - 1
+        i = max(i, 0)
+        return {"step": int(steps[i]), "run": run.name, "logged_at": float(wall[i])}
+    return None
+
+
+def _checkpoint_entry(path: str, root: str) -> dict[str, Any]:
+    scanned = scan([path], workers=2).files[0]
+    checked = check_path(path)
+    try:
+        st = os.stat(path)
+        mtime: float | None = st.st_mtime
+        size = st.st_size if os.path.isfile(path) else sum(
+            f.stat().st_size for f in Path(path).rglob("*") if f.is_file()
+        )
+    except OSError:
+        mtime, size = None, 0
+    bad = [
+        {
+            "name": t.name,
+            "param_name": t.param_name,
+            "dtype": t.dtype,
+            "shape": t.shape,
+            "nan": t.nan,
+            "posinf": t.posinf,
+            "neginf": t.neginf,
+        }
+        for t in scanned.bad_tensors[:_MAX_BAD_TENSORS]
+    ]
+    manifest_step = next(
+        (e.values.get("step") for e in checked.evidence if e.check == "manifest" and e.outcome == "pass"), None
+    )
+    return {
+        "path": path,
+        "relpath": os.path.relpath(path, root),
+        "format": checked.format or scanned.format,
+        "bytes": size,
+        "mtime": mtime,
+        "step_in_file": checked.step,
+        "step_in_manifest": manifest_step,
+        "step_in_name": step_from_name(os.path.relpath(path, root)),
+        "scan": {
+            "verdict": scanned.verdict,
+            "error": scanned.error,
+            "nonfinite": scanned.nonfinite,
+            "bad_tensors": bad,
+            "bad_tensor_count": len(scanned.bad_tensors),
+            "notes": [n.message for n in scanned.notes if n.kind == "suspicious-global"],
+            "problems": scanned.problems[:5],
+        },
+        "check": {
+            "verdict": checked.verdict,
+            "reason": checked.reason,
+            "failed": [e.to_json() for e in checked.evidence if e.outcome == "fail"],
+            "passed": [e.message for e in checked.evidence if e.outcome == "pass"][:6],
+        },
+    }
+
+
+def collect(
+    run_dir: str,
+    *,
+    threshold: float = 6.0,
+    stall_floor_s: float = 10.0,
+    event_patterns: list[str] | None = None,
+    workers: int | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> dict[str, Any]:
+    """Discover, analyse, scan and check one run directory; return the evidence as a JSON-ready dict.
+
+    Checkpoints are scanned and checked in parallel (``workers`` threads; each file's own reads are threaded
+    too); the logs are analysed meanwhile. ``progress`` receives fractions of the work that add up to 1.0.
+    Unreadable files are part of the result, never raised; a missing directory raises UsageError."""
+    started = time.perf_counter()
+    root = str(Path(run_dir).resolve()) if Path(run_dir).exists() else run_dir
+    log_files, targets = find_run_files(run_dir)
+    units = 1 + len(targets)
+    lock = threading.Lock()
+
+    def tick() -> None:
+        if progress is not None:
+            with lock:
+                progress(1.0 / units)
+
+    def read_logs_and_analyze() -> tuple[dict[str, Any] | None, list[dict[str, str]], list[RunLog]]:
+        runs: list[RunLog] = []
+        skipped: list[dict[str, str]] = []
+        for f in log_files:
+            try:
+                got = [r for r in read_logs(Path(f)) if len(r) >= 3 and r.columns]
+            except (TrainprobeError, OSError, ValueError) as exc:
+                skipped.append({"path": f, "why": str(exc)})
+                continue
+            if not got:
+                skipped.append({"path": f, "why": "no metric rows"})
+            runs.extend(got)
+        report = None
+        if runs:
+            options = Options(threshold=threshold, stall_floor_s=stall_floor_s, event_patterns=event_patterns or [])
+            try:
+                report = analyze(runs, options=options).to_json(series=True)
+            except LogError as exc:
+                skipped.append({"path": root, "why": str(exc)})
+        tick()
+        return report, skipped, runs
+
+    n = workers or min(4, (os.cpu_count() or 2))
+    with ThreadPoolExecutor(max_workers=n + 1, thread_name_prefix="trainprobe-triage") as pool:
+        logs_future = pool.submit(read_logs_and_analyze)
+
+        def one(path: str) -> dict[str, Any]:
+            try:
+                return _checkpoint_entry(path, root)
+            finally:
+                tick()
+
+        entries = list(pool.map(one, [p for p, _ in targets]))
+        log_report, skipped, runs = logs_future.result()
+    for entry in entries:
+        if entry["mtime"] is not None:
+            entry["step_at_mtime"] = step_at_wall(runs, entry["mtime"])
+    return {
+        "collect_version": COLLECT_VERSION,
+        "run_dir": root,
+        "host": socket.gethostname(),
+        "log_files": log_files,
+        "logs_skipped": skipped,
+        "logs": log_report,
+        "checkpoints": entries,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
