@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -68,10 +69,21 @@ def start_sshds(sshd_config: Path, port: int, count: int, logdir: Path) -> list[
     return procs
 
 
+#: CPU seconds this process and its children (the ssh clients) spent, per target, in the timed fan-outs
+LOCAL_CPU: dict[int, list[float]] = {}
+
+
+def cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def timed_fleet(targets: list[str]) -> float:
+    cpu = cpu_seconds()
     start = time.perf_counter()
     fleet = run_fleet(targets, NOOP, timeout=120, connect_timeout=30)
     elapsed = time.perf_counter() - start
+    LOCAL_CPU.setdefault(len(targets), []).append((cpu_seconds() - cpu) / len(targets))
     if fleet.exit_code != 0:
         raise RuntimeError(f"fan-out failed: {fleet.summary_line()}: {fleet.outcomes[0].summary}")
     return elapsed
@@ -154,6 +166,11 @@ def main() -> None:
                 f"{n:>7} | {raw_cold[n]:>7.2f}s {cold[n]:>9.2f}s {x_cold:>5.1f}× | "
                 f"{raw_reused[n]:>7.2f}s {reused[n]:>7.2f}s {x_reused:>5.1f}× | {goal}"
             )
+        local = statistics.median(LOCAL_CPU[max(SIZES)]) * 1000
+        print(
+            f"local side: {local:.0f} ms CPU per target (trainprobe and its ssh clients, {max(SIZES)} "
+            "targets); every sshd, login shell and far-side Python of the targets runs on these same CPUs too"
+        )
     finally:
         for sock in control.glob("*"):
             subprocess.run(

@@ -137,4 +137,44 @@ def test_watch_on_a_target_follows_the_file_there(tmp_path: Path) -> None:
         rc, out = watch.interrupt()
     assert rc == 1
     assert "summary" in out
-    assert "watching" in watch.stderr and "on local" in watch.stderr
+    assert "watching" in watch.stderr
+    assert "on local" in watch.stderr
+
+
+def test_json_lines_and_a_bad_target(tmp_path: Path) -> None:
+    log = tmp_path / "t.log"
+    _append(log, [f"step {s} loss {1.0 + (6.0 if s == 120 else 0.0):.2f}" for s in range(140)])
+    watch = Watch(str(log), "--json", cwd=tmp_path)
+    try:
+        first = json.loads(watch.wait_for('"type": "finding"'))
+    finally:
+        rc, out = watch.interrupt()
+    assert (first["kind"], first["step"], first["severity"]) == ("spike", 120, "error")
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["type"] == "summary"
+    assert summary["schema_version"] == 1
+    assert rc == 1
+    bad = subprocess.run(
+        [sys.executable, "-m", "trainprobe", "watch", "nosuchkind=x", str(log)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert bad.returncode == 2, bad.stderr
+
+
+def test_unreachable_target_fails_at_once(tmp_path: Path) -> None:
+    from fixtures.sshd import free_port
+
+    target = f"ssh=nobody@127.0.0.1:{free_port()}"
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainprobe", "watch", target, "/tmp/train.log"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "TRAINPROBE_RUNS_DIR": str(tmp_path / "runs")},
+    )
+    assert proc.returncode == 1
+    assert "unreachable" in " ".join(proc.stderr.split())

@@ -1,6 +1,6 @@
 """Data-driven reader + detector tests: each ``cases/<name>.expected.json`` names what ``analyze`` must find
-in the
-input beside it (``cases/<name>.<ext>`` or the folder ``cases/<name>/``). A new case is a new file pair."""
+in the input beside it (``cases/<name>.<ext>`` or the folder ``cases/<name>/``). A new case is a new file
+pair."""
 
 from __future__ import annotations
 

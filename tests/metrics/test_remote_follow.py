@@ -1,7 +1,6 @@
 """Remote watch through the real remote engine: the far side follows the file across rotation, and after the
-link
-drops (the far-side follower is killed) the next connection resumes at the last byte received: no line lost or
-repeated. Runs on the ``local`` target and through the loopback sshd."""
+link drops (the far-side follower is killed) the next connection resumes at the last byte received: no line
+lost or repeated. Runs on the ``local`` target and through the loopback sshd."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """TensorBoard event files: CRC32C against published vectors, record bytes built by hand from the spec, our
-writer
-and reader agreeing on both value encodings, and damaged files."""
+writer and reader agreeing on both value encodings, and damaged files."""
 
 from __future__ import annotations
 

@@ -90,9 +90,8 @@ def test_source_code_tracebacks_and_prose_are_not_metrics(tmp_path: Path) -> Non
 
 
 def test_big_uniform_chunks_parse_like_single_lines(tmp_path: Path) -> None:
-    """The literal-split and regex fast paths give the same rows as the per-line parser, in order, with odd
-    lines
-    (an event, a differently shaped eval line) in the middle of a chunk."""
+    """The literal-split and regex fast paths give the same rows as the per-line parser, in order, with
+    odd lines (an event, a differently shaped eval line) in the middle of a chunk."""
     lines = [f"step {s} | loss {1 + s % 7 / 10:.4f} | lr {3e-4:.2e}" for s in range(20000)]
     lines.insert(9000, "Saving checkpoint to ckpt/step-8999")
     lines.insert(12000, "step 11999 | val_loss 1.5")

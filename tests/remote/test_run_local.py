@@ -176,3 +176,14 @@ def test_lean_entry_point_runs_like_the_cli(tmp_path: Path) -> None:
     assert proc.returncode == 5
     assert proc.stdout == "['--timeout', 'x y']\n"
     assert "log: " in proc.stderr
+
+
+def test_a_python_too_old_for_the_agent_is_named(tmp_path: Path) -> None:
+    # A stand-in for Python 2.7/3.6 (CI has neither): it fails on stage 1 the way they do.
+    old = tmp_path / "python"
+    old.write_text('#!/bin/sh\necho "SyntaxError: future feature annotations is not defined" >&2\nexit 1\n')
+    old.chmod(0o755)
+    result = run(f"local//python={old}", "pass\n")
+    assert isinstance(result.error, InterpreterNotFoundError)
+    assert result.exit_code == 127
+    assert "too old" in str(result.error)

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -279,3 +280,32 @@ def test_login_script_noise_on_stdout_is_kept_out_of_the_output(sshd: SshServer)
     assert b"".join(chunks) == b"clean\n"
     assert result.log_dir is not None
     assert "noise from .tcshrc" in (result.log_dir / "transport.log").read_text()
+
+
+@pytest.fixture
+def sudoers(sshd: SshServer) -> Iterator[Path]:
+    """Lets the bash user run anything as the dash user without a password (sudo -n), for one test."""
+    if not Path("/usr/bin/sudo").exists():
+        pytest.skip("needs sudo (see .ci/run)")
+    users = sshd.setup.users
+    rule = Path(f"/etc/sudoers.d/trainprobe-test-{os.getpid()}")
+    rule.write_text(f"{users['bash']} ALL=({users['dash']}) NOPASSWD: ALL\n")
+    rule.chmod(0o440)
+    try:
+        yield rule
+    finally:
+        rule.unlink()
+
+
+def test_sudo_hop_runs_as_the_other_user(sshd: SshServer, sudoers: Path) -> None:
+    users = sshd.setup.users
+    script = "import getpass, sys\ndef main():\n    return [getpass.getuser(), sys.argv[1:]]\n"
+    result = run(f"{sshd.target('bash')}//sudo={users['dash']}", script, ["it's $HOME"])
+    assert result.error is None, result.error
+    assert result.result == [users["dash"], ["it's $HOME"]]
+
+
+def test_sudo_that_wants_a_password_is_one_clear_error(sshd: SshServer, sudoers: Path) -> None:
+    result = run(f"{sshd.target('bash')}//sudo={sshd.setup.users['fish']}", "pass\n")
+    assert isinstance(result.error, AuthenticationError)
+    assert "sudo refused: a password is required" in str(result.error)

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 
@@ -37,7 +38,7 @@ class Output:
             self.err.print(message)
 
     def error(self, message: str) -> None:
-        self.err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+        self.err.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False)
 
     @contextmanager
     def progress(self, description: str, total: float | None) -> Iterator[Callable[[float], None]]:

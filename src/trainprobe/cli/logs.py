@@ -87,12 +87,10 @@ def logs(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No report on stdout; only the exit code."),
 ) -> None:
     """Find loss spikes, accuracy cliffs, stalls, NaN/Inf and missing values in training logs, each tied to
-    the event
-    before it (a checkpoint save, a resume, an LR change) with a suggested next step.
+    the event before it (a checkpoint save, a resume, an LR change) with a suggested next step.
 
     Reads JSONL, CSV/TSV, W&B exports, Lightning metrics.csv, HF trainer_state.json, TensorBoard event files
-    and
-    plain-text logs (llm.c, Megatron, `step 10 | loss 2.3`, `key=value` ...).
+    and plain-text logs (llm.c, Megatron, `step 10 | loss 2.3`, `key=value` ...).
 
     \b
     Examples:

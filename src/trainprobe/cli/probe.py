@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from trainprobe.cli._errors import reported_errors
 from trainprobe.cli._output import Output
 from trainprobe.cli.app import app
 from trainprobe.cli.run import TARGET_HELP
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 PROBE_HELP = (
     "Show what is on TARGET: Python interpreters (versions; numpy, torch and CUDA), GPUs (nvidia-smi), disk "
@@ -31,6 +31,9 @@ def _gib(n: float | None) -> str:
 
 
 def render_probe(console: Console, report: dict[str, Any]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
     memory = report.get("memory", {})
     load = " ".join(f"{x:.2f}" for x in report.get("load", []))
     console.print(

@@ -72,12 +72,10 @@ def watch(
     threshold: float = typer.Option(6.0, "--threshold", help="Spike threshold (modified z-score)."),
 ) -> None:
     """Follow a growing training log like `tail -F` (across rotation), run the detectors as lines arrive and
-    print
-    each new finding as it appears. Ctrl-C (or SIGTERM) stops and prints the summary report.
+    print each new finding as it appears. Ctrl-C (or SIGTERM) stops and prints the summary report.
 
     With a TARGET the file is followed on that machine (through the remote engine: ssh, containers, ...); a
-    dropped
-    link reconnects and resumes at the last byte received, so no line is lost or repeated.
+    dropped link reconnects and resumes at the last byte received, so no line is lost or repeated.
 
     \b
     Examples:
@@ -86,8 +84,7 @@ def watch(
       trainprobe watch train.log --exec 'notify-send trainprobe'
       trainprobe watch train.log --json | jq .
 
-    Exit codes: 0 no finding at --fail-on or worse, 1 findings (or the target stayed unreachable), 2 bad
-    flags.
+    Exit codes: 0 nothing at --fail-on or worse, 1 findings (or the target stayed unreachable), 2 bad flags.
     """
     out = Output(json_mode=json_out)
     with reported_errors(out):
@@ -121,14 +118,16 @@ def watch(
 
         signal.signal(signal.SIGTERM, stop_on_term)
         where = f"{log} on {remote_target}" if remote_target else str(log)
+        if remote_target is not None:
+            from trainprobe.remote import parse_target
+
+            parse_target(remote_target)  # a malformed target is a usage error before anything starts
         if not json_out:
             out.note(f"watching {where} (Ctrl-C for the summary)")
         options = Options(threshold=threshold, event_patterns=list(event))
         if remote_target is not None:
             from trainprobe.metrics.remote_follow import watch_remote
-            from trainprobe.remote import parse_target
 
-            parse_target(remote_target)  # a malformed target is a usage error before anything starts
             report = watch_remote(
                 remote_target, str(log), on_finding, options=options, interval=interval, notify=out.note
             )

@@ -1,6 +1,5 @@
 """Read training logs (any format, detected by content), find spikes, cliffs, stalls, non-finite and missing
-values,
-and tie each to the event before it (a checkpoint save, a resume, an LR change).
+values, and tie each to the event before it (a checkpoint save, a resume, an LR change).
 
     >>> report = analyze(["train.log"])
     >>> [(f.severity, f.kind, f.metric, f.step) for f in report.findings]

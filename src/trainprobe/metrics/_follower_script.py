@@ -1,13 +1,10 @@
-"""Far-side follower for ``trainprobe watch TARGET PATH``: stdlib only, sent as a script through the remote
-engine.
+"""Far-side follower for ``trainprobe watch TARGET PATH``: stdlib only, sent as a script by the remote engine.
 
 argv: PATH IDENT OFFSET INTERVAL, where IDENT is ``dev:ino`` of the file the last run was reading (or ``-``)
-and
-OFFSET the byte after the last line received. Prints one line per complete log line: ``dev:ino END TEXT``
-(END is
-the byte offset just after that line; a first line ``#pid N`` names the follower's process), so a reconnect
-resumes exactly where the local side stopped: if the file was
-rotated in between, the old file is found again by its inode in the same directory and finished first.
+and OFFSET the byte after the last line received. Prints one line per complete log line: ``dev:ino END TEXT``
+(END is the byte offset just after that line; a first line ``#pid N`` names the follower's process), so a
+reconnect resumes exactly where the local side stopped: if the file was rotated in between, the old file is
+found again by its inode in the same directory and finished first.
 """
 
 import os

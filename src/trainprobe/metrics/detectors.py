@@ -1,5 +1,5 @@
-"""Detectors over one run's columns. Each returns findings without event context; ``analyze`` ties them to
-events.
+"""Detectors over one run's columns. Each returns findings without event context; ``analyze`` ties them
+to events.
 
 All of them are vectorized with numpy; the only Python loops run over *flagged* rows, which are few.
 """
@@ -83,8 +83,7 @@ def detect_spikes(
     prev = np.concatenate([[np.nan], x[:-1]])
     if kind == "loss":
         # Short logs (a few pasted lines) have no baseline yet: a loss that jumps ×1.5 from one row to the
-        # next,
-        # within one stretch of steps (not across a resume), is a spike on its own.
+        # next, within one stretch of steps (not across a resume), is a spike on its own.
         steps_here = run.steps[rows]
         same_stretch = np.concatenate([[False], np.diff(steps_here) > 0])
         with np.errstate(invalid="ignore"):
@@ -378,8 +377,7 @@ def detect_throughput(run: RunLog, *, blocks: int = 10, factor: float = 1.5) -> 
         if before > 0 and np.all(meds[b:] >= factor * before):
             after = float(np.median(meds[b:]))
             # The onset lies in the block before the first slow one or in it; refine to the first row from
-            # which a
-            # short running median crosses the midpoint between the two levels.
+            # which a short running median crosses the midpoint between the two levels.
             lo, hi = (b - 1) * size, min(per_step.size, (b + 1) * size)
             region = per_step[lo:hi]
             k = min(5, region.size)

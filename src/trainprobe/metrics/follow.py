@@ -93,8 +93,7 @@ class FileFollower:
 
 @dataclass
 class OnlineAnalyzer:
-    """Feeds lines to a text or JSONL parser and re-runs the detectors; hands out only findings not seen
-    before.
+    """Feeds lines to a text or JSONL parser and re-runs the detectors; hands out only new findings.
 
     A finding is held back until a few rows exist after it, so a one-step spike is reported with its recovery.
     """

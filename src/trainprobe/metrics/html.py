@@ -1,10 +1,10 @@
-"""A self-contained HTML report: inline SVG charts (anomalies shaded, events marked) and a few lines of our
-own
-JavaScript for a hover readout. No CDN, no external file: it opens offline."""
+"""A self-contained HTML report: inline SVG charts (anomalies shaded, events marked) and a few lines of
+our own JavaScript for a hover readout. No CDN, no external file: it opens offline."""
 
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import math
 from typing import Any
@@ -23,10 +23,9 @@ h1{font-size:20px} h2{font-size:16px;margin-top:28px}
 .sev{font-weight:600;text-transform:uppercase;font-size:11px;
 padding:1px 6px;border-radius:3px;color:#fff} .error{background:#d62728} .warning{background:#ff7f0e}
 .info{background:#1f77b4} table{border-collapse:collapse;width:100%} td,th{border-bottom:1px solid
-#ddd;padding:4px 6px;
-text-align:left;vertical-align:top} .sugg{color:#555;font-size:12px} svg.chart{background:#fff;border:1px
-solid #ddd}
-.readout{font:12px monospace;color:#333;height:16px} .axis{font:10px sans-serif;fill:#555}
+#ddd;padding:4px 6px; text-align:left;vertical-align:top} .sugg{color:#555;font-size:12px}
+svg.chart{background:#fff;border:1px
+solid #ddd} .readout{font:12px monospace;color:#333;height:16px} .axis{font:10px sans-serif;fill:#555}
 """
 
 _JS = """
@@ -101,14 +100,20 @@ def _chart(
             )
     segments: list[list[str]] = [[]]
     previous = -math.inf
+    diffs = sorted(b - a for a, b in itertools.pairwise(steps) if b > a)
+    big_jump = 20 * diffs[len(diffs) // 2] if diffs else math.inf
     for s, v in zip(steps, values, strict=True):
-        if v is None or s < previous:  # a gap (non-finite) or a resume (the step went back): lift the pen
+        # Lift the pen at a non-finite value, a resume (the step went back) and a hole in the log.
+        if v is None or s < previous or s - previous > big_jump:
             segments.append([])
         previous = s
         if v is not None:
             segments[-1].append(f"{sx(s):.1f},{sy(v):.1f}")
     for seg in segments:
-        if seg:
+        if len(seg) == 1:
+            px, py = seg[0].split(",")
+            parts.append(f'<circle class="point" cx="{px}" cy="{py}" r="1.5" fill="#333"/>')
+        elif seg:
             parts.append(
                 '<polyline class="series" fill="none" stroke="#333" stroke-width="1" '
                 f'points="{" ".join(seg)}"/>'

@@ -1,8 +1,6 @@
 """``trainprobe watch TARGET PATH``: the far side follows the file (``_follower_script``), lines come back
-live
-through the remote engine, and a dropped link reconnects and resumes from the last byte offset received, so
-no line
-is lost or repeated."""
+live through the remote engine, and a dropped link reconnects and resumes from the last byte offset received,
+so no line is lost or repeated."""
 
 from __future__ import annotations
 
@@ -82,8 +80,11 @@ class RemoteFollower:
             )
             if cancel.is_set():
                 return
+            if result.error is not None and self.remote_pid is None:
+                raise result.error  # never got through (a typo, no route, no Python): no point retrying
             failures = 0 if (self.ident, self.offset) != before else failures + 1
-            reason = str(result.error) if result.error else f"the follower exited with {result.exit_code}"
+            err = result.error
+            reason = err.reason if err is not None else f"the follower exited with {result.exit_code}"
             if failures >= self.max_failures:
                 raise RemoteError(
                     self.target,
@@ -105,8 +106,7 @@ def watch_remote(
     cancel: threading.Event | None = None,
     reconnect_delay: float = 1.0,
 ) -> LogReport | None:
-    """Follow ``path`` on ``target`` until Ctrl-C (or ``cancel``), calling ``on_finding`` for each new
-    finding.
+    """Follow ``path`` on ``target`` until Ctrl-C (or ``cancel``), calling ``on_finding`` per new finding.
 
     Lines arrive on a background thread; the detectors run here every ``interval`` seconds."""
     cancel = cancel or threading.Event()

@@ -1,9 +1,8 @@
 """Trailing rolling statistics without a Python loop per row.
 
 An exact trailing median of window ``w`` costs O(n·w); for long series we take medians of fixed blocks of
-``b`` rows
-first (one partition over a reshaped array) and the trailing median of the last ``w/b`` block medians. The
-baseline then lags by at most one block, which is harmless for spike and level-shift detection.
+``b`` rows first (one partition over a reshaped array) and the trailing median of the last ``w/b`` block
+medians. The baseline then lags by at most one block, which is harmless for spike and level-shift detection.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Synthetic training logs: the seed's story (for tests and the demo) and big uniform logs (for the
-benchmark)."""
+"""Synthetic training logs: the seed's story (for tests and the demo) and big uniform logs (benchmark)."""
 
 from __future__ import annotations
 
@@ -16,9 +15,8 @@ SEED_CLIFF = 4229
 
 def seed_story_lines(n_steps: int = 5000, *, seed: int = 0, start: float = 1_790_000_000.0) -> Iterator[str]:
     """Loss ~0.8 → 13.0 at step 2029 and ~0.7 → 7.2 at step 4021, each after a checkpoint save (steps 2000
-    and 4001)
-    that stalled logging 170 s / 100 s; an accuracy cliff at 4229 (0.15 → 0.005) with no save or stall near
-    it."""
+    and 4001) that stalled logging 170 s / 100 s; an accuracy cliff at 4229 (0.15 → 0.005) with no save or
+    stall near it."""
     rng = np.random.default_rng(seed)
     wall = start
     for step in range(n_steps):

@@ -1,8 +1,7 @@
 """The columnar form every log reader produces: one ``RunLog`` per run, numpy arrays per metric.
 
 Missing cells are NaN with ``present`` saying which cells a logger actually wrote, so a literal ``nan`` in
-the log
-(a value) and a field the logger left out (Megatron hides NaN steps that way) stay distinguishable.
+the log (a value) and a field the logger left out (Megatron hides NaN steps that way) stay distinguishable.
 """
 
 from __future__ import annotations

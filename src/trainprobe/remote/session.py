@@ -168,7 +168,7 @@ class _Frames:
         return frames
 
 
-def transport_error(target: str, returncode: int | None, transport_log: str, hops: str) -> RemoteError:
+def transport_error(target: str, returncode: int | None, transport_log: str) -> RemoteError:
     """Turn what ssh and the login shell said (and the exit status) into one clear error."""
     text = transport_log.strip()
     last = text.splitlines()[-1] if text else ""
@@ -179,6 +179,12 @@ def transport_error(target: str, returncode: int | None, transport_log: str, hop
             f"authentication refused: {last}",
             hint="check the user, keys (ssh-add -l) and ~/.ssh/config",
         )
+    if "sudo:" in lowered and "password is required" in lowered:
+        return AuthenticationError(
+            target,
+            "sudo refused: a password is required (trainprobe runs sudo -n, which never prompts)",
+            hint="allow this user NOPASSWD in sudoers, or connect as the target user",
+        )
     if "host key verification failed" in lowered:
         return AuthenticationError(target, "host key verification failed", hint="check ~/.ssh/known_hosts")
     unreachable = (
@@ -187,6 +193,12 @@ def transport_error(target: str, returncode: int | None, transport_log: str, hop
     )  # fmt: skip
     if any(word in lowered for word in unreachable):
         return UnreachableError(target, f"unreachable: {last}", hint="check the host name, port and network")
+    if "syntaxerror" in lowered:
+        return InterpreterNotFoundError(
+            target,
+            f"the far-side Python is too old for trainprobe's agent (it needs 3.7 or newer): {last}",
+            hint="name a newer interpreter with python=, venv= or conda=",
+        )
     if returncode == EXIT_INTERPRETER:
         return InterpreterNotFoundError(
             target,
@@ -283,7 +295,8 @@ def execute(
                 if kill_by is not None and now >= kill_by and proc.poll() is None:
                     proc.kill()
                 wait = 0.2
-                for limit in (hello_by if not parser.started else None, deadline, kill_by):
+                pending = (hello_by if not parser.started else None, deadline) if stop_reason is None else ()
+                for limit in (*pending, kill_by):
                     if limit is not None:
                         wait = max(0.0, min(wait, limit - now))
                 if not selector.select(wait):
@@ -406,9 +419,9 @@ def _settle(
             target, "the connection was lost mid-run; the far side kills the run"
         )
     else:
-        result.error = transport_error(target, returncode, transport_text, target)
-        result.exit_code = EXIT_INTERPRETER if isinstance(result.error, InterpreterNotFoundError) else (
-            EXIT_CONNECTION)  # fmt: skip
+        result.error = transport_error(target, returncode, transport_text)
+        no_python = isinstance(result.error, InterpreterNotFoundError)
+        result.exit_code = EXIT_INTERPRETER if no_python else EXIT_CONNECTION
 
 
 def _finish(result: RunResult, meta: dict[str, Any], start: float, run_dir: Path) -> None:

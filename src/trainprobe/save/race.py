@@ -4,7 +4,8 @@
 dicts from a background thread while the loop keeps stepping. The model has many parameter tensors, so one
 save spans several optimizer steps and the file mixes them (``trainprobe check`` calls it torn).
 ``mode="writer"`` saves the same loop through :class:`~trainprobe.save.writer.CheckpointWriter`;
-``mode="in-loop"`` blocks on ``torch.save``; ``mode="none"`` does not save. Each save's stall (time the loop
+``mode="in-loop"`` blocks on ``torch.save`` (``"in-loop-fsync"`` also fsyncs, as durable as the writer);
+``mode="none"`` does not save. Each save's stall (time the loop
 was blocked) is measured.
 
 With ``log_path`` the loop writes a plain training log, one line per event::
@@ -30,8 +31,8 @@ from typing import Any, Literal, TextIO
 from trainprobe.errors import UsageError
 from trainprobe.save.writer import CheckpointWriter, _torch, checkpoint_name
 
-SaveMode = Literal["none", "in-loop", "background", "writer"]
-SAVE_MODES: tuple[str, ...] = ("none", "in-loop", "background", "writer")
+SaveMode = Literal["none", "in-loop", "in-loop-fsync", "background", "writer"]
+SAVE_MODES: tuple[str, ...] = ("none", "in-loop", "in-loop-fsync", "background", "writer")
 
 
 @dataclass
@@ -212,10 +213,13 @@ def _train(
             if log is not None:
                 log.write(f"{_timestamp()} INFO Saving checkpoint to {path} (step={step})\n")
             began = time.perf_counter()
-            if mode == "in-loop":
-                torch.save(
-                    {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}, path
-                )
+            if mode in ("in-loop", "in-loop-fsync"):
+                state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
+                with open(path, "wb") as f:
+                    torch.save(state, f)
+                    if mode == "in-loop-fsync":  # durable, as CheckpointWriter's files are
+                        f.flush()
+                        os.fsync(f.fileno())
             elif mode == "background":
                 # The bug this module exists to show: the state dicts hold the live tensors.
                 state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}

@@ -33,6 +33,12 @@ _NOT_LOGS = (MANIFEST_SUFFIX, ".index.json", "config.json", "metadata.json")
 _NAME_STEP = re.compile(r"(?i)(?:step|checkpoint|ckpt|iter|iteration|global_step|epoch)[-_=]?(\d+)")
 _LAST_NUMBER = re.compile(r"(\d+)(?!.*\d)")
 _MAX_BAD_TENSORS = 20
+_OPTIMIZER_NAME = re.compile(r"(?i)(^|\.)(optim\w*|exp_avg\w*|momentum_buffer|state\.\d+)(\.|$)")
+
+
+def is_optimizer_state(name: str, param_name: str | None) -> bool:
+    """Whether a tensor is optimizer state: the readers name its parameter, or its path says so."""
+    return param_name is not None or bool(_OPTIMIZER_NAME.search(name))
 
 
 def find_run_files(run_dir: str) -> tuple[list[str], list[tuple[str, str | None]]]:
@@ -101,6 +107,8 @@ def _checkpoint_entry(path: str, root: str) -> dict[str, Any]:
         )
     except OSError:
         mtime, size = None, 0
+    optimizer_bad = [t for t in scanned.bad_tensors if is_optimizer_state(t.name, t.param_name)]
+    model_bad = [t for t in scanned.bad_tensors if not is_optimizer_state(t.name, t.param_name)]
     bad = [
         {
             "name": t.name,
@@ -110,8 +118,9 @@ def _checkpoint_entry(path: str, root: str) -> dict[str, Any]:
             "nan": t.nan,
             "posinf": t.posinf,
             "neginf": t.neginf,
+            "optimizer_state": is_optimizer_state(t.name, t.param_name),
         }
-        for t in scanned.bad_tensors[:_MAX_BAD_TENSORS]
+        for t in optimizer_bad[: _MAX_BAD_TENSORS // 2] + model_bad[: _MAX_BAD_TENSORS // 2]
     ]
     manifest_step = next(
         (e.values.get("step") for e in checked.evidence if e.check == "manifest" and e.outcome == "pass"), None
@@ -131,6 +140,7 @@ def _checkpoint_entry(path: str, root: str) -> dict[str, Any]:
             "nonfinite": scanned.nonfinite,
             "bad_tensors": bad,
             "bad_tensor_count": len(scanned.bad_tensors),
+            "bad_optimizer_tensor_count": len(optimizer_bad),
             "notes": [n.message for n in scanned.notes if n.kind == "suspicious-global"],
             "problems": scanned.problems[:5],
         },

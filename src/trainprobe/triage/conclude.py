@@ -25,14 +25,14 @@ SCHEMA_VERSION = 1
 CLEAN, NONFINITE, TORN, CORRUPT, UNREADABLE = "clean", "non-finite", "torn", "corrupt", "unreadable"
 _VERDICT_ORDER = (NONFINITE, TORN, CORRUPT, UNREADABLE)
 ANOMALY_KINDS = ("spike", "cliff", "non_finite", "divergence", "missing_value")
-SAVE_RACE, EXPLOSION, RESUME_CAUSE, LR_CAUSE, UNKNOWN = (
+SAVE_RACE, SAVE_STALL, EXPLOSION, RESUME_CAUSE, LR_CAUSE, UNKNOWN = (
     "save-race",
+    "save-stall",
     "gradient-explosion",
     "resume",
     "lr-change",
     "unknown",
 )
-_OPTIMIZER_WORDS = ("exp_avg", "momentum", "optimizer", "optim", "state.")
 _GROUP_STEPS = 3.0
 
 
@@ -63,11 +63,12 @@ class CheckpointInfo:
 
     @property
     def optimizer_nonfinite(self) -> list[dict[str, Any]]:
-        return [t for t in self.nonfinite if any(w in t["name"] for w in _OPTIMIZER_WORDS)]
+        return [t for t in self.nonfinite if t.get("optimizer_state")]
 
-    def describe_nonfinite(self, limit: int = 3) -> str:
+    def describe_nonfinite(self, limit: int = 3, *, optimizer_first: bool = True) -> str:
         parts = []
-        for t in self.nonfinite[:limit]:
+        ordered = sorted(self.nonfinite, key=lambda t: not t.get("optimizer_state")) if optimizer_first else self.nonfinite
+        for t in ordered[:limit]:
             label = f"{t['name']} ({t['param_name']})" if t.get("param_name") else t["name"]
             counts = ", ".join(
                 f"{t[k]} {name}" for k, name in (("nan", "NaN"), ("posinf", "+Inf"), ("neginf", "−Inf")) if t[k]
@@ -413,15 +414,27 @@ def _explain(
                 )
             else:
                 evidence.append(f"no checkpoint file found for step {_fmt(save_step)}")
+            if torn:
+                return Conclusion(
+                    SAVE_RACE,
+                    f"the checkpoint save at step {_fmt(save_step)} raced training",
+                    "high" if stall else "medium",
+                    step,
+                    group,
+                    evidence,
+                    "save a consistent snapshot without blocking the loop (copy the state, then write it in the "
+                    "background: trainprobe.save.CheckpointWriter), and do not resume from the torn checkpoint",
+                    checkpoint=ckpt.path if ckpt else None,
+                )
             return Conclusion(
-                SAVE_RACE,
-                f"the checkpoint save at step {_fmt(save_step)} raced training",
-                "high" if (stall and torn) else "medium",
+                SAVE_STALL,
+                f"the checkpoint save at step {_fmt(save_step)} stalled training",
+                "medium",
                 step,
                 group,
                 evidence,
-                "save a consistent snapshot (copy the state before writing it in the background: "
-                "trainprobe.save.CheckpointWriter), and do not resume from the torn checkpoint",
+                "take the save off the training thread (trainprobe.save.CheckpointWriter blocks only for a copy) "
+                "or save to faster storage",
                 checkpoint=ckpt.path if ckpt else None,
             )
     nxt = _first_after(step, checkpoints)
@@ -430,7 +443,7 @@ def _explain(
         evidence.append(f"no checkpoint save within {_fmt(near)} steps before step {_fmt(step)}")
         evidence.append(
             f"the next checkpoint, {nxt.relpath} (step {_fmt(nxt.step)} from its {nxt.step_source}), holds NaN/Inf "
-            + ("in optimizer state: " if opt_bad else "in weights: ")
+            + (f"in optimizer state ({len(opt_bad)}+ tensors): " if opt_bad else "in weights: ")
             + nxt.describe_nonfinite()
         )
         prev = [c for c in checkpoints if c.step is not None and c.step < step]

@@ -1,17 +1,21 @@
 """The seed's story as a real (small, CPU) training run, for ``trainprobe demo`` and the triage tests.
 
-A residual MLP (:func:`trainprobe.save.race.build_model`) learns to classify a data stream that drifts slowly in
-real time (an online-learning feed: the true decision boundary rotates with the wall clock). It logs one line per
+A residual MLP (:func:`trainprobe.save.race.build_model`) learns to classify a data stream that drifts in real
+time (an online-learning feed: the true decision boundary rotates with the wall clock, ``drift_per_step`` radians
+per typical step time). It logs one line per
 step in the text format ``trainprobe logs`` reads (UTC timestamps, ``step N | loss X | acc Y | lr Z``) and a line
 per save, and saves every ``save_every`` steps in one of two ways:
 
-- ``"naive"``: the seed's save. The loop first blocks on the storage for ``stall_s`` seconds (a stand-in for the
-  seed's slow shared filesystem; the time is spent in ``time.sleep``, and the log shows it as a stall), then
-  ``torch.save`` of the live model and optimizer state dicts runs in a background thread while training goes on
-  (exactly ``trainprobe.save.race``'s ``mode="background"``), so files mix optimizer steps. While the loop is
-  stalled the stream drifts on: the loss spikes when training resumes, and recovers.
-- ``"writer"``: the same loop saving through :class:`trainprobe.save.CheckpointWriter` (a snapshot copy, then the
-  write in the background): no stall, no torn file.
+- ``"naive"``: the seed's save on the seed's slow shared storage. The loop first blocks on the storage (for as
+  long as ``stall_steps`` training steps take, at least ``min_stall_s``), then ``torch.save`` of the *live* model and optimizer state dicts runs in a background thread
+  while training goes on (``trainprobe.save.race``'s ``mode="background"``), writing at ``write_mb_s`` MB/s, so the
+  file mixes optimizer steps. While the loop is stalled the stream drifts on: the loss spikes when training
+  resumes, and recovers. The slow storage is simulated (``time.sleep`` in the training thread before the save, and
+  per write in the save thread).
+- ``"writer"``: the same loop saving through :class:`trainprobe.save.CheckpointWriter`, which copies the state
+  before it returns and does all file I/O in its own thread (on the real disk: the simulated slowness is not
+  applied to it; being off the training thread and after the copy, it could change neither the stall nor the
+  snapshot).
 
 ``blowup_at`` feeds one adversarial batch at that step: a corrupt record whose features are ~1e38, so the forward
 pass overflows, the gradients are non-finite and AdamW turns its moments and the weights into NaN/Inf. The loss is
@@ -21,15 +25,21 @@ torch is imported only when :func:`train_story` runs."""
 
 from __future__ import annotations
 
+import collections
 import datetime as _dt
+import io
 import math
+import statistics
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, BinaryIO, Literal
 
 StoryMode = Literal["naive", "writer"]
+# The boundary sits 1.2 sigma off the origin: 88 % of samples are positive, so a model that outputs NaN (which
+# never compares > 0) scores 12 %, far below a working model.
+_OFFSET = 1.2
 
 
 @dataclass
@@ -49,19 +59,44 @@ def _stamp() -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}"
 
 
+class _SlowStorage(io.RawIOBase):
+    """A file that takes ``len(data) / rate`` seconds per write: the stand-in for the seed's slow shared
+    filesystem (the time is spent in ``time.sleep``)."""
+
+    def __init__(self, fh: BinaryIO, bytes_per_s: float) -> None:
+        super().__init__()
+        self._fh = fh
+        self._rate = bytes_per_s
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        time.sleep(len(data) / self._rate)
+        return self._fh.write(data)
+
+
+def _save_slowly(torch: Any, state: Any, path: Path, mb_s: float) -> None:
+    with open(path, "wb") as fh, _SlowStorage(fh, mb_s * 1e6) as slow:
+        torch.save(state, slow)
+
+
 def train_story(
     run_dir: str | Path,
     *,
     mode: StoryMode = "naive",
-    steps: int = 240,
-    save_every: int = 40,
-    stall_s: float = 2.0,
-    blowup_at: int | None = 220,
-    layers: int = 32,
+    steps: int = 250,
+    save_every: int = 50,
+    stall_steps: int = 50,
+    min_stall_s: float = 1.0,
+    blowup_at: int | None = 230,
+    layers: int = 24,
     width: int = 64,
     batch: int = 64,
+    eval_batch: int = 512,
     lr: float = 3e-3,
-    drift_rad_per_s: float = 0.6,
+    drift_per_step: float = 0.03,
+    write_mb_s: float = 20.0,
     seed: int = 0,
 ) -> StoryRun:
     """Train and save as described in the module docstring; write ``run_dir/train.log`` and ``run_dir/ckpt/``."""
@@ -82,44 +117,65 @@ def train_story(
     a, b = a / a.norm(), b / b.norm()
     writer = CheckpointWriter(ckpt_dir) if mode == "writer" else None
     threads: list[threading.Thread] = []
+    threads_before = torch.get_num_threads()
+    # One intra-op thread: on a small model more threads only contend (10x slower on a busy 2-core machine).
+    torch.set_num_threads(1)
+    durations: collections.deque[float] = collections.deque(maxlen=20)
     started = time.perf_counter()
-    with open(run.log_path, "w", encoding="utf-8", buffering=1) as log:
-        log.write(f"{_stamp()} starting run: {mode} saves every {save_every} steps, AdamW lr {lr:g}\n")
-        for step in range(1, steps + 1):
-            angle = drift_rad_per_s * (time.perf_counter() - started)
-            boundary = math.cos(angle) * a + math.sin(angle) * b
-            x = torch.randn(batch, width, generator=gen)
-            y = (x @ boundary > 0).float().unsqueeze(1)
-            if step == blowup_at:
-                # A corrupt record: features near float32's limit, with mixed signs, so sums overflow to Inf
-                # and Inf - Inf = NaN in the forward pass.
-                x[0] = torch.sign(torch.randn(width, generator=gen)) * 3e38
-            logits = model(x)
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, y)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            acc = float(((logits > 0).float() == y).float().mean())
-            log.write(f"{_stamp()} step {step} | loss {float(loss):.4f} | acc {acc:.4f} | lr {lr:g}\n")
-            if step % save_every:
-                continue
-            path = ckpt_dir / checkpoint_name(step)
-            log.write(f"{_stamp()} Saving checkpoint to {path.relative_to(run_dir)} (step {step})\n")
-            began = time.perf_counter()
-            if writer is not None:
-                writer.save(step, model=model, optimizer=optimizer)
-            else:
-                time.sleep(stall_s)
-                state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
-                thread = threading.Thread(target=torch.save, args=(state, path), daemon=True)
-                thread.start()
-                threads.append(thread)
-            run.stalls.append(time.perf_counter() - began)
-            run.checkpoints.append(path)
-    for thread in threads:
-        thread.join()
-    if writer is not None:
-        writer.close()
+    try:
+        with open(run.log_path, "w", encoding="utf-8", buffering=1) as log:
+            log.write(f"{_stamp()} starting run: {mode} saves every {save_every} steps, AdamW lr {lr:g}\n")
+            angle, last = 0.0, time.perf_counter()
+            for step in range(1, steps + 1):
+                now = time.perf_counter()
+                typical = statistics.median(durations) if durations else now - last
+                # The stream moves with the wall clock, measured in the loop's own typical step time so the
+                # story is the same on a fast laptop and a loaded CI machine.
+                angle += drift_per_step * (now - last) / max(typical, 1e-6)
+                last = now
+                boundary = math.cos(angle) * a + math.sin(angle) * b
+                x = torch.randn(batch, width, generator=gen)
+                y = (x @ boundary > -_OFFSET).float().unsqueeze(1)
+                if step == blowup_at:
+                    # A corrupt record (an Inf feature vector): Inf - Inf = NaN in the first layer's sums, so
+                    # the loss and every gradient are NaN, and AdamW writes NaN into its moments and weights.
+                    x[0] = float("inf")
+                logits = model(x)
+                loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, y)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                loss_value = loss.item()
+                with torch.no_grad():  # accuracy on a fresh held-out batch of the current stream
+                    x_eval = torch.randn(eval_batch, width, generator=gen)
+                    y_eval = x_eval @ boundary > -_OFFSET
+                    acc = ((model(x_eval)[:, 0] > 0) == y_eval).float().mean().item()
+                durations.append(time.perf_counter() - now)
+                log.write(f"{_stamp()} step {step} | loss {loss_value:.4f} | acc {acc:.4f} | lr {lr:g}\n")
+                if step % save_every:
+                    continue
+                path = ckpt_dir / checkpoint_name(step)
+                log.write(f"{_stamp()} Saving checkpoint to {path.relative_to(run_dir)} (step {step})\n")
+                began = time.perf_counter()
+                if writer is not None:
+                    writer.save(step, model=model, optimizer=optimizer)
+                else:
+                    stall = max(min_stall_s, stall_steps * statistics.median(durations))
+                    time.sleep(stall)
+                    state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
+                    thread = threading.Thread(
+                        target=_save_slowly, args=(torch, state, path, write_mb_s), daemon=True
+                    )
+                    thread.start()
+                    threads.append(thread)
+                run.stalls.append(time.perf_counter() - began)
+                run.checkpoints.append(path)
+    finally:
+        for thread in threads:
+            thread.join()
+        if writer is not None:
+            writer.close()
+        torch.set_num_threads(threads_before)
     run.seconds = time.perf_counter() - started
     return run
 

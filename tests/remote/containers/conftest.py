@@ -482,7 +482,7 @@ def kube_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeApi]:
         api.kubeconfig.write_text(json.dumps(config), encoding="utf-8")
         # kubectl >= 1.30 speaks WebSocket exec by default; older ones only SPDY, which the fake lacks
         probe = run(["kubectl", "exec", "-i", "trainer-0", "--", "true"], env=api.env, check=False)
-        if probe.returncode != 0 and "upgrade" in probe.stderr.lower():
+        if probe.returncode != 0 and "websocket exec" in probe.stderr.lower():
             pytest.skip(f"this kubectl cannot exec over WebSocket: {probe.stderr.strip()[:200]}")
         yield api
     finally:

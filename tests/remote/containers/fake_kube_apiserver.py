@@ -174,7 +174,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, pod_object(namespace, pod))
             return
         if parts[6:] != ["exec"] or self.headers.get("Upgrade", "").lower() != "websocket":
-            self.send_json(400, {"kind": "Status", "status": "Failure", "message": "exec needs a WebSocket"})
+            message = "this fake API server speaks only WebSocket exec (kubectl >= 1.30), not SPDY"
+            self.send_json(400, {"kind": "Status", "status": "Failure", "message": message, "code": 400})
             return
         self.exec_websocket(namespace, pod, parse_qs(url.query))
 

@@ -1,7 +1,6 @@
 """CSV/TSV with a header row: plain exports, Lightning ``metrics.csv`` (blank cells where a row has no value),
 W&B run-history exports (``_step``, ``_timestamp``) and W&B chart exports (``Step``, ``<run> - <metric>``
-columns
-with ``__MIN``/``__MAX`` bands; several runs in one chart become several runs)."""
+columns with ``__MIN``/``__MAX`` bands; several runs in one chart become several runs)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""JSON Lines: one object per line (W&B ``wandb-history.jsonl``, custom loggers). Nested objects flatten with
-``/``.
+"""JSON Lines: one object per line (W&B ``wandb-history.jsonl``, custom loggers); nested objects flatten
+with ``/``.
 
 Speed: lines shaped like the first one (same keys in the same order, numbers only) are parsed by one regex per
 multi-megabyte chunk; others go through ``json.loads``.

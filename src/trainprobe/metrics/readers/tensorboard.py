@@ -1,18 +1,14 @@
 """TensorBoard event files (``events.out.tfevents.*``) without TensorFlow: TFRecord framing with masked CRC32C
-checks, and just enough protobuf to read ``Event{wall_time, step, summary{value{tag, simple_value |
-tensor}}}``.
+checks, and just enough protobuf to read ``Event{wall_time, step, summary{value{tag, simple_value|tensor}}}``.
 
 Record framing (TFRecord): ``u64 length | u32 masked_crc32c(length bytes) | data | u32 masked_crc32c(data)``,
-all
-little-endian; ``masked(c) = ((c >> 15) | (c << 17)) + 0xa282ead8`` (mod 2**32). CRC32C is the Castagnoli
+all little-endian; ``masked(c) = ((c >> 15) | (c << 17)) + 0xa282ead8`` (mod 2**32). CRC32C is the Castagnoli
 polynomial (reflected 0x82F63B78); its check value, crc32c(b"123456789"), is 0xE3069283.
 
-Protobuf field numbers used (tensorflow/core/util/event.proto, framework/summary.proto,
-framework/tensor.proto):
+Protobuf field numbers used (tensorflow/core/util/event.proto, framework/summary.proto, tensor.proto):
 Event: 1 wall_time (double), 2 step (int64), 5 summary. Summary: 1 value (repeated). Summary.Value: 1 tag,
-2 simple_value (float), 8 tensor. TensorProto: 1 dtype, 4 tensor_content, 5 float_val, 6 double_val, 7
-int_val,
-10 int64_val, 13 half_val.
+2 simple_value (float), 8 tensor. TensorProto: 1 dtype, 4 tensor_content, 5 float_val, 6 double_val,
+7 int_val, 10 int64_val, 13 half_val.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Plain-text training logs: fields found per line (``key: value``, ``key=value``, ``key value``,
-``key:value``,
-``|``-separated Megatron lines, llm.c ``s:N trl:X``), timestamps at line starts, event lines kept as events.
+``key:value``, ``|``-separated Megatron lines, llm.c ``s:N trl:X``), timestamps at line starts, event lines
+kept as events.
 
 Speed: the first metric line's shape becomes a per-file regex (keys and separators literal, numbers captured)
-that
-``re.findall`` runs over multi-megabyte chunks; lines that do not fit fall back to the general per-line
+that ``re.findall`` runs over multi-megabyte chunks; lines that do not fit fall back to the general per-line
 parser.
 """
 
@@ -101,8 +100,7 @@ def _store(m: re.Match[str], values: dict[str, float], units: dict[str, str]) ->
 
 
 def _is_metric_line(values: dict[str, float], coverage: float) -> bool:
-    # Most of the line must be fields: prose, echoed source and tracebacks contain a stray "x = 1" or "line
-    # 12".
+    # Most of the line must be fields: prose, echoed source and tracebacks hold a stray "x = 1" or "line 12".
     if not values or coverage < 0.8:
         return False
     return len(values) >= 2 or any(is_step_key(k) for k in values)
@@ -138,9 +136,9 @@ def _value_spans(body: str) -> list[tuple[str, int, int]] | None:
 
 
 def _template(line: str, ts: re.Match[str] | None) -> Template | None:
-    """A regex matching lines shaped like ``line`` (same keys and separators, any spacing), numbers captured;
-    and
-    the literal pieces between the numbers, for the split fast path when spacing is fixed too."""
+    """A regex matching lines shaped like ``line`` (same keys and separators, any spacing), numbers
+    captured; and the literal pieces between the numbers, for the split fast path when spacing is fixed
+    too."""
     body_start = ts.end() if ts else 0
     body = line[body_start:]
     spans = _value_spans(body)
