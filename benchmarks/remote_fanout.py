@@ -69,8 +69,8 @@ def start_sshds(sshd_config: Path, port: int, count: int, logdir: Path) -> list[
     return procs
 
 
-#: CPU seconds this process and its children (the ssh clients) spent, per target, in the timed fan-outs
-LOCAL_CPU: dict[int, list[float]] = {}
+#: CPU seconds this process and its children (the ssh clients) spent per target: (mode, targets) -> samples
+LOCAL_CPU: dict[tuple[str, int], list[float]] = {}
 
 
 def cpu_seconds() -> float:
@@ -78,12 +78,12 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def timed_fleet(targets: list[str]) -> float:
+def timed_fleet(targets: list[str], mode: str = "warm-up") -> float:
     cpu = cpu_seconds()
     start = time.perf_counter()
     fleet = run_fleet(targets, NOOP, timeout=120, connect_timeout=30)
     elapsed = time.perf_counter() - start
-    LOCAL_CPU.setdefault(len(targets), []).append((cpu_seconds() - cpu) / len(targets))
+    LOCAL_CPU.setdefault((mode, len(targets)), []).append((cpu_seconds() - cpu) / len(targets))
     if fleet.exit_code != 0:
         raise RuntimeError(f"fan-out failed: {fleet.summary_line()}: {fleet.outcomes[0].summary}")
     return elapsed
@@ -141,12 +141,12 @@ def main() -> None:
 
         os.environ["TRAINPROBE_CONTROL_DIR"] = ""  # cold: no connection reuse
         raw_cold = median(lambda n: timed_raw_ssh(setup.ssh_config, destinations[:n], None))
-        cold = median(lambda n: timed_fleet(targets[:n]))
+        cold = median(lambda n: timed_fleet(targets[:n], "cold"))
         os.environ["TRAINPROBE_CONTROL_DIR"] = str(control)
         timed_fleet(targets)  # bring every ControlMaster up
         timed_raw_ssh(setup.ssh_config, destinations, control)
         raw_reused = median(lambda n: timed_raw_ssh(setup.ssh_config, destinations[:n], control))
-        reused = median(lambda n: timed_fleet(targets[:n]))
+        reused = median(lambda n: timed_fleet(targets[:n], "reused"))
 
         print(
             f"fan-out of a no-op script, {PARALLEL} at a time, median of {opts.repeat}, {os.cpu_count()} CPUs"
@@ -166,10 +166,11 @@ def main() -> None:
                 f"{n:>7} | {raw_cold[n]:>7.2f}s {cold[n]:>9.2f}s {x_cold:>5.1f}× | "
                 f"{raw_reused[n]:>7.2f}s {reused[n]:>7.2f}s {x_reused:>5.1f}× | {goal}"
             )
-        local = statistics.median(LOCAL_CPU[max(SIZES)]) * 1000
+        cpu = {mode: statistics.median(LOCAL_CPU[(mode, max(SIZES))]) * 1000 for mode in ("cold", "reused")}
         print(
-            f"local side: {local:.0f} ms CPU per target (trainprobe and its ssh clients, {max(SIZES)} "
-            "targets); every sshd, login shell and far-side Python of the targets runs on these same CPUs too"
+            f"local side per target ({max(SIZES)} targets): {cpu['cold']:.0f} ms CPU cold, "
+            f"{cpu['reused']:.0f} ms reused (trainprobe and its ssh clients); "
+            "the targets' sshd, login shells and Pythons share these CPUs"
         )
     finally:
         for sock in control.glob("*"):

@@ -1,18 +1,30 @@
-"""``trainprobe demo``: a tiny training run whose optimizer state blows up, then trainprobe finding it.
+"""``trainprobe demo``: the seed's story on a laptop CPU, then ``triage`` telling it.
 
-Each step is a plain function over a :class:`DemoRun`; later features add steps to ``STEPS``. torch is
-imported only inside the training step, so the rest of trainprobe works without it.
+1. A small model trains with the naive background-thread save on (simulated) slow storage: every save stalls
+   the loop and writes a torn checkpoint, the loss spikes after saves, and a late corrupt batch blows up the
+   optimizer state (an accuracy cliff, NaN/Inf in the next checkpoint). See :mod:`trainprobe.triage.story`.
+2. ``triage`` diagnoses that run from its own log and checkpoints and writes the HTML report.
+3. The same training saved through :class:`trainprobe.save.CheckpointWriter`: no stall, no torn checkpoint;
+   only the gradient explosion is left, and triage names the checkpoint to resume from.
+4. When ``ssh localhost`` accepts this user's key, the same triage runs through ``--on``.
+
+Each step is a plain function over a :class:`DemoRun`. torch is imported only by the training steps.
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainprobe.errors import UsageError
+from trainprobe.errors import TrainprobeError, UsageError
+
+# Compressed time: the story's stalls last about a second, so the demo's triage counts gaps from 0.5 s.
+STALL_FLOOR_S = 0.5
 
 
 @dataclass
@@ -20,12 +32,23 @@ class DemoRun:
     """What the demo did so far: its directory, a narrative of steps and the results of each."""
 
     workdir: Path
+    quick: bool = False
+    remote: bool | None = None
+    notify: Callable[[str], None] | None = None
     steps: list[str] = field(default_factory=list)
-    checkpoints: list[Path] = field(default_factory=list)
     results: dict[str, Any] = field(default_factory=dict)
 
     def say(self, line: str) -> None:
         self.steps.append(line)
+        if self.notify is not None:
+            self.notify(line)
+
+    @property
+    def shape(self) -> dict[str, int]:
+        """Steps, save interval and the corrupt batch's step: the quick variant is the tests'."""
+        if self.quick:
+            return {"steps": 200, "save_every": 50, "blowup_at": 180}
+        return {"steps": 300, "save_every": 50, "blowup_at": 280}
 
 
 def _import_torch() -> Any:
@@ -39,62 +62,138 @@ def _import_torch() -> Any:
     return torch
 
 
-def train_and_save(run: DemoRun, *, steps: int = 30, save_every: int = 10) -> None:
-    """Train a small MLP with AdamW on CPU; save model + optimizer state every ``save_every`` steps."""
-    torch = _import_torch()
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    x = torch.randn(256, 16)
-    y = x.sum(dim=1, keepdim=True)
-    for step in range(1, steps + 1):
-        opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        if step == steps:
-            # An exploding step: one gradient overflows to +Inf. AdamW's moments become Inf and the update
-            # Inf/sqrt(Inf) turns the weights into NaN, exactly what a loss spike in fp32 does.
-            model[2].weight.grad[0, :4] = float("inf")
-        opt.step()
-        if step % save_every == 0:
-            path = run.workdir / f"step_{step:04d}.pt"
-            torch.save(
-                {
-                    "model_state_dict": model.state_dict(),
-                    "optimizer_state_dict": opt.state_dict(),
-                    "step": step,
-                },
-                path,
-            )
-            run.checkpoints.append(path)
-    run.say(
-        f"trained a 2-layer MLP for {steps} steps with AdamW; saved {len(run.checkpoints)} checkpoints "
-        f"(model + optimizer state) in {run.workdir}"
+def _train(run: DemoRun, mode: str) -> None:
+    _import_torch()
+    from trainprobe.triage.story import train_story
+
+    shape = run.shape
+    story = train_story(run.workdir / mode, mode=mode, **shape)  # type: ignore[arg-type]
+    run.results[f"{mode}_run"] = story
+    stalls = sorted(story.stalls)
+    line = (
+        f"trained {shape['steps']} steps ({story.seconds:.0f} s) saving every {shape['save_every']} steps "
+        f"with {'the naive background-thread save' if mode == 'naive' else 'CheckpointWriter'}: "
+        f"{len(story.checkpoints)} checkpoints, median stall per save {stalls[len(stalls) // 2]:.2f} s; "
+        f"a corrupt batch at step {shape['blowup_at']} — log and checkpoints in {run.workdir / mode}"
     )
-    run.say(f"step {steps} exploded: one gradient overflowed to +Inf before the last save")
+    run.say(line)
 
 
-def scan_checkpoints(run: DemoRun) -> None:
-    """Scan the checkpoint directory the way a user would: ``trainprobe scan DIR``."""
-    from trainprobe.checkpoint import scan
+def train_naive(run: DemoRun) -> None:
+    _train(run, "naive")
 
-    report = scan([str(run.workdir)])
-    run.results["scan"] = report
-    bad = [t.display_name for f in report.files for t in f.bad_tensors]
+
+def triage_naive(run: DemoRun) -> None:
+    from trainprobe.triage import render_triage_html, triage
+
+    report = triage(str(run.workdir / "naive"), stall_floor_s=STALL_FLOOR_S)
+    html = run.workdir / "naive-triage.html"
+    html.write_text(render_triage_html(report), encoding="utf-8")
+    run.results["naive"] = report
+    run.results["naive_html"] = html
+    causes = [c.cause for c in report.conclusions]
+    torn = sum(c.verdict == "torn" for c in report.checkpoints)
     run.say(
-        f"trainprobe scan {run.workdir}: {len(bad)} tensor(s) with NaN/Inf, "
-        "found without torch and without unpickling"
+        f"trainprobe triage {run.workdir / 'naive'}: {causes.count('save-race')} spike(s) traced to saves that "
+        f"raced training, {causes.count('gradient-explosion')} gradient explosion, {torn} of "
+        f"{len(report.checkpoints)} checkpoints torn; HTML report: {html}"
     )
 
 
-STEPS: list[Callable[[DemoRun], None]] = [train_and_save, scan_checkpoints]
+def train_writer(run: DemoRun) -> None:
+    _train(run, "writer")
 
 
-def run_demo(workdir: str | None = None) -> DemoRun:
-    """Run every demo step in ``workdir`` (a fresh temporary directory by default, kept for inspection)."""
+def triage_writer(run: DemoRun) -> None:
+    from trainprobe.triage import triage
+
+    report = triage(str(run.workdir / "writer"), stall_floor_s=STALL_FLOOR_S)
+    run.results["writer"] = report
+    torn = sum(c.verdict == "torn" for c in report.checkpoints)
+    resume = report.resume_from
+    run.say(
+        f"trainprobe triage {run.workdir / 'writer'}: {torn} torn checkpoints, "
+        f"{sum(c.cause in ('save-race', 'save-stall') for c in report.conclusions)} save problems; what is left: "
+        + (", ".join(c.title for c in report.conclusions) or "nothing")
+        + (f"; resume from {resume.relpath} (step {resume.step})" if resume is not None else "")
+    )
+
+
+def ssh_localhost_works() -> bool:
+    """Whether ``ssh localhost`` logs in with the user's key, without prompting."""
+    if shutil.which("ssh") is None:
+        return False
+    try:
+        proc = subprocess.run(
+            ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=3", "localhost", "true"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=15,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
+
+
+def triage_remote(run: DemoRun) -> None:
+    how = f"trainprobe triage --on ssh=you@host {run.workdir / 'naive'}"
+    usable = run.remote if run.remote is not None else ssh_localhost_works()
+    if not usable:
+        run.say(
+            "remote: ssh localhost does not accept your key without a prompt, so the --on step is skipped; "
+            f"try it against any machine you can ssh to (only Python and numpy needed there): {how}"
+        )
+        return
+    from trainprobe.triage import triage
+
+    try:
+        report = triage(str(run.workdir / "naive"), on="ssh=localhost", stall_floor_s=STALL_FLOOR_S)
+    except TrainprobeError as exc:
+        run.say(f"remote: trainprobe triage --on ssh=localhost failed: {exc}")
+        return
+    run.results["remote"] = report
+    local = run.results["naive"]
+    same = [c.title for c in report.conclusions] == [c.title for c in local.conclusions]
+    run.say(
+        f"trainprobe triage --on ssh=localhost {run.workdir / 'naive'}: the discovery, scans, checks and log "
+        f"analysis ran on {report.host} through ssh; "
+        + ("same conclusions as the local triage" if same else "conclusions differ from the local triage")
+    )
+
+
+STEPS: list[Callable[[DemoRun], None]] = [train_naive, triage_naive, train_writer, triage_writer, triage_remote]
+
+
+def run_demo(
+    workdir: str | None = None,
+    *,
+    quick: bool = False,
+    remote: bool | None = None,
+    notify: Callable[[str], None] | None = None,
+) -> DemoRun:
+    """Run every demo step in ``workdir`` (a fresh temporary directory by default, kept for inspection).
+    ``remote``: None tries ``ssh localhost``, False skips it. ``notify`` gets each narrative line as it
+    happens."""
     path = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="trainprobe-demo-"))
     path.mkdir(parents=True, exist_ok=True)
-    run = DemoRun(path)
+    run = DemoRun(path, quick=quick, remote=remote, notify=notify)
     for step in STEPS:
         step(run)
     return run
+
+
+def story_found(run: DemoRun) -> bool:
+    """Whether triage found, on its own, what the demo planted: saves racing training and a gradient explosion
+    in the naive run; no torn checkpoint and only the explosion with CheckpointWriter."""
+    naive, writer = run.results.get("naive"), run.results.get("writer")
+    if naive is None or writer is None:
+        return False
+    naive_causes = {c.cause for c in naive.conclusions}
+    writer_causes = [c.cause for c in writer.conclusions]
+    return (
+        {"save-race", "gradient-explosion"} <= naive_causes
+        and writer_causes == ["gradient-explosion"]
+        and not any(c.verdict == "torn" for c in writer.checkpoints)
+        and writer.resume_from is not None
+    )

@@ -309,3 +309,13 @@ def test_sudo_that_wants_a_password_is_one_clear_error(sshd: SshServer, sudoers:
     result = run(f"{sshd.target('bash')}//sudo={sshd.setup.users['fish']}", "pass\n")
     assert isinstance(result.error, AuthenticationError)
     assert "sudo refused: a password is required" in str(result.error)
+
+
+@pytest.mark.parametrize("shell", ["fish", "tcsh"])
+def test_interpreter_path_with_spaces_and_shell_characters(sshd: SshServer, shell: str) -> None:
+    venv = sshd.setup.home(shell) / "my envs" / "v$1 (a&b); *"
+    venv.parent.mkdir(exist_ok=True)
+    make_venv(venv, "tp_only_here")
+    result = run(f"{sshd.target(shell)}//venv={venv}", "import sys\ndef main():\n    return sys.prefix\n")
+    assert result.error is None, result.error
+    assert result.result == str(venv)

@@ -37,7 +37,7 @@ import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -62,6 +62,7 @@ _BOUND_RTOL = {"float64": 1e-9, "float32": 1e-4, "float16": 4e-3, "bfloat16": 3e
 _SMALLEST_SUBNORMAL = {"float64": 5e-324, "float32": 1.4e-45, "float16": 6e-8, "bfloat16": 9.2e-41}
 _LOW_PRECISION = ("bfloat16", "float16")
 _WORKERS = min(8, (os.cpu_count() or 2) + 2)
+T = TypeVar("T")
 
 
 @dataclass
@@ -544,7 +545,7 @@ def _fmt(x: float) -> str:
 def _check_shapes(
     label: str, state: dict[Any, dict[str, Any]], ckpt: Checkpoint, opt: dict[str, Any], ev: list[Evidence]
 ) -> None:
-    params = {r.name: r for r in ckpt.records}
+    params = suffix_index({r.name: r for r in ckpt.records if r.param_name is None})
     bad: list[str] = []
     checked = 0
     for pid, entry in state.items():
@@ -573,13 +574,24 @@ def _check_shapes(
         ev.append(Evidence("state-shapes", "pass", f"{label}: state tensors shaped like their parameters"))
 
 
-def _param_record(name: str, records: dict[str, TensorRecord]) -> TensorRecord | None:
+def suffix_index(items: dict[str, T]) -> dict[str, T | None]:
+    """Every dotted suffix of every name (``model.fc.weight``: itself, ``fc.weight``, ``weight``) to its item;
+    a suffix shared by two names maps to None (ambiguous). Built once: O(names × depth)."""
+    index: dict[str, T | None] = {}
+    for name, item in items.items():
+        parts = name.split(".")
+        for i in range(len(parts)):
+            key = ".".join(parts[i:])
+            index[key] = item if key not in index or i == 0 else None
+    for name, item in items.items():
+        index[name] = item  # an exact name always wins
+    return index
+
+
+def _param_record(name: str, index: dict[str, TensorRecord | None]) -> TensorRecord | None:
     if name.startswith("state["):
         return None
-    for rec_name, rec in records.items():
-        if rec_name == name or rec_name.endswith("." + name):
-            return rec
-    return None
+    return index.get(name)
 
 
 @dataclass
@@ -664,7 +676,7 @@ def _check_adam(
         )
     else:
         ev.append(Evidence("exp-avg-zero", "pass", f"{where}: exp_avg == 0 wherever exp_avg_sq == 0"))
-    bound_text = "/".join(f"{b:g}" for b in sorted(bounds)) or "none"
+    bound_text = "/".join(f"{b:.3g}" for b in sorted(bounds)) or "none"
     if tally.outside:
         tally.outside.sort(reverse=True)
         ratio, name, count = tally.outside[0]

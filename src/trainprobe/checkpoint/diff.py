@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from trainprobe.checkpoint.base import Checkpoint, TensorRecord
-from trainprobe.checkpoint.check import _find_optimizers, _label, _scalar
+from trainprobe.checkpoint.check import _find_optimizers, _label, _scalar, suffix_index
 from trainprobe.checkpoint.formats import open_file
 from trainprobe.checkpoint.numerics import as_float, blocks
 
@@ -271,7 +271,7 @@ def _same_run(a: Checkpoint, b: Checkpoint, report: DiffReport) -> None:
     state_names = {
         r.name for ck in (a, b) for r in ck.records if r.param_name is not None or ".state." in f".{r.name}."
     }
-    by_name = {t.name: t for t in report.tensors}
+    weights = suffix_index({t.name: t for t in report.tensors if t.name not in state_names})
     params = [
         t
         for t in report.tensors
@@ -286,7 +286,7 @@ def _same_run(a: Checkpoint, b: Checkpoint, report: DiffReport) -> None:
         sb = steps_b.get(pname)
         if sb is None or pname.startswith("state["):
             continue
-        weight = _weight_for(pname, by_name, state_names)
+        weight = weights.get(pname)
         if weight is None:
             continue
         if sb != sa and weight.status == "identical":
@@ -295,14 +295,6 @@ def _same_run(a: Checkpoint, b: Checkpoint, report: DiffReport) -> None:
             report.weights_without_step.append(
                 f"{weight.name} (step stays {sa:g}, weights changed by {weight.rel_change or 0:.3g})"
             )
-
-
-def _weight_for(pname: str, by_name: dict[str, TensorDiff], state_names: set[str]) -> TensorDiff | None:
-    exact = by_name.get(pname)
-    if exact is not None and exact.name not in state_names:
-        return exact
-    matches = [t for n, t in by_name.items() if n.endswith("." + pname) and n not in state_names]
-    return matches[0] if len(matches) == 1 else None
 
 
 def _floating(dtype: str) -> bool:

@@ -13,27 +13,24 @@ from trainprobe.cli._output import Output
 from trainprobe.cli.app import app
 from trainprobe.errors import UsageError
 
-_CHECK_HELP = """Is each checkpoint one consistent snapshot? A verdict per checkpoint with the evidence that
-decided it: consistent, torn (it mixes optimizer steps), corrupt (damaged container), unknown (not enough
-evidence in one file) or unreadable.
-
-Evidence: Adam/AdamW step counters all equal and equal to the checkpoint's step field; exp_avg_sq >= 0;
-exp_avg == 0 where exp_avg_sq == 0; the Adam bound |m| <= (1-b1)/sqrt((1-b2)(1-b1²/b2))·sqrt(v) (7.27 for
-0.9/0.999); state shaped like its parameter; param_groups cover the state; bf16/fp16 weights equal the cast of
-their fp32 master copy; zip CRC32s and record sizes; DCP chunks tile each tensor and every shard file exists;
-HF index entries present; the CheckpointWriter manifest (sha256, step). NaN/Inf are reported too.
-Never runs torch and never executes anything from the file.
-
-\b
-Examples:
-  trainprobe check ckpt/step-00001000.pt
-  trainprobe check ckpt/                       every checkpoint under a directory
-  trainprobe check 'runs/*/last.ckpt' --json   the JSON report (schema_version 1)
-  trainprobe check /data/ckpt --on user@gpu01  check where the files are
-
-\b
-Exit codes: 0 consistent (or unknown, unless --strict); 1 torn, corrupt or NaN/Inf found (wins over
-unreadable); 2 a checkpoint unreadable, or a usage error."""
+_CHECK_HELP = (
+    "Is each checkpoint one consistent snapshot? A verdict per checkpoint with the evidence that decided it: "
+    "consistent, torn (it mixes optimizer steps), corrupt (damaged container), unknown (not enough evidence "
+    "in one file) or unreadable.\n\n"
+    "Evidence: Adam/AdamW step counters all equal and equal to the checkpoint's step field; exp_avg_sq >= 0; "
+    "exp_avg == 0 where exp_avg_sq == 0; the Adam bound |m| <= (1-b1)/sqrt((1-b2)(1-b1²/b2))·sqrt(v) (7.27 "
+    "for betas 0.9/0.999); state shaped like its parameter; param_groups cover the state; bf16/fp16 weights "
+    "equal the cast of their fp32 master copy; zip CRC32s and record sizes; DCP chunks tile each tensor and "
+    "every shard file exists; HF index entries present; the CheckpointWriter manifest (sha256, step). "
+    "NaN/Inf are reported too. Never imports torch and never executes anything from the file.\n\n"
+    "\b\nExamples:\n"
+    "  trainprobe check ckpt/step-00001000.pt\n"
+    "  trainprobe check ckpt/                        all checkpoints below\n"
+    "  trainprobe check 'runs/*/last.ckpt' --json    JSON, schema_version 1\n"
+    "  trainprobe check /data/ckpt --on user@gpu01   where the files are\n\n"
+    "Exit codes: 0 consistent (or unknown, unless --strict); 1 torn, corrupt or NaN/Inf found (wins over "
+    "unreadable); 2 a checkpoint unreadable, or a usage error."
+)
 
 _MARK = {
     "consistent": "[green]✓ consistent[/]",
@@ -49,7 +46,11 @@ def render_check_report(console: Console, report: dict[str, Any]) -> None:
     """The human form of a check report's JSON (identical for local and remote checks)."""
     for c in report["checkpoints"]:
         console.print(f"{_MARK.get(c['verdict'], c['verdict'])}  [bold]{escape(c['path'])}[/]")
-        console.print(f"    {escape(c['reason'])}", style="dim" if c["verdict"] == "consistent" else None)
+        console.print(
+            f"    {escape(c['reason'])}",
+            style="dim" if c["verdict"] == "consistent" else None,
+            soft_wrap=True,
+        )
         for e in c["evidence"]:
             console.print(
                 f"    {_OUTCOME[e['outcome']]} {e['check']:<22} {escape(e['message'])}", soft_wrap=True

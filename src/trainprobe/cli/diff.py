@@ -13,22 +13,20 @@ from trainprobe.cli._errors import reported_errors
 from trainprobe.cli._output import Output
 from trainprobe.cli.app import app
 
-_DIFF_HELP = """What changed between two checkpoints A and B, tensor by tensor, without torch.
-
-Per tensor: identical, changed (relative change ||A-B||/||A|| and max |A-B|), added, removed, shape or dtype
-changed; a summary per module. For two checkpoints of one run: parameters that did not move at all, and
-parameters whose optimizer step counter moved while their weights did not (or the reverse) — what a save that
-mixed model and optimizer from different steps leaves behind. Both files are streamed in chunks.
-
-\b
-Examples:
-  trainprobe diff ckpt/step-00000100.pt ckpt/step-00000200.pt
-  trainprobe diff a.pt b.pt --all        list identical tensors too
-  trainprobe diff a.pt b.pt --json       the JSON report (schema_version 1)
-
-\b
-Exit codes: 0 compared; 1 the optimizer's steps and the weights disagree about what moved; 2 a checkpoint is
-unreadable, or a usage error."""
+_DIFF_HELP = (
+    "What changed between two checkpoints A and B, tensor by tensor, without torch.\n\n"
+    "Per tensor: identical, changed (relative change ||A-B||/||A|| and max |A-B|), added, removed, shape or "
+    "dtype changed; a summary per module. For two checkpoints of one run: parameters that did not move at "
+    "all, and parameters whose optimizer step counter moved while their weights did not (or the reverse) — "
+    "what a save that mixed model and optimizer from different steps leaves behind. Both files are streamed "
+    "in chunks.\n\n"
+    "\b\nExamples:\n"
+    "  trainprobe diff ckpt/step-00000100.pt ckpt/step-00000200.pt\n"
+    "  trainprobe diff a.pt b.pt --all        list identical tensors too\n"
+    "  trainprobe diff a.pt b.pt --json       the JSON report (schema_version 1)\n\n"
+    "Exit codes: 0 compared; 1 the optimizer's steps and the weights disagree about what moved; 2 a "
+    "checkpoint is unreadable, or a usage error."
+)
 
 _STYLE = {
     "changed": "",
@@ -62,11 +60,14 @@ def render_diff_report(console: Console, report: dict[str, Any], show_all: bool,
     )
     if rows:
         table = Table(show_edge=False, box=None, padding=(0, 1), pad_edge=False)
+        # Numbers and types keep their width; a long tensor name folds instead.
+        widths = {"status": 9, "dtype": 8, "shape": 6, "rel change": 10, "max |A-B|": 9}
         for col in ("tensor", "status", "dtype", "shape", "rel change", "max |A-B|"):
             table.add_column(
                 col,
                 justify="right" if col in ("rel change", "max |A-B|") else "left",
-                no_wrap=col == "tensor",
+                min_width=widths.get(col),
+                overflow="fold",
             )
         for t in rows[:limit]:
             shape = str(t["shape"]) + (f" -> {t['shape_b']}" if "shape_b" in t else "")
@@ -106,9 +107,9 @@ def render_diff_report(console: Console, report: dict[str, Any], show_all: bool,
             + ", ".join(escape(n) for n in same["frozen_parameters"][:5])
         )
     for line in same["step_moved_weights_did_not"][:10]:
-        console.print(f"[bold red]optimizer stepped, weights identical:[/] {escape(line)}")
+        console.print(f"[bold red]optimizer stepped, weights identical:[/] {escape(line)}", soft_wrap=True)
     for line in same["weights_moved_step_did_not"][:10]:
-        console.print(f"[bold red]weights moved, optimizer step did not:[/] {escape(line)}")
+        console.print(f"[bold red]weights moved, optimizer step did not:[/] {escape(line)}", soft_wrap=True)
     summary = ", ".join(f"{n} {status}" for status, n in report["summary"].items())
     console.print(f"{sum(report['summary'].values())} tensor(s): {summary}")
 

@@ -19,12 +19,13 @@ resume from.
 
 Finds the run's logs (any format `trainprobe logs` reads) and checkpoints (any format `trainprobe scan` reads)
 under RUN_DIR, runs the log detectors, scans and checks every checkpoint in parallel, and joins them on one
-timeline: events (saves, stalls, resumes, LR changes), anomalies (spikes, cliffs, NaN) and checkpoint verdicts
-(clean / non-finite / torn / corrupt / unreadable). Then it names the likely cause of each anomaly with its
-evidence — a spike right after a save that stalled logging and wrote a torn checkpoint: the save raced training;
-a cliff with no save near it and NaN/Inf in the next checkpoint's optimizer state: a gradient explosion — and the
-last healthy checkpoint. A checkpoint's step comes from its step field, its CheckpointWriter manifest, its file
-name (step_2000.pt, checkpoint-2000) or, last, its mtime against the log's wall clock; the report says which.
+timeline: events (saves, stalls, resumes, LR changes), anomalies (spikes, cliffs, NaN) and checkpoint
+verdicts (clean / non-finite / torn / corrupt / unreadable). Then it names the likely cause of each anomaly
+with its evidence — a spike right after a save that stalled logging and wrote a torn checkpoint: the save
+raced training; a cliff with no save near it and NaN/Inf in the next checkpoint's optimizer state: a
+gradient explosion — and the last healthy checkpoint. A checkpoint's step comes from its step field, its
+CheckpointWriter manifest, its file name (step_2000.pt, checkpoint-2000) or, last, its mtime against the
+log's wall clock; the report says which.
 
 \b
 Examples:
@@ -38,8 +39,13 @@ Exit codes: 0 healthy (no anomaly, every checkpoint clean); 1 problems found (or
 2 usage error or nothing readable in RUN_DIR."""
 
 _CAUSE_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
-_VERDICT_STYLE = {"clean": "green", "non-finite": "bold red", "torn": "bold yellow", "corrupt": "yellow",
-                  "unreadable": "dim"}
+_VERDICT_STYLE = {
+    "clean": "green",
+    "non-finite": "bold red",
+    "torn": "bold yellow",
+    "corrupt": "yellow",
+    "unreadable": "dim",
+}
 
 
 def _step(x: float | None) -> str:
@@ -66,21 +72,25 @@ def render_triage(console: Console, report: object) -> None:
             table.add_column(col, overflow="fold")
         for c in report.checkpoints:
             style = _VERDICT_STYLE.get(c.verdict, "")
+            reason = c.reason.split(" — ")[0]
             table.add_row(
-                _step(c.step), escape(c.relpath), f"[{style}]{c.verdict}[/]",
-                escape(c.reason[:160]) + f"\n[dim]step from its {escape(c.step_source)}[/]",
+                _step(c.step),
+                escape(c.relpath),
+                f"[{style}]{c.verdict}[/]",
+                escape(reason if len(reason) <= 110 else reason[:107] + "…")
+                + f" [dim](step from its {escape(c.step_source)})[/]",
             )
         console.print(table)
     if not report.conclusions:
         console.print("[green]no anomalies in the logs[/]")
-    for i, c in enumerate(report.conclusions, 1):
+    for i, conclusion in enumerate(report.conclusions, 1):
         console.print(
-            f"\n[bold]{i}. step {_step(c.step)}: {escape(c.title)}[/] "
-            f"[{_CAUSE_STYLE[c.confidence]}]({c.confidence} confidence)[/]"
+            f"\n[bold]{i}. step {_step(conclusion.step)}: {escape(conclusion.title)}[/] "
+            f"[{_CAUSE_STYLE[conclusion.confidence]}]({conclusion.confidence} confidence)[/]"
         )
-        for line in c.evidence:
+        for line in conclusion.evidence:
             console.print(f"   • {escape(line)}", soft_wrap=True)
-        console.print(f"   [dim]→ {escape(c.suggestion)}[/]", soft_wrap=True)
+        console.print(f"   [dim]→ {escape(conclusion.suggestion)}[/]", soft_wrap=True)
     console.print()
     if report.resume_from is not None:
         console.print(
@@ -89,7 +99,9 @@ def render_triage(console: Console, report: object) -> None:
             soft_wrap=True,
         )
     else:
-        console.print(f"[bold red]no checkpoint to resume from:[/] {escape(report.resume_reason)}", soft_wrap=True)
+        console.print(
+            f"[bold red]no checkpoint to resume from:[/] {escape(report.resume_reason)}", soft_wrap=True
+        )
     verdict = "[green]healthy[/]" if report.exit_code == 0 else "[bold red]problems found[/]"
     console.print(f"verdict: {verdict}")
 
@@ -97,17 +109,27 @@ def render_triage(console: Console, report: object) -> None:
 @app.command(help=_HELP)
 def triage(
     run_dir: str = typer.Argument(..., metavar="RUN_DIR", help="The run's directory (logs and checkpoints)."),
-    on: str | None = typer.Option(None, "--on", metavar="TARGET", help="Triage on a remote target (ssh=user@host...)."),
-    json_mode: bool = typer.Option(False, "--json", help="Print the JSON report (schema_version 1) to stdout."),
-    html_path: Path | None = typer.Option(None, "--html", metavar="FILE", help="Write the self-contained HTML report."),
+    on: str | None = typer.Option(
+        None, "--on", metavar="TARGET", help="Triage on a remote target (ssh=user@host...)."
+    ),
+    json_mode: bool = typer.Option(
+        False, "--json", help="Print the JSON report (schema_version 1) to stdout."
+    ),
+    html_path: Path | None = typer.Option(
+        None, "--html", metavar="FILE", help="Write the self-contained HTML report."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit code tells."),
-    threshold: float = typer.Option(6.0, "--threshold", help="Spike threshold (modified z-score) for the logs."),
+    threshold: float = typer.Option(
+        6.0, "--threshold", help="Spike threshold (modified z-score) for the logs."
+    ),
     stall_floor: float = typer.Option(
         10.0, "--stall-floor", metavar="SECONDS", help="Shortest gap in logging that counts as a stall."
     ),
     event: list[str] = typer.Option([], "--event", help="Regex: matching log lines are events (repeatable)."),
     workers: int | None = typer.Option(None, "--workers", min=1, help="Checkpoints checked at once."),
-    timeout: float = typer.Option(3600.0, "--timeout", help="With --on: seconds before the remote work is killed."),
+    timeout: float = typer.Option(
+        3600.0, "--timeout", help="With --on: seconds before the remote work is killed."
+    ),
     connect_timeout: float = typer.Option(20.0, "--connect-timeout", help="With --on: seconds to connect."),
 ) -> None:
     out = Output(json_mode=json_mode, quiet=quiet)
@@ -124,13 +146,21 @@ def triage(
             out.note(f"triaging {run_dir} on {on}")
         with out.progress("triage", total=1.0) as advance:
             report = run_triage(
-                run_dir, on=on, threshold=threshold, stall_floor_s=stall_floor, event_patterns=list(event),
-                workers=workers, progress=advance, timeout=timeout, connect_timeout=connect_timeout,
+                run_dir,
+                on=on,
+                threshold=threshold,
+                stall_floor_s=stall_floor,
+                event_patterns=list(event),
+                workers=workers,
+                progress=advance,
+                timeout=timeout,
+                connect_timeout=connect_timeout,
             )
         if not report.log_files and not report.checkpoints:
             raise UsageError(
                 f"{run_dir}: no training log and no checkpoint found",
-                hint="give the directory that holds the run's logs (*.log, *.jsonl, *.csv, tfevents) and checkpoints",
+                hint="give the directory that holds the run's logs (*.log, *.jsonl, *.csv, tfevents) "
+                "and checkpoints",
             )
         if html_path is not None:
             try:

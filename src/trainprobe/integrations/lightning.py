@@ -49,7 +49,9 @@ class CheckpointWriterCallback(pl.Callback):  # type: ignore[misc,unused-ignore]
             epoch=trainer.current_epoch,
         )
 
-    def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+    def on_train_batch_end(
+        self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
         if self.schedule.due(trainer.global_step):
             self._save(trainer, pl_module)
 

@@ -1,4 +1,5 @@
-"""``triage``: one answer for a run directory: what went wrong, when, why, and which checkpoint to resume from.
+"""``triage``: one answer for a run directory: what went wrong, when, why, and which checkpoint to resume
+from.
 
     >>> report = triage("runs/exp3")                 # or triage("/scratch/exp3", on="ssh=gpu07")
     >>> [(c.cause, c.step, c.confidence) for c in report.conclusions], report.resume_from

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from trainprobe.errors import RemoteError, UsageError
+from trainprobe.errors import RemoteError, RemoteExceptionError, UsageError
 from trainprobe.triage.collect import collect
 from trainprobe.triage.conclude import TriageReport, conclude
 
@@ -75,11 +75,13 @@ def collect_on(
         modules=modules,
     )
     error = outcome.error
-    if isinstance(error, RemoteError) and "UsageError" in getattr(error, "remote_traceback", ""):
+    if isinstance(error, RemoteExceptionError) and "UsageError" in error.remote_traceback:
         raise UsageError(f"{target}: {_last_line(error.remote_traceback)}") from None
     outcome.raise_for_error()
     if outcome.exit_code or not isinstance(outcome.result, dict):
-        raise RemoteError(outcome.target, f"the triage exited with {outcome.exit_code}; see {outcome.log_dir}")
+        raise RemoteError(
+            outcome.target, f"the triage exited with {outcome.exit_code}; see {outcome.log_dir}"
+        )
     result: dict[str, Any] = outcome.result
     return result
 

@@ -2,8 +2,9 @@
 checkpoints (scanned and checked by ``trainprobe.checkpoint``), as one JSON-ready dict.
 
 This is the part of ``triage`` that runs where the files are: it imports only the standard library, numpy,
-``trainprobe.checkpoint`` and ``trainprobe.metrics``, so ``triage --on TARGET`` ships these packages and calls
-:func:`collect` on the far side. Conclusions are drawn locally from its JSON (:mod:`trainprobe.triage.conclude`).
+``trainprobe.checkpoint`` and ``trainprobe.metrics``, so ``triage --on TARGET`` ships these packages and
+calls :func:`collect` on the far side. Conclusions are drawn locally from its JSON
+(:mod:`trainprobe.triage.conclude`).
 """
 
 from __future__ import annotations
@@ -47,8 +48,12 @@ def find_run_files(run_dir: str) -> tuple[list[str], list[tuple[str, str | None]
     if not root.exists():
         raise UsageError(f"{run_dir}: no such file or directory", hint="give the run's directory")
     if not root.is_dir():
-        raise UsageError(f"{run_dir}: not a directory", hint="give the directory that holds the run's logs and checkpoints")
-    targets = [(t.path, t.problem) for t in discover([str(root)]) if t.problem is None]
+        raise UsageError(
+            f"{run_dir}: not a directory", hint="give the directory that holds the run's logs and checkpoints"
+        )
+    targets: list[tuple[str, str | None]] = [
+        (t.path, t.problem) for t in discover([str(root)]) if t.problem is None
+    ]
     taken = {os.path.realpath(p) for p, _ in targets}
     inside: list[str] = []
     for p, _ in targets:
@@ -102,8 +107,10 @@ def _checkpoint_entry(path: str, root: str) -> dict[str, Any]:
     try:
         st = os.stat(path)
         mtime: float | None = st.st_mtime
-        size = st.st_size if os.path.isfile(path) else sum(
-            f.stat().st_size for f in Path(path).rglob("*") if f.is_file()
+        size = (
+            st.st_size
+            if os.path.isfile(path)
+            else sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
         )
     except OSError:
         mtime, size = None, 0
@@ -123,7 +130,8 @@ def _checkpoint_entry(path: str, root: str) -> dict[str, Any]:
         for t in optimizer_bad[: _MAX_BAD_TENSORS // 2] + model_bad[: _MAX_BAD_TENSORS // 2]
     ]
     manifest_step = next(
-        (e.values.get("step") for e in checked.evidence if e.check == "manifest" and e.outcome == "pass"), None
+        (e.values.get("step") for e in checked.evidence if e.check == "manifest" and e.outcome == "pass"),
+        None,
     )
     return {
         "path": path,
@@ -192,7 +200,9 @@ def collect(
             runs.extend(got)
         report = None
         if runs:
-            options = Options(threshold=threshold, stall_floor_s=stall_floor_s, event_patterns=event_patterns or [])
+            options = Options(
+                threshold=threshold, stall_floor_s=stall_floor_s, event_patterns=event_patterns or []
+            )
             try:
                 report = analyze(runs, options=options).to_json(series=True)
             except LogError as exc:

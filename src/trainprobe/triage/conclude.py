@@ -1,22 +1,24 @@
 """Join what the logs and the checkpoints say on one timeline, and conclude.
 
 Input: the JSON :func:`trainprobe.triage.collect.collect` returns (locally or from a far machine). Output: a
-:class:`TriageReport`: each checkpoint with its step (and where that step came from) and verdict, a timeline of
-events, anomalies and checkpoints, the likely cause of each anomaly with the evidence that points to it, and the
-last healthy checkpoint to resume from.
+:class:`TriageReport`: each checkpoint with its step (and where that step came from) and verdict, a timeline
+of events, anomalies and checkpoints, the likely cause of each anomaly with the evidence that points to it,
+and the last healthy checkpoint to resume from.
 
 The rules, in order (the first that fits names the cause):
 
-- **save raced training**: the anomaly follows a checkpoint save within ``near`` steps, and that save stalled
-  logging or the checkpoint it wrote is torn (high confidence when both).
-- **gradient explosion**: no save within ``near`` steps before it, and the first checkpoint at or after it holds
-  NaN/Inf in optimizer state (high) or only in weights (medium).
+- **save raced training**: the anomaly follows a checkpoint save within ``near`` steps, and the checkpoint
+  it wrote is torn (high confidence when the save also stalled logging); **save stalled training**: the save
+  stalled logging but wrote a consistent file.
+- **gradient explosion**: no save within ``near`` steps before it, and the first checkpoint at or after it
+  holds NaN/Inf in optimizer state (high) or only in weights (medium).
 - **resume** / **learning-rate change**: such an event within ``near`` steps before it.
 - otherwise the cause is unknown and the logs' own suggestion stands.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,11 +69,17 @@ class CheckpointInfo:
 
     def describe_nonfinite(self, limit: int = 3, *, optimizer_first: bool = True) -> str:
         parts = []
-        ordered = sorted(self.nonfinite, key=lambda t: not t.get("optimizer_state")) if optimizer_first else self.nonfinite
+        ordered = (
+            sorted(self.nonfinite, key=lambda t: not t.get("optimizer_state"))
+            if optimizer_first
+            else self.nonfinite
+        )
         for t in ordered[:limit]:
             label = f"{t['name']} ({t['param_name']})" if t.get("param_name") else t["name"]
             counts = ", ".join(
-                f"{t[k]} {name}" for k, name in (("nan", "NaN"), ("posinf", "+Inf"), ("neginf", "−Inf")) if t[k]
+                f"{t[k]} {name}"
+                for k, name in (("nan", "NaN"), ("posinf", "+Inf"), ("neginf", "−Inf"))
+                if t[k]
             )
             parts.append(f"{label}: {counts}")
         return "; ".join(parts)
@@ -229,17 +237,17 @@ class TriageReport:
 def checkpoint_info(entry: dict[str, Any]) -> CheckpointInfo:
     """One checkpoint's verdict and step, from its collected scan and check."""
     if entry.get("step_in_manifest") is not None:
-        step, source = int(entry["step_in_manifest"]), "CheckpointWriter manifest (matches the file's step field)"
+        step, source = int(entry["step_in_manifest"]), "CheckpointWriter manifest"
     elif entry.get("step_in_file") is not None:
-        step, source = int(entry["step_in_file"]), "step field inside the checkpoint"
+        step, source = int(entry["step_in_file"]), "step field"
     elif entry.get("step_in_name") is not None:
         step, source = int(entry["step_in_name"]), "file name"
     elif entry.get("step_at_mtime"):
         m = entry["step_at_mtime"]
         step = int(m["step"])
-        source = f"file mtime vs the wall clock of log '{m['run']}' (last step logged before it was written)"
+        source = f"mtime vs the wall clock of log '{m['run']}'"
     else:
-        step, source = None, "unknown (no step field, number in the name or wall clock)"
+        step, source = None, "nothing (no step field, manifest, number in the name or wall clock)"
     scan, check = entry["scan"], entry["check"]
     problems: list[str] = []
     reason = check.get("reason") or ""
@@ -299,8 +307,15 @@ def _anomalies(logs: dict[str, Any] | None) -> tuple[list[Anomaly], list[dict[st
         recovered = f["kind"] == "spike" and f.get("recovered_after_steps") is not None
         anomalies.append(
             Anomaly(
-                f["kind"], f["severity"], f["run"], f["metric"], _num(f["step"]), _num(f["end_step"]),
-                f["message"], f.get("suggestion", ""), recovered,
+                f["kind"],
+                f["severity"],
+                f["run"],
+                f["metric"],
+                _num(f["step"]),
+                _num(f["end_step"]),
+                f["message"],
+                f.get("suggestion", ""),
+                recovered,
             )
         )
     anomalies.sort(key=lambda a: (a.step, a.run, a.metric))
@@ -324,7 +339,7 @@ def _near_steps(logs: dict[str, Any] | None, checkpoints: list[CheckpointInfo]) 
     near = max(50.0, 0.02 * span)
     steps = sorted({c.step for c in checkpoints if c.step is not None})
     if len(steps) >= 3:
-        gaps = sorted(b - a for a, b in zip(steps, steps[1:]))
+        gaps = sorted(b - a for a, b in itertools.pairwise(steps))
         near = min(near, max(2.0, gaps[len(gaps) // 2] / 2))
     return near
 
@@ -353,8 +368,14 @@ def _saves(
     for c in checkpoints:
         if c.step is not None and float(c.step) not in named:
             saves.append(
-                {"kind": "checkpoint_save", "step": c.step, "text": c.relpath, "stall_s": None, "run": "",
-                 "source": f"checkpoint file (step from its {c.step_source})"}
+                {
+                    "kind": "checkpoint_save",
+                    "step": c.step,
+                    "text": c.relpath,
+                    "stall_s": None,
+                    "run": "",
+                    "source": f"checkpoint file (step from its {c.step_source})",
+                }
             )
     return sorted(saves, key=lambda s: float(s["step"]))
 
@@ -409,7 +430,8 @@ def _explain(
                 evidence.append(f"that save stalled logging {stall:.1f} s")
             if ckpt is not None:
                 evidence.append(
-                    f"the checkpoint it wrote, {ckpt.relpath} (step {_fmt(ckpt.step)} from its {ckpt.step_source}), "
+                    f"the checkpoint it wrote, {ckpt.relpath} "
+                    f"(step {_fmt(ckpt.step)} from its {ckpt.step_source}), "
                     + (f"is torn: {ckpt.reason}" if torn else f"is {ckpt.verdict}: {ckpt.reason}")
                 )
             else:
@@ -422,8 +444,9 @@ def _explain(
                     step,
                     group,
                     evidence,
-                    "save a consistent snapshot without blocking the loop (copy the state, then write it in the "
-                    "background: trainprobe.save.CheckpointWriter), and do not resume from the torn checkpoint",
+                    "save a consistent snapshot without blocking the loop (copy the state, then write it "
+                    "in the background: trainprobe.save.CheckpointWriter), and do not resume from the torn "
+                    "checkpoint",
                     checkpoint=ckpt.path if ckpt else None,
                 )
             return Conclusion(
@@ -433,7 +456,8 @@ def _explain(
                 step,
                 group,
                 evidence,
-                "take the save off the training thread (trainprobe.save.CheckpointWriter blocks only for a copy) "
+                "take the save off the training thread (trainprobe.save.CheckpointWriter blocks only for "
+                "a copy) "
                 "or save to faster storage",
                 checkpoint=ckpt.path if ckpt else None,
             )
@@ -442,14 +466,17 @@ def _explain(
         opt_bad = nxt.optimizer_nonfinite
         evidence.append(f"no checkpoint save within {_fmt(near)} steps before step {_fmt(step)}")
         evidence.append(
-            f"the next checkpoint, {nxt.relpath} (step {_fmt(nxt.step)} from its {nxt.step_source}), holds NaN/Inf "
+            f"the next checkpoint, {nxt.relpath} (step {_fmt(nxt.step)} from its {nxt.step_source}), "
+            "holds NaN/Inf "
             + (f"in optimizer state ({len(opt_bad)}+ tensors): " if opt_bad else "in weights: ")
             + nxt.describe_nonfinite()
         )
         prev = [c for c in checkpoints if c.step is not None and c.step < step]
         if prev:
             last = max(prev, key=lambda c: c.step or 0)
-            evidence.append(f"the checkpoint before it, {last.relpath} (step {_fmt(last.step)}), is {last.verdict}")
+            evidence.append(
+                f"the checkpoint before it, {last.relpath} (step {_fmt(last.step)}), is {last.verdict}"
+            )
         return Conclusion(
             EXPLOSION,
             f"a gradient explosion at step {_fmt(step)} blew up the "
@@ -458,11 +485,15 @@ def _explain(
             step,
             group,
             evidence,
-            f"inspect the batch(es) at step {_fmt(step)}, clip gradients / skip non-finite steps, and resume from "
+            f"inspect the batch(es) at step {_fmt(step)}, clip gradients / skip non-finite steps, and "
+            "resume from "
             "the last healthy checkpoint",
             checkpoint=nxt.path,
         )
-    for kind, cause, label in (("resume", RESUME_CAUSE, "the resume"), ("lr_change", LR_CAUSE, "the learning-rate change")):
+    for kind, cause, label in (
+        ("resume", RESUME_CAUSE, "the resume"),
+        ("lr_change", LR_CAUSE, "the learning-rate change"),
+    ):
         evs = [
             e
             for e in events.get(first.run, [])
@@ -470,32 +501,61 @@ def _explain(
         ]
         if evs:
             e = evs[-1]
-            evidence.append(f"{_fmt(step - float(e['step']))} step(s) after {label} at step {_fmt(e['step'])}: {e['text']}")
-            return Conclusion(cause, f"{label} at step {_fmt(e['step'])}", "medium", step, group, evidence,
-                              first.suggestion)
+            evidence.append(
+                f"{_fmt(step - float(e['step']))} step(s) after {label} at step {_fmt(e['step'])}: "
+                f"{e['text']}"
+            )
+            return Conclusion(
+                cause, f"{label} at step {_fmt(e['step'])}", "medium", step, group, evidence, first.suggestion
+            )
     if before:
         evidence.append(
-            f"a checkpoint save at step {_fmt(before[-1]['step'])} precedes it, but it neither stalled logging "
+            f"a checkpoint save at step {_fmt(before[-1]['step'])} precedes it, but it neither stalled "
+            "logging "
             "nor wrote a torn checkpoint"
         )
     elif nxt is not None:
         evidence.append(f"the next checkpoint, {nxt.relpath} (step {_fmt(nxt.step)}), is {nxt.verdict}")
     else:
         evidence.append("no checkpoint at or after it to confirm the state")
-    return Conclusion(UNKNOWN, f"no cause found for: {what[:120]}", "low", step, group, evidence, first.suggestion)
+    return Conclusion(
+        UNKNOWN, f"no cause found for: {what[:120]}", "low", step, group, evidence, first.suggestion
+    )
+
+
+def _merge(conclusions: list[Conclusion]) -> list[Conclusion]:
+    """One conclusion per cause: anomalies that follow the same save (or share a title) are joined."""
+    out: list[Conclusion] = []
+    for c in conclusions:
+        prev = out[-1] if out else None
+        if prev is not None and prev.cause == c.cause and prev.title == c.title and c.cause != UNKNOWN:
+            prev.anomalies.extend(c.anomalies)
+            logs = [e for e in c.evidence if e.startswith("log: ")]
+            at = sum(1 for e in prev.evidence if e.startswith("log: "))
+            prev.evidence[at:at] = logs
+            continue
+        out.append(c)
+    return out
 
 
 def _resume_from(
     checkpoints: list[CheckpointInfo], conclusions: list[Conclusion], anomalies: list[Anomaly]
 ) -> tuple[CheckpointInfo | None, str]:
-    lasting = [a for a in anomalies if not a.recovered]
+    lasting = [
+        a
+        for a in anomalies
+        if a.kind in ("cliff", "non_finite", "divergence")
+        or (a.kind == "spike" and a.severity == "error" and not a.recovered)
+    ]
     bad_from = min((a.step for a in lasting), default=None)
     ordered = sorted(checkpoints, key=lambda c: (c.step if c.step is not None else -1, c.mtime or 0))
     healthy = [c for c in ordered if c.healthy]
     if bad_from is not None:
         healthy = [c for c in healthy if c.step is not None and c.step < bad_from]
     if not healthy:
-        return None, "no checkpoint is healthy" + (f" before step {_fmt(bad_from)}" if bad_from is not None else "")
+        return None, "no checkpoint is healthy" + (
+            f" before step {_fmt(bad_from)}" if bad_from is not None else ""
+        )
     best = healthy[-1]
     why = f"the latest checkpoint that is finite and {best.consistency}"
     if bad_from is not None:
@@ -517,7 +577,7 @@ def conclude(collected: dict[str, Any], *, target: str | None = None) -> TriageR
     events = _events(logs)
     near = _near_steps(logs, checkpoints)
     saves = _saves(events, checkpoints)
-    conclusions = [_explain(g, near, saves, stalls, events, checkpoints) for g in _group(anomalies)]
+    conclusions = _merge([_explain(g, near, saves, stalls, events, checkpoints) for g in _group(anomalies)])
     resume, why = _resume_from(checkpoints, conclusions, anomalies)
     timeline: list[TimelineItem] = []
     for run, evs in events.items():
@@ -534,7 +594,9 @@ def conclude(collected: dict[str, Any], *, target: str | None = None) -> TriageR
         timeline.append(TimelineItem(a.step, "anomaly", a.kind, a.message, severity=a.severity, path=a.run))
     for c in checkpoints:
         if c.step is not None:
-            timeline.append(TimelineItem(float(c.step), "checkpoint", c.verdict, f"{c.relpath}: {c.verdict}", path=c.path))
+            timeline.append(
+                TimelineItem(float(c.step), "checkpoint", c.verdict, f"{c.relpath}: {c.verdict}", path=c.path)
+            )
     order = {"event": 0, "checkpoint": 1, "anomaly": 2}
     timeline.sort(key=lambda t: (t.step, order[t.kind]))
     return TriageReport(

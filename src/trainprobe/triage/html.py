@@ -1,6 +1,6 @@
 """The triage HTML report: the conclusions, a checkpoint timeline, and below them the logs report that
-``trainprobe logs --html`` draws (rebuilt from the logs' JSON, so it works for a remote triage too). One file, no
-external resources."""
+``trainprobe logs --html`` draws (rebuilt from the logs' JSON, so it works for a remote triage too). One
+file, no external resources."""
 
 from __future__ import annotations
 
@@ -12,7 +12,13 @@ from trainprobe.metrics.analyze import rows_to_run
 from trainprobe.metrics.html import render_html
 from trainprobe.triage.conclude import CLEAN, CORRUPT, NONFINITE, TORN, UNREADABLE, TriageReport, _fmt
 
-_VERDICT_COLOR = {CLEAN: "#2ca02c", NONFINITE: "#d62728", TORN: "#ff7f0e", CORRUPT: "#8c564b", UNREADABLE: "#7f7f7f"}
+_VERDICT_COLOR = {
+    CLEAN: "#2ca02c",
+    NONFINITE: "#d62728",
+    TORN: "#ff7f0e",
+    CORRUPT: "#8c564b",
+    UNREADABLE: "#7f7f7f",
+}
 _CSS = """
 .triage{border:1px solid #ddd;padding:8px 14px;margin:10px 0;border-radius:4px}
 .triage.high{border-left:5px solid #d62728} .triage.medium{border-left:5px solid #ff7f0e}
@@ -41,7 +47,14 @@ def log_report_from_json(doc: dict[str, Any]) -> LogReport:
         run.path, run.format = r.get("path", ""), r.get("format", "")
         runs.append(run)
         events[r["name"]] = [
-            Event(e["kind"], _f(e["step"]), 0, text=e.get("text", ""), wall=e.get("wall"), stall_s=e.get("stall_s"))
+            Event(
+                e["kind"],
+                _f(e["step"]),
+                0,
+                text=e.get("text", ""),
+                wall=e.get("wall"),
+                stall_s=e.get("stall_s"),
+            )
             for e in r.get("events", [])
         ]
     findings = []
@@ -49,12 +62,20 @@ def log_report_from_json(doc: dict[str, Any]) -> LogReport:
         ev = f.get("event")
         findings.append(
             Finding(
-                f["kind"], f["severity"], f["run"], f["metric"], _f(f["step"]), _f(f["end_step"]),
+                f["kind"],
+                f["severity"],
+                f["run"],
+                f["metric"],
+                _f(f["step"]),
+                _f(f["end_step"]),
                 value=None if f.get("value") is None else _f(f["value"]),
                 baseline=None if f.get("baseline") is None else _f(f["baseline"]),
-                event=None if ev is None else Event(ev["kind"], _f(ev["step"]), 0, text=ev.get("text", ""),
-                                                    stall_s=ev.get("stall_s")),
-                message=f["message"], suggestion=f.get("suggestion", ""), runs=list(f.get("runs", [])),
+                event=None
+                if ev is None
+                else Event(ev["kind"], _f(ev["step"]), 0, text=ev.get("text", ""), stall_s=ev.get("stall_s")),
+                message=f["message"],
+                suggestion=f.get("suggestion", ""),
+                runs=list(f.get("runs", [])),
             )
         )
     return LogReport(runs=runs, findings=findings, events=events)
@@ -80,31 +101,46 @@ def _timeline_svg(report: TriageReport) -> str:
         title = html.escape(f"step {_fmt(t.step)}: {t.text}")
         if t.kind == "checkpoint":
             color = _VERDICT_COLOR.get(t.type, "#333")
-            parts.append(f'<circle class="ckpt {html.escape(t.type)}" cx="{x:.1f}" cy="60" r="6" fill="{color}">'
-                         f"<title>{title}</title></circle>")
+            parts.append(
+                f'<circle class="ckpt {html.escape(t.type)}" cx="{x:.1f}" cy="60" r="6" fill="{color}">'
+                f"<title>{title}</title></circle>"
+            )
         elif t.kind == "anomaly":
-            parts.append(f'<line class="anomaly" x1="{x:.1f}" x2="{x:.1f}" y1="20" y2="48" stroke="#d62728" '
-                         f'stroke-width="3"><title>{title}</title></line>')
+            parts.append(
+                f'<line class="anomaly" x1="{x:.1f}" x2="{x:.1f}" y1="20" y2="48" stroke="#d62728" '
+                f'stroke-width="3"><title>{title}</title></line>'
+            )
         elif t.type in ("checkpoint_save", "stall", "resume", "lr_change"):
             color = {"stall": "#ff7f0e", "resume": "#9467bd", "lr_change": "#1f77b4"}.get(t.type, "#2ca02c")
-            parts.append(f'<line class="event {t.type}" x1="{x:.1f}" x2="{x:.1f}" y1="70" y2="100" stroke="{color}" '
-                         f'stroke-dasharray="3 2"><title>{title}</title></line>')
+            parts.append(
+                f'<line class="event {t.type}" x1="{x:.1f}" x2="{x:.1f}" y1="70" y2="100" stroke="{color}" '
+                f'stroke-dasharray="3 2"><title>{title}</title></line>'
+            )
     for k in range(5):
         s = x0 + (x1 - x0) * k / 4
-        parts.append(f'<text class="axis" x="{sx(s):.1f}" y="116" text-anchor="middle">{_fmt(round(s))}</text>')
-    return (f'<svg class="timeline" viewBox="0 0 {w} {h}" width="100%" xmlns="http://www.w3.org/2000/svg">'
-            + "".join(parts) + "</svg>")
+        parts.append(
+            f'<text class="axis" x="{sx(s):.1f}" y="116" text-anchor="middle">{_fmt(round(s))}</text>'
+        )
+    return (
+        f'<svg class="timeline" viewBox="0 0 {w} {h}" width="100%" xmlns="http://www.w3.org/2000/svg">'
+        + "".join(parts)
+        + "</svg>"
+    )
 
 
 def _section(report: TriageReport) -> str:
     esc = html.escape
     where = f" on {esc(report.target)}" if report.target else ""
-    out = [f"<h1>trainprobe triage</h1><p>{esc(report.run_dir)}{where}: "
-           f"<span class=\"verdict\">{esc(report.verdict)}</span> — {len(report.anomalies)} anomaly(ies), "
-           f"{len(report.checkpoints)} checkpoint(s), {len(report.log_files)} log file(s).</p>"]
+    out = [
+        f"<h1>trainprobe triage</h1><p>{esc(report.run_dir)}{where}: "
+        f'<span class="verdict">{esc(report.verdict)}</span> — {len(report.anomalies)} anomaly(ies), '
+        f"{len(report.checkpoints)} checkpoint(s), {len(report.log_files)} log file(s).</p>"
+    ]
     if report.resume_from is not None:
-        out.append(f'<p class="resume">Resume from <b>{esc(report.resume_from.relpath)}</b> (step '
-                   f"{_fmt(report.resume_from.step)}): {esc(report.resume_reason)}.</p>")
+        out.append(
+            f'<p class="resume">Resume from <b>{esc(report.resume_from.relpath)}</b> (step '
+            f"{_fmt(report.resume_from.step)}): {esc(report.resume_reason)}.</p>"
+        )
     else:
         out.append(f'<p class="resume">No checkpoint to resume from: {esc(report.resume_reason)}.</p>')
     out.append("<h2>Conclusions</h2>")
@@ -112,20 +148,31 @@ def _section(report: TriageReport) -> str:
         out.append("<p>No anomalies in the logs.</p>")
     for c in report.conclusions:
         items = "".join(f"<li>{esc(e)}</li>" for e in c.evidence)
-        out.append(f'<div class="triage {c.confidence}" data-cause="{esc(c.cause)}"><h3>step {_fmt(c.step)}: '
-                   f"{esc(c.title)} <small>({esc(c.confidence)} confidence)</small></h3><ul>{items}</ul>"
-                   f'<div class="sugg">→ {esc(c.suggestion)}</div></div>')
-    out.append("<h2>Timeline</h2><p>Dots: checkpoints (green clean, orange torn, red non-finite, brown corrupt, "
-               "grey unreadable). Red ticks: anomalies. Dashed: saves (green), stalls (orange), resumes, LR changes."
-               "</p>" + _timeline_svg(report))
+        out.append(
+            f'<div class="triage {c.confidence}" data-cause="{esc(c.cause)}"><h3>step {_fmt(c.step)}: '
+            f"{esc(c.title)} <small>({esc(c.confidence)} confidence)</small></h3><ul>{items}</ul>"
+            f'<div class="sugg">→ {esc(c.suggestion)}</div></div>'
+        )
+    out.append(
+        "<h2>Timeline</h2><p>Dots: checkpoints (green clean, orange torn, red non-finite, brown corrupt, "
+        "grey unreadable). Red ticks: anomalies. Dashed: saves (green), stalls (orange), resumes, LR changes."
+        "</p>" + _timeline_svg(report)
+    )
     rows = []
-    for c in report.checkpoints:
-        color = _VERDICT_COLOR.get(c.verdict, "#333")
-        rows.append(f'<tr class="ckpt-row"><td>{_fmt(c.step)}</td><td>{esc(c.relpath)}</td>'
-                    f'<td style="color:{color}" class="verdict">{esc(c.verdict)}</td><td>{esc(c.reason)}'
-                    f'<div class="sugg">step from its {esc(c.step_source)}</div></td></tr>')
-    out.append("<h2>Checkpoints</h2><table><tr><th>step</th><th>checkpoint</th><th>verdict</th><th>evidence</th></tr>"
-               + "".join(rows) + "</table>" if rows else "<h2>Checkpoints</h2><p>No checkpoints found.</p>")
+    for ck in report.checkpoints:
+        color = _VERDICT_COLOR.get(ck.verdict, "#333")
+        rows.append(
+            f'<tr class="ckpt-row"><td>{_fmt(ck.step)}</td><td>{esc(ck.relpath)}</td>'
+            f'<td style="color:{color}" class="verdict">{esc(ck.verdict)}</td><td>{esc(ck.reason)}'
+            f'<div class="sugg">step from its {esc(ck.step_source)}</div></td></tr>'
+        )
+    out.append(
+        "<h2>Checkpoints</h2><table><tr><th>step</th><th>checkpoint</th><th>verdict</th><th>evidence</th></tr>"
+        + "".join(rows)
+        + "</table>"
+        if rows
+        else "<h2>Checkpoints</h2><p>No checkpoints found.</p>"
+    )
     out.append("<h2>Logs</h2>")
     return "".join(out)
 
@@ -138,7 +185,11 @@ def render_triage_html(report: TriageReport) -> str:
     body_start = page.index("<body>") + len("<body>")
     logs_body = page[body_start:].replace("<h1>trainprobe logs</h1>", "", 1)
     if not report.logs:
-        logs_body = "<p>No training log found in the run directory.</p>" + logs_body[logs_body.index("<h2>Charts"):]
-    head = page[:body_start].replace("<title>trainprobe logs report</title>", "<title>trainprobe triage report</title>")
+        logs_body = (
+            "<p>No training log found in the run directory.</p>" + logs_body[logs_body.index("<h2>Charts") :]
+        )
+    head = page[:body_start].replace(
+        "<title>trainprobe logs report</title>", "<title>trainprobe triage report</title>"
+    )
     head = head.replace("</style>", _CSS + "</style>", 1)
     return head + _section(report) + logs_body

@@ -1,25 +1,26 @@
 """The seed's story as a real (small, CPU) training run, for ``trainprobe demo`` and the triage tests.
 
-A residual MLP (:func:`trainprobe.save.race.build_model`) learns to classify a data stream that drifts in real
-time (an online-learning feed: the true decision boundary rotates with the wall clock, ``drift_per_step`` radians
-per typical step time). It logs one line per
-step in the text format ``trainprobe logs`` reads (UTC timestamps, ``step N | loss X | acc Y | lr Z``) and a line
-per save, and saves every ``save_every`` steps in one of two ways:
+A residual MLP (:func:`trainprobe.save.race.build_model`) learns to classify a data stream that drifts in
+real time (an online-learning feed: the decision boundary rotates with the wall clock, ``drift_per_step``
+radians per typical step time). It logs one line per step in a text format ``trainprobe logs`` reads (UTC
+timestamps, ``step N | loss X | acc Y | lr Z``, accuracy on a fresh held-out batch) and one line per save.
+It saves every ``save_every`` steps in one of two ways:
 
-- ``"naive"``: the seed's save on the seed's slow shared storage. The loop first blocks on the storage (for as
-  long as ``stall_steps`` training steps take, at least ``min_stall_s``), then ``torch.save`` of the *live* model and optimizer state dicts runs in a background thread
-  while training goes on (``trainprobe.save.race``'s ``mode="background"``), writing at ``write_mb_s`` MB/s, so the
-  file mixes optimizer steps. While the loop is stalled the stream drifts on: the loss spikes when training
-  resumes, and recovers. The slow storage is simulated (``time.sleep`` in the training thread before the save, and
+- ``"naive"``: the seed's save on the seed's slow shared storage. The loop first blocks on the storage (for
+  as long as ``stall_steps`` training steps take, at least ``min_stall_s``), then ``torch.save`` of the
+  *live* model and optimizer state dicts runs in a background thread while training goes on (as in
+  ``trainprobe.save.race``'s ``mode="background"``), writing at ``write_mb_s`` MB/s, so the file mixes
+  optimizer steps. While the loop is stalled the stream drifts on: the loss spikes when training resumes,
+  and recovers. The slow storage is simulated (``time.sleep`` in the training thread before the save, and
   per write in the save thread).
-- ``"writer"``: the same loop saving through :class:`trainprobe.save.CheckpointWriter`, which copies the state
-  before it returns and does all file I/O in its own thread (on the real disk: the simulated slowness is not
-  applied to it; being off the training thread and after the copy, it could change neither the stall nor the
-  snapshot).
+- ``"writer"``: the same loop saving through :class:`trainprobe.save.CheckpointWriter`, which copies the
+  state before it returns and does all file I/O in its own thread (on the real disk: slow storage, being off
+  the training thread and after the copy, could change neither the stall nor the snapshot).
 
-``blowup_at`` feeds one adversarial batch at that step: a corrupt record whose features are ~1e38, so the forward
-pass overflows, the gradients are non-finite and AdamW turns its moments and the weights into NaN/Inf. The loss is
-NaN from then on and accuracy falls to chance: a cliff, with no save near it.
+``blowup_at`` feeds one adversarial batch at that step: a corrupt record of Inf features, so Inf - Inf = NaN
+in the first layer, the loss and every gradient are NaN, and AdamW writes NaN into its moments and the
+weights. The loss is NaN from then on and accuracy falls to what a NaN model scores (12 %): a cliff, with no
+save near it.
 
 torch is imported only when :func:`train_story` runs."""
 
@@ -99,7 +100,7 @@ def train_story(
     write_mb_s: float = 20.0,
     seed: int = 0,
 ) -> StoryRun:
-    """Train and save as described in the module docstring; write ``run_dir/train.log`` and ``run_dir/ckpt/``."""
+    """Train and save as the module docstring says: ``run_dir/train.log`` and ``run_dir/ckpt/``."""
     from trainprobe.save.race import build_model
     from trainprobe.save.writer import CheckpointWriter, _torch, checkpoint_name
 
@@ -178,5 +179,3 @@ def train_story(
         torch.set_num_threads(threads_before)
     run.seconds = time.perf_counter() - started
     return run
-
-

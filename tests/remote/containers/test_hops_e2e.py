@@ -188,3 +188,10 @@ def test_chain_ssh_docker_venv(sshd, dockerd) -> None:
     result, out, err = run_script(target)
     assert_ran_inside(result, out, err)
     assert_inside_container(result)
+
+
+@pytest.mark.ssh
+def test_chain_ssh_to_a_stopped_container(sshd, dockerd) -> None:
+    target = f"{sshd.target('root')}//docker={dockerd.stopped},socket={dockerd.socket}"
+    result = run(target, SCRIPT, timeout=60)
+    assert_clear_error(result, f"container {dockerd.stopped} is not running")

@@ -1,0 +1,130 @@
+"""`trainprobe triage` as a user runs it: terminal summary, --json, --html in Chromium, exit codes, --on."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from trainprobe.cli import app
+from triage.runs import BLOWUP, STALL_FLOOR, story_run
+
+runner = CliRunner(env={"COLUMNS": "200"})
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLOOR = ["--stall-floor", str(STALL_FLOOR)]
+
+
+def _said(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+@pytest.mark.slow
+def test_terminal_summary_tells_the_story() -> None:
+    run = story_run("naive", True)
+    result = runner.invoke(app, ["triage", str(run), *FLOOR])
+    assert result.exit_code == 1, result.output
+    out = _said(result.stdout)
+    assert f"{run}: 1 log file(s), 4 checkpoint(s)" in out
+    assert re.search(r"step 5\d: the checkpoint save at step 50 raced training \(high confidence\)", out) or (
+        re.search(r"step 10\d: the checkpoint save at step 100 raced training \(high confidence\)", out)
+    )
+    assert "is torn: optimizer: per-parameter step counters disagree" in out
+    assert f"step {BLOWUP}: a gradient explosion at step {BLOWUP} blew up the optimizer state" in out
+    assert re.search(r"no checkpoint to resume from: no checkpoint is healthy before step \d+", out)
+    assert "verdict: problems found" in out
+
+
+@pytest.mark.slow
+def test_healthy_run_exits_0() -> None:
+    result = runner.invoke(app, ["triage", str(story_run("writer", False)), *FLOOR])
+    assert result.exit_code == 0, result.output
+    out = _said(result.stdout)
+    assert "no anomalies in the logs" in out
+    assert "resume from ckpt/step-00000200.pt (step 200)" in out
+    assert "verdict: healthy" in out
+
+
+@pytest.mark.slow
+def test_json_is_one_document_with_the_resume_point() -> None:
+    result = runner.invoke(app, ["triage", str(story_run("writer", True)), "--json", *FLOOR])
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    assert doc["schema_version"] == 1
+    assert doc["summary"]["causes"] == ["gradient-explosion"]
+    assert doc["resume_from"]["step"] == 150
+    assert doc["resume_from"]["path"].endswith("ckpt/step-00000150.pt")
+    assert doc["conclusions"][0]["checkpoint"].endswith("ckpt/step-00000200.pt")
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    missing = runner.invoke(app, ["triage", str(tmp_path / "nope")])
+    assert missing.exit_code == 2
+    assert "no such file or directory" in _said(missing.stderr)
+    (tmp_path / "empty").mkdir()
+    empty = runner.invoke(app, ["triage", str(tmp_path / "empty")])
+    assert empty.exit_code == 2
+    assert "no training log and no checkpoint found" in _said(empty.stderr)
+    bad_target = runner.invoke(app, ["triage", "--on", "ssh=", str(tmp_path)])
+    assert bad_target.exit_code == 2
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.skipif(
+    CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium; .ci/run does)"
+)
+def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
+    html = tmp_path / "triage.html"
+    result = runner.invoke(app, ["triage", str(story_run("naive", True)), "--html", str(html), "-q", *FLOOR])
+    assert result.exit_code == 1
+    text = html.read_text()
+    assert "https://" not in text
+    assert "http://" not in text.replace("http://www.w3.org/2000/svg", "")
+    assert CHROMIUM is not None
+    with tempfile.TemporaryDirectory() as profile:
+        proc = subprocess.run(
+            [
+                CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--dump-dom", html.as_uri(),
+            ],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    dom = proc.stdout
+    assert "<title>trainprobe triage report</title>" in dom
+    assert 'data-charts="3"' in dom  # the logs report's script ran over loss, acc and lr
+    assert 'data-cause="save-race"' in dom
+    assert 'data-cause="gradient-explosion"' in dom
+    assert dom.count('class="ckpt torn"') >= 1
+    assert dom.count('class="ckpt non-finite"') == 1
+    assert dom.count('class="ckpt-row"') == 4
+    console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
+    assert console == []
+
+
+@pytest.mark.slow
+@pytest.mark.ssh
+def test_triage_on_a_target_with_only_numpy(sshd: object, numpy_venv: Path) -> None:
+    from fixtures.sshd import SshServer
+
+    assert isinstance(sshd, SshServer)
+    assert subprocess.run([str(numpy_venv), "-c", "import trainprobe"], capture_output=True).returncode
+    run = story_run("naive", True)
+    target = f"{sshd.target('fish')}//python={numpy_venv}"
+    remote = runner.invoke(app, ["triage", "--on", target, str(run), "--json", *FLOOR])
+    local = runner.invoke(app, ["triage", str(run), "--json", *FLOOR])
+    assert remote.exit_code == local.exit_code == 1, remote.output
+    rdoc, ldoc = json.loads(remote.stdout), json.loads(local.stdout)
+    assert rdoc["target"] == target
+    assert rdoc["conclusions"] == ldoc["conclusions"]
+    assert [c["verdict"] for c in rdoc["checkpoints"]] == [c["verdict"] for c in ldoc["checkpoints"]]
+    missing = runner.invoke(app, ["triage", "--on", target, str(run / "nope")])
+    assert missing.exit_code == 2
+    assert "no such file or directory" in _said(missing.stderr)

@@ -1,0 +1,163 @@
+"""``triage`` on real runs: real torch training, real torn saves, a real gradient explosion."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from trainprobe.errors import UsageError
+from trainprobe.triage import SCHEMA_VERSION, collect, conclude, find_run_files, step_from_name, triage
+from triage.runs import BLOWUP, SAVE_EVERY, STALL_FLOOR, story_run
+
+pytestmark = pytest.mark.slow
+
+
+def test_naive_saves_raced_training_and_a_corrupt_batch_exploded() -> None:
+    report = triage(str(story_run("naive", True)), stall_floor_s=STALL_FLOOR)
+    by_step = {c.step: c for c in report.checkpoints}
+    assert sorted(by_step) == [50, 100, 150, 200]
+    assert all(c.step_source == "step field" for c in report.checkpoints)
+    races = [c for c in report.conclusions if c.cause == "save-race"]
+    assert races, [c.title for c in report.conclusions]
+    for race in races:
+        save_step = int(race.title.split("step ")[1].split()[0])
+        assert save_step % SAVE_EVERY == 0
+        assert 0 < race.step - save_step <= 5
+        assert by_step[save_step].verdict == "torn"
+        assert race.confidence == "high"
+        text = "\n".join(race.evidence)
+        assert "stalled logging" in text
+        assert "is torn: optimizer: per-parameter step counters disagree" in text
+    (explosion,) = [c for c in report.conclusions if c.cause == "gradient-explosion"]
+    assert explosion.step == BLOWUP
+    assert {a.kind for a in explosion.anomalies} >= {"non_finite", "cliff"}
+    assert explosion.confidence == "high"
+    assert explosion.checkpoint == by_step[200].path
+    assert by_step[200].verdict == "non-finite"
+    assert by_step[200].optimizer_nonfinite
+    assert any("in optimizer state" in e and "exp_avg" in e for e in explosion.evidence)
+    right_after_saves = [c for c in report.conclusions if c.step < BLOWUP and c.step % SAVE_EVERY <= 5]
+    assert {c.cause for c in right_after_saves} == {"save-race"}
+    # Every naive save tore: nothing is safe to resume from, and the report says so.
+    assert report.resume_from is None
+    assert "no checkpoint is healthy before step 180" in report.resume_reason
+    assert report.exit_code == 1
+
+
+def test_the_writer_run_keeps_only_the_explosion_and_resumes_from_the_last_clean_checkpoint() -> None:
+    report = triage(str(story_run("writer", True)), stall_floor_s=STALL_FLOOR)
+    assert [c.cause for c in report.conclusions] == ["gradient-explosion"]
+    assert {c.step: c.verdict for c in report.checkpoints} == {100: "clean", 150: "clean", 200: "non-finite"}
+    assert all(c.step_source == "CheckpointWriter manifest" for c in report.checkpoints)
+    assert report.resume_from is not None
+    assert report.resume_from.step == 150
+    assert "before the lasting anomaly at step 180" in report.resume_reason
+    assert not any(t.type == "stall" for t in report.timeline)
+
+
+def test_a_healthy_run_has_no_causes() -> None:
+    report = triage(str(story_run("writer", False)), stall_floor_s=STALL_FLOOR)
+    assert report.conclusions == []
+    assert report.anomalies == []
+    assert {c.verdict for c in report.checkpoints} == {"clean"}
+    assert report.resume_from is not None
+    assert report.resume_from.step == 200
+    assert report.exit_code == 0
+    assert report.to_json()["verdict"] == "healthy"
+
+
+def test_json_schema_is_stable_and_strict() -> None:
+    doc = triage(str(story_run("naive", True)), stall_floor_s=STALL_FLOOR).to_json()
+    json.dumps(doc, allow_nan=False)
+    assert doc["schema_version"] == SCHEMA_VERSION == 1
+    assert set(doc) == {
+        "schema_version", "verdict", "exit_code", "run_dir", "target", "host", "summary", "resume_from",
+        "conclusions", "checkpoints", "timeline", "log_files", "logs_skipped", "near_steps", "seconds",
+        "logs",
+    }  # fmt: skip
+    assert doc["exit_code"] == 1
+    assert doc["verdict"] == "problems"
+    assert set(doc["conclusions"][0]) == {
+        "cause", "title", "confidence", "step", "anomalies", "evidence", "suggestion", "checkpoint"
+    }  # fmt: skip
+    assert set(doc["checkpoints"][0]) == {
+        "path", "relpath", "step", "step_source", "verdict", "problems", "reason", "consistency",
+        "nonfinite_tensors", "bytes", "mtime", "format",
+    }  # fmt: skip
+    assert {t["kind"] for t in doc["timeline"]} == {"event", "anomaly", "checkpoint"}
+    assert {t["type"] for t in doc["timeline"] if t["kind"] == "event"} >= {"checkpoint_save", "stall"}
+    assert doc["logs"]["schema_version"] == 1
+    assert "series" in doc["logs"]
+    steps = [t["step"] for t in doc["timeline"]]
+    assert steps == sorted(steps)
+
+
+def test_collect_json_round_trip_gives_the_same_report() -> None:
+    """What --on ships back is JSON: conclusions drawn from a JSON round trip equal the local ones."""
+    collected = collect(str(story_run("naive", True)), stall_floor_s=STALL_FLOOR)
+    direct = conclude(collected).to_json()
+    again = conclude(json.loads(json.dumps(collected))).to_json()
+    assert again == direct
+
+
+def test_steps_from_names_and_from_mtime(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Linear(3, 2)
+    run = tmp_path / "run"
+    (run / "checkpoint-300").mkdir(parents=True)
+    torch.save(model.state_dict(), run / "checkpoint-300" / "model.pt")
+    torch.save(model.state_dict(), run / "step_200.pt")
+    torch.save(model.state_dict(), run / "last.pt")
+    start = float(int(time.time()) - 100)
+    lines = [
+        f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(start + s))}.000 step {s} | loss {1 / (s + 1):.4f}"
+        for s in range(100)
+    ]
+    (run / "train.log").write_text("\n".join(lines) + "\n")
+    os.utime(run / "last.pt", (start + 42.5, start + 42.5))
+    report = triage(str(run))
+    got = {c.relpath: (c.step, c.step_source, c.verdict) for c in report.checkpoints}
+    assert got == {
+        "step_200.pt": (200, "file name", "clean"),
+        os.path.join("checkpoint-300", "model.pt"): (300, "file name", "clean"),
+        "last.pt": (42, "mtime vs the wall clock of log 'train'", "clean"),
+    }
+    assert step_from_name("runs/global_step1500/mp_rank_00_model_states.pt") == 1500
+    assert step_from_name("ckpt/step-00000040.pt") == 40
+
+
+def test_a_truncated_checkpoint_is_corrupt_and_never_the_resume_point(tmp_path: Path) -> None:
+    src = story_run("writer", False) / "ckpt"
+    run = tmp_path / "run"
+    shutil.copytree(src, run / "ckpt")
+    newest = run / "ckpt" / "step-00000200.pt"
+    data = newest.read_bytes()
+    newest.write_bytes(data[: len(data) // 2])
+    report = triage(str(run))
+    verdicts = {c.step: c.verdict for c in report.checkpoints}
+    assert verdicts[200] in ("corrupt", "unreadable")
+    assert verdicts[150] == "clean"
+    assert report.resume_from is not None
+    assert report.resume_from.step == 150
+    assert report.exit_code == 1
+    assert report.log_files == []
+
+
+def test_discovery_keeps_logs_and_checkpoints_apart() -> None:
+    logs, checkpoints = find_run_files(str(story_run("writer", False)))
+    assert [Path(p).name for p in logs] == ["train.log"]
+    assert [Path(p).name for p, _ in checkpoints] == [
+        "step-00000100.pt",
+        "step-00000150.pt",
+        "step-00000200.pt",
+    ]
+
+
+def test_a_missing_directory_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no such file or directory"):
+        triage(str(tmp_path / "nope"))
