@@ -35,6 +35,7 @@ check: test
 bench: $(STAMP)
 	$(BIN)/python benchmarks/scan.py
 	$(BIN)/python benchmarks/remote.py
+	$(BIN)/python benchmarks/remote_fanout.py
 	$(BIN)/python benchmarks/save.py
 	$(BIN)/python benchmarks/logs.py
 

@@ -34,6 +34,7 @@ class DemoRun:
     workdir: Path
     quick: bool = False
     remote: bool | None = None
+    remote_target: str = "ssh=localhost"
     notify: Callable[[str], None] | None = None
     steps: list[str] = field(default_factory=list)
     results: dict[str, Any] = field(default_factory=dict)
@@ -91,11 +92,12 @@ def triage_naive(run: DemoRun) -> None:
     html.write_text(render_triage_html(report), encoding="utf-8")
     run.results["naive"] = report
     run.results["naive_html"] = html
-    causes = [c.cause for c in report.conclusions]
+    races = [c for c in report.conclusions if c.cause == "save-race"]
+    explosions = sum(c.cause == "gradient-explosion" for c in report.conclusions)
     torn = sum(c.verdict == "torn" for c in report.checkpoints)
     run.say(
-        f"trainprobe triage {run.workdir / 'naive'}: {causes.count('save-race')} spike(s) traced to saves that "
-        f"raced training, {causes.count('gradient-explosion')} gradient explosion, {torn} of "
+        f"trainprobe triage {run.workdir / 'naive'}: {sum(len(c.anomalies) for c in races)} anomalies right "
+        f"after {len(races)} save(s) that raced training, {explosions} gradient explosion, {torn} of "
         f"{len(report.checkpoints)} checkpoints torn; HTML report: {html}"
     )
 
@@ -113,7 +115,8 @@ def triage_writer(run: DemoRun) -> None:
     resume = report.resume_from
     run.say(
         f"trainprobe triage {run.workdir / 'writer'}: {torn} torn checkpoints, "
-        f"{sum(c.cause in ('save-race', 'save-stall') for c in report.conclusions)} save problems; what is left: "
+        f"{sum(c.cause in ('save-race', 'save-stall') for c in report.conclusions)} save problems; "
+        "what is left: "
         + (", ".join(c.title for c in report.conclusions) or "nothing")
         + (f"; resume from {resume.relpath} (step {resume.step})" if resume is not None else "")
     )
@@ -147,22 +150,29 @@ def triage_remote(run: DemoRun) -> None:
         return
     from trainprobe.triage import triage
 
+    target = run.remote_target
     try:
-        report = triage(str(run.workdir / "naive"), on="ssh=localhost", stall_floor_s=STALL_FLOOR_S)
+        report = triage(str(run.workdir / "naive"), on=target, stall_floor_s=STALL_FLOOR_S)
     except TrainprobeError as exc:
-        run.say(f"remote: trainprobe triage --on ssh=localhost failed: {exc}")
+        run.say(f"remote: trainprobe triage --on {target} failed: {exc}")
         return
     run.results["remote"] = report
     local = run.results["naive"]
     same = [c.title for c in report.conclusions] == [c.title for c in local.conclusions]
     run.say(
-        f"trainprobe triage --on ssh=localhost {run.workdir / 'naive'}: the discovery, scans, checks and log "
-        f"analysis ran on {report.host} through ssh; "
+        f"trainprobe triage --on {target} {run.workdir / 'naive'}: the discovery, scans, checks and log "
+        f"analysis ran on {report.host} through the remote engine; "
         + ("same conclusions as the local triage" if same else "conclusions differ from the local triage")
     )
 
 
-STEPS: list[Callable[[DemoRun], None]] = [train_naive, triage_naive, train_writer, triage_writer, triage_remote]
+STEPS: list[Callable[[DemoRun], None]] = [
+    train_naive,
+    triage_naive,
+    train_writer,
+    triage_writer,
+    triage_remote,
+]
 
 
 def run_demo(

@@ -81,15 +81,36 @@ def test_counters_that_disagree_mean_torn(tmp_path: Path) -> None:
     assert "per-parameter step counters disagree" in ev.message
 
 
-def test_optimizer_one_step_ahead_of_the_step_field_means_torn(tmp_path: Path) -> None:
+def test_optimizer_steps_ahead_of_the_step_field_mean_torn(tmp_path: Path) -> None:
     model, opt, step = _trained()
     weights = copy.deepcopy(model.state_dict())
-    step()  # the optimizer moved on before its state was written
+    step()
+    step()  # the optimizer moved on twice before its state was written
     path = tmp_path / "split.pt"
     torch.save({"step": 3, "model": weights, "optimizer": opt.state_dict()}, path)
     result = check_path(str(path))
     assert result.verdict == "torn"
-    assert "all 4 step counters say 4 but the checkpoint's step is 3" in result.reason
+    assert "all 4 step counters say 5 but the checkpoint's step is 3" in result.reason
+
+
+def test_one_step_ahead_is_ambiguous(tmp_path: Path) -> None:
+    # A step field counted from 0 looks exactly like a tear one step after the model was written.
+    model, opt, _ = _trained()
+    path = tmp_path / "zero-based.pt"
+    torch.save({"step": 2, "model": model.state_dict(), "optimizer": opt.state_dict()}, path)
+    result = check_path(str(path))
+    assert result.verdict == "unknown"
+    assert "either the step field counts from 0" in result.reason
+    assert check_paths([str(path)]).exit_code == 0
+
+
+def test_counters_behind_the_step_field_are_not_a_tear(tmp_path: Path) -> None:
+    model, opt, _ = _trained()
+    path = tmp_path / "accumulated.pt"
+    torch.save({"step": 12, "model": model.state_dict(), "optimizer": opt.state_dict()}, path)
+    result = check_path(str(path))
+    assert result.verdict == "consistent"
+    assert "behind the checkpoint's step 12" in _evidence(result, "step-counters").message
 
 
 def test_model_only_file_is_unknown(tmp_path: Path) -> None:
@@ -251,7 +272,8 @@ def test_naive_background_save_tears_and_the_writer_does_not(tmp_path: Path) -> 
     verdicts = [check_path(str(p)) for p in naive.checkpoints]
     torn = [r for r in verdicts if r.verdict == "torn"]
     assert torn, "20 naive background saves never tore"
-    assert all(any(e.check == "step-counters" and e.outcome == "fail" for e in r.evidence) for r in torn)
+    # The evidence names the tear: counters that disagree (or run ahead of the step field).
+    assert any(any(e.check == "step-counters" and e.outcome == "fail" for e in r.evidence) for r in torn)
 
     safe = train(tmp_path / "writer", steps=60, save_every=3, mode="writer", layers=48, width=96)
     report = check_paths([str(tmp_path / "writer" / "ckpt")])

@@ -21,7 +21,9 @@ def test_demo_tells_the_story(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     out = re.sub(r"\s+", " ", result.stdout)
     assert "with the naive background-thread save: 4 checkpoints" in out
-    assert re.search(r"\d spike\(s\) traced to saves that raced training, 1 gradient explosion", out)
+    assert re.search(
+        r"\d anomalies right after [1-4] save\(s\) that raced training, 1 gradient explosion", out
+    )
     assert re.search(r"[1-4] of 4 checkpoints torn", out)
     assert "with CheckpointWriter: 4 checkpoints" in out
     assert "0 torn checkpoints, 0 save problems; what is left: a gradient explosion at step 180" in out
@@ -35,3 +37,23 @@ def test_demo_tells_the_story(tmp_path: Path) -> None:
         f"step-{s:08d}.pt" for s in (50, 100, 150, 200)
     ]
     assert (tmp_path / "naive" / "train.log").read_text().count("Saving checkpoint") == 4
+
+
+@pytest.mark.slow
+@pytest.mark.ssh
+def test_demo_remote_step_runs_triage_through_ssh(sshd: object, numpy_venv: Path) -> None:
+    """The demo's --on step, pointed at the test sshd (the demo itself uses ssh=localhost)."""
+    from fixtures.sshd import SshServer
+    from trainprobe.demo import DemoRun, triage_remote
+    from trainprobe.triage import triage
+    from triage.runs import story_run
+
+    assert isinstance(sshd, SshServer)
+    story = story_run("naive", True)
+    run = DemoRun(story.parent, remote=True, remote_target=f"{sshd.target('bash')}//python={numpy_venv}")
+    if not (story.parent / "naive").exists():  # the demo's layout, in a directory the ssh user can read
+        (story.parent / "naive").symlink_to(story)
+    run.results["naive"] = triage(str(story), stall_floor_s=0.5)
+    triage_remote(run)
+    assert "same conclusions as the local triage" in run.steps[-1], run.steps
+    assert run.results["remote"].target == run.remote_target

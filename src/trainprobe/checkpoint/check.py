@@ -282,6 +282,7 @@ def _decide(result: CheckResult) -> CheckResult:
     corrupt = [e for e in fails if e.indicates == "corrupt"]
     torn = [e for e in fails if e.indicates == "torn"]
     strong = [e for e in result.evidence if e.outcome == "pass" and e.values.get("decisive")]
+    ambiguous = [e for e in result.evidence if e.values.get("ambiguous")]
     if torn:
         # A live save also breaks CRC32s (a storage changed between checksum and write), so torn evidence
         # wins: it names the cause.
@@ -290,6 +291,8 @@ def _decide(result: CheckResult) -> CheckResult:
             result.reason += f" (and {corrupt[0].message})"
     elif corrupt:
         result.verdict, result.reason = "corrupt", corrupt[0].message
+    elif ambiguous:
+        result.verdict, result.reason = "unknown", ambiguous[0].message
     elif strong:
         result.verdict = "consistent"
         result.reason = "; ".join(e.message for e in strong[:2])
@@ -515,15 +518,43 @@ def _check_step_counters(
         )
         return
     (value,) = counters
-    if step_field is not None and value != step_field:
+    # The step field is taken when the save starts; a live save writes optimizer state later, so a tear leaves
+    # the counters *ahead* of it. One step ahead is also what a step field counted from 0 looks like
+    # (``for step in range(n)``), and counters behind it are what skipped AMP steps or a field counting
+    # micro-batches look like: neither is evidence of a tear.
+    if step_field is not None and value > step_field + 1:
         ev.append(
             Evidence(
                 "step-counters",
                 "fail",
                 f"{label}: all {n} step counters say {_fmt(value)} but the checkpoint's step is "
-                f"{step_field} — optimizer state and the rest come from different steps",
+                f"{step_field} — the optimizer state was written {_fmt(value - step_field)} steps after the "
+                "rest: they come from different steps",
                 indicates="torn",
                 values={"counter": value, "step": step_field},
+            )
+        )
+        return
+    if step_field is not None and value == step_field + 1:
+        ev.append(
+            Evidence(
+                "step-counters",
+                "skip",
+                f"{label}: all {n} step counters say {_fmt(value)}, one ahead of the checkpoint's step "
+                f"{step_field}: either the step field counts from 0, or the optimizer state was written one "
+                "step after the model (a tear); one file cannot tell which",
+                values={"ambiguous": True, "counter": value, "step": step_field},
+            )
+        )
+        return
+    if step_field is not None and value < step_field:
+        ev.append(
+            Evidence(
+                "step-counters",
+                "pass",
+                f"{label}: all {n} step counters equal ({_fmt(value)}); behind the checkpoint's step "
+                f"{step_field} (skipped AMP steps, or a step field that counts micro-batches)",
+                values={"decisive": n > 1, "counter": value, "step": step_field},
             )
         )
         return

@@ -17,15 +17,16 @@ from trainprobe.errors import UsageError
 _HELP = """The whole diagnosis of one run in one command: what went wrong, when, why, and which checkpoint to
 resume from.
 
-Finds the run's logs (any format `trainprobe logs` reads) and checkpoints (any format `trainprobe scan` reads)
-under RUN_DIR, runs the log detectors, scans and checks every checkpoint in parallel, and joins them on one
-timeline: events (saves, stalls, resumes, LR changes), anomalies (spikes, cliffs, NaN) and checkpoint
-verdicts (clean / non-finite / torn / corrupt / unreadable). Then it names the likely cause of each anomaly
-with its evidence — a spike right after a save that stalled logging and wrote a torn checkpoint: the save
-raced training; a cliff with no save near it and NaN/Inf in the next checkpoint's optimizer state: a
-gradient explosion — and the last healthy checkpoint. A checkpoint's step comes from its step field, its
-CheckpointWriter manifest, its file name (step_2000.pt, checkpoint-2000) or, last, its mtime against the
-log's wall clock; the report says which.
+Finds the run's logs (any format `trainprobe logs` reads) and checkpoints (any format `trainprobe
+scan` reads) under RUN_DIR, runs the log detectors, scans and checks every checkpoint in parallel,
+and joins them on one timeline: events (saves, stalls, resumes, LR changes), anomalies (spikes,
+cliffs, NaN) and checkpoint verdicts (clean / non-finite / torn / corrupt / unreadable). Then it
+names the likely cause of each anomaly with its evidence — a spike right after a save that stalled
+logging and wrote a torn checkpoint: the save raced training; a cliff with no save near it and
+NaN/Inf in the next checkpoint's optimizer state: a gradient explosion — and the last healthy
+checkpoint. A checkpoint's step comes from its step field, its CheckpointWriter manifest, its file
+name (step_2000.pt, checkpoint-2000) or, last, its mtime against the log's wall clock; the report
+says which.
 
 \b
 Examples:

@@ -38,6 +38,11 @@ SAVE_RACE, SAVE_STALL, EXPLOSION, RESUME_CAUSE, LR_CAUSE, UNKNOWN = (
 _GROUP_STEPS = 3.0
 
 
+def _j(x: float) -> int | float:
+    """A step for JSON: an int when it is one."""
+    return int(x) if float(x).is_integer() else float(x)
+
+
 def _fmt(step: float | None) -> str:
     if step is None:
         return "?"
@@ -119,8 +124,8 @@ class Anomaly:
             "severity": self.severity,
             "run": self.run,
             "metric": self.metric,
-            "step": self.step,
-            "end_step": self.end_step,
+            "step": _j(self.step),
+            "end_step": _j(self.end_step),
             "message": self.message,
             "recovered": self.recovered,
         }
@@ -144,7 +149,7 @@ class Conclusion:
             "cause": self.cause,
             "title": self.title,
             "confidence": self.confidence,
-            "step": self.step,
+            "step": _j(self.step),
             "anomalies": [a.to_json() for a in self.anomalies],
             "evidence": self.evidence,
             "suggestion": self.suggestion,
@@ -163,7 +168,7 @@ class TimelineItem:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "step": self.step,
+            "step": _j(self.step),
             "kind": self.kind,
             "type": self.type,
             "text": self.text,
@@ -225,7 +230,7 @@ class TriageReport:
             "timeline": [t.to_json() for t in self.timeline],
             "log_files": self.log_files,
             "logs_skipped": self.logs_skipped,
-            "near_steps": self.near_steps,
+            "near_steps": _j(self.near_steps),
             "seconds": self.seconds,
             "logs": self.logs,
         }

@@ -24,6 +24,7 @@ _CSS = """
 .triage.high{border-left:5px solid #d62728} .triage.medium{border-left:5px solid #ff7f0e}
 .triage.low{border-left:5px solid #999} .triage h3{margin:4px 0 6px;font-size:15px}
 .triage ul{margin:4px 0 4px 18px;padding:0} .resume{background:#eef7ee;border:1px solid #9c9;padding:8px 12px}
+.resume.none{background:#fbeaea;border-color:#d99}
 .verdict{font-weight:600} svg.timeline{background:#fff;border:1px solid #ddd}
 """
 
@@ -142,7 +143,7 @@ def _section(report: TriageReport) -> str:
             f"{_fmt(report.resume_from.step)}): {esc(report.resume_reason)}.</p>"
         )
     else:
-        out.append(f'<p class="resume">No checkpoint to resume from: {esc(report.resume_reason)}.</p>')
+        out.append(f'<p class="resume none">No checkpoint to resume from: {esc(report.resume_reason)}.</p>')
     out.append("<h2>Conclusions</h2>")
     if not report.conclusions:
         out.append("<p>No anomalies in the logs.</p>")

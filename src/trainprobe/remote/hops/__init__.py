@@ -2,42 +2,54 @@
 
 To add a kind, write ``hops/<kind>.py`` with a class following
 :class:`~trainprobe.remote.hops.base.WrappingHop`
-(or :class:`~trainprobe.remote.hops.base.SettingHop`) and add one line below.
+(or :class:`~trainprobe.remote.hops.base.SettingHop`) and add one line ``"kind": "module:Class"`` below.
 """
 
 from __future__ import annotations
 
-from trainprobe.remote.hops.base import FarSettings, Hop, SettingHop, WrappingHop
-from trainprobe.remote.hops.docker import DockerHop
-from trainprobe.remote.hops.incus import IncusHop
-from trainprobe.remote.hops.kubectl import KubectlHop
-from trainprobe.remote.hops.local import LocalHop
-from trainprobe.remote.hops.lxc import LxcHop
-from trainprobe.remote.hops.pct import PctHop
-from trainprobe.remote.hops.podman import PodmanHop
-from trainprobe.remote.hops.settings import CdHop, CondaHop, EnvHop, PythonHop, VenvHop
-from trainprobe.remote.hops.slurm import SlurmHop
-from trainprobe.remote.hops.ssh import SshHop
-from trainprobe.remote.hops.sudo import SudoHop
+import importlib
+from collections.abc import Iterator, Mapping
 
-HOP_KINDS: dict[str, type[Hop]] = {
+from trainprobe.remote.hops.base import FarSettings, Hop, SettingHop, WrappingHop
+
+#: kind -> "module:Class", imported on first use: a target names two or three kinds, and importing
+#: all of them would cost every run's start-up
+_HOP_CLASSES: dict[str, str] = {
     # wrapping hops, outermost first in a target
-    "local": LocalHop,
-    "ssh": SshHop,
-    "sudo": SudoHop,
-    "pct": PctHop,
-    "docker": DockerHop,
-    "podman": PodmanHop,
-    "kubectl": KubectlHop,
-    "lxc": LxcHop,
-    "incus": IncusHop,
-    "slurm": SlurmHop,
+    "local": "trainprobe.remote.hops.local:LocalHop",
+    "ssh": "trainprobe.remote.hops.ssh:SshHop",
+    "sudo": "trainprobe.remote.hops.sudo:SudoHop",
+    "pct": "trainprobe.remote.hops.pct:PctHop",
+    "docker": "trainprobe.remote.hops.docker:DockerHop",
+    "podman": "trainprobe.remote.hops.podman:PodmanHop",
+    "kubectl": "trainprobe.remote.hops.kubectl:KubectlHop",
+    "lxc": "trainprobe.remote.hops.lxc:LxcHop",
+    "incus": "trainprobe.remote.hops.incus:IncusHop",
+    "slurm": "trainprobe.remote.hops.slurm:SlurmHop",
     # setting hops, after the last wrapping hop
-    "python": PythonHop,
-    "venv": VenvHop,
-    "conda": CondaHop,
-    "cd": CdHop,
-    "env": EnvHop,
+    "python": "trainprobe.remote.hops.settings:PythonHop",
+    "venv": "trainprobe.remote.hops.settings:VenvHop",
+    "conda": "trainprobe.remote.hops.settings:CondaHop",
+    "cd": "trainprobe.remote.hops.settings:CdHop",
+    "env": "trainprobe.remote.hops.settings:EnvHop",
 }
+
+
+class _HopKinds(Mapping[str, "type[Hop]"]):
+    """Read-only ``kind -> class`` mapping over :data:`_HOP_CLASSES`; imports a class when first asked."""
+
+    def __getitem__(self, kind: str) -> type[Hop]:
+        module, _, name = _HOP_CLASSES[kind].partition(":")
+        cls: type[Hop] = getattr(importlib.import_module(module), name)
+        return cls
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_HOP_CLASSES)
+
+    def __len__(self) -> int:
+        return len(_HOP_CLASSES)
+
+
+HOP_KINDS: Mapping[str, type[Hop]] = _HopKinds()
 
 __all__ = ["HOP_KINDS", "FarSettings", "Hop", "SettingHop", "WrappingHop"]
