@@ -2,7 +2,8 @@
 
 Subpackages, one per capability:
 
-- ``trainprobe.checkpoint``: read checkpoints without torch and without executing them; ``scan``, ``check``, ``diff``.
+- ``trainprobe.checkpoint``: read checkpoints without torch and without executing them; ``scan``, ``check``,
+  ``diff``.
 - ``trainprobe.remote``: run Python on a target reached through a chain of hops (ssh, containers, venvs).
 - ``trainprobe.metrics``: read training logs and find spikes, cliffs, stalls and non-finite values.
 - ``trainprobe.save``: a checkpoint writer that snapshots consistently and writes atomically.

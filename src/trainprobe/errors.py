@@ -18,8 +18,8 @@
     ├── LogError                       a training log could not be read
     └── SaveError                      CheckpointWriter failed in its background write
 
-Every error carries the fields that say *which* thing failed (a file, a target, a tensor) and an optional ``hint``,
-so the CLI can print one sentence: what failed — why — what to try.
+Every error carries the fields that say *which* thing failed (a file, a target, a tensor) and an optional
+``hint``, so the CLI can print one sentence: what failed — why — what to try.
 """
 
 from __future__ import annotations
@@ -100,7 +100,9 @@ class RemoteKilledError(RemoteError):
 class RemoteExceptionError(RemoteError):
     """The user's script raised an exception on the far side."""
 
-    def __init__(self, target: str, message: str, *, remote_traceback: str = "", hint: str | None = None) -> None:
+    def __init__(
+        self, target: str, message: str, *, remote_traceback: str = "", hint: str | None = None
+    ) -> None:
         super().__init__(target, message, hint=hint)
         self.remote_traceback = remote_traceback
 

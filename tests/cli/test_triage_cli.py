@@ -70,6 +70,11 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     empty = runner.invoke(app, ["triage", str(tmp_path / "empty")])
     assert empty.exit_code == 2
     assert "no training log and no checkpoint found" in _said(empty.stderr)
+    (tmp_path / "prose").mkdir()
+    (tmp_path / "prose" / "notes.txt").write_text("we changed the optimizer today\nand it went fine\n")
+    prose = runner.invoke(app, ["triage", str(tmp_path / "prose")])
+    assert prose.exit_code == 2
+    assert "no checkpoint, and no metric rows in its logs" in _said(prose.stderr)
     bad_target = runner.invoke(app, ["triage", "--on", "ssh=", str(tmp_path)])
     assert bad_target.exit_code == 2
 

@@ -129,6 +129,10 @@ def test_steps_from_names_and_from_mtime(tmp_path: Path) -> None:
     }
     assert step_from_name("runs/global_step1500/mp_rank_00_model_states.pt") == 1500
     assert step_from_name("ckpt/step-00000040.pt") == 40
+    assert step_from_name("lightning/epoch=3-step=2000.ckpt") == 2000
+    assert step_from_name("out/checkpoint-500/model.safetensors") == 500
+    assert step_from_name("runs/1200/model.pt") == 1200
+    assert step_from_name("resnet50.pt") is None
 
 
 def test_a_truncated_checkpoint_is_corrupt_and_never_the_resume_point(tmp_path: Path) -> None:

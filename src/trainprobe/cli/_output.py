@@ -1,7 +1,7 @@
 """The one output sink: commands hand results here and never print themselves.
 
-Human output goes to stdout through rich; ``--json`` writes exactly one JSON document to stdout; progress bars and
-notes go to stderr and vanish when stderr is not a terminal.
+Human output goes to stdout through rich; ``--json`` writes exactly one JSON document to stdout; progress bars
+and notes go to stderr and vanish when stderr is not a terminal.
 """
 
 from __future__ import annotations
@@ -46,8 +46,12 @@ class Output:
         if self.quiet or not self.err.is_terminal:
             yield lambda _n: None
             return
-        columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                   TimeRemainingColumn())
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.percentage:>3.0f}%"),
+            TimeRemainingColumn(),
+        )
         with Progress(*columns, console=self.err, transient=True) as bar:
             task = bar.add_task(description, total=total)
             yield lambda n: bar.advance(task, n)

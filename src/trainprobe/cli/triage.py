@@ -157,7 +157,10 @@ def triage(
                 timeout=timeout,
                 connect_timeout=connect_timeout,
             )
-        if not report.log_files and not report.checkpoints:
+        if report.logs is None and not report.checkpoints:
+            if report.log_files:
+                why = "; ".join(f"{s['path']}: {s['why']}" for s in report.logs_skipped[:3])
+                raise UsageError(f"{run_dir}: no checkpoint, and no metric rows in its logs ({why})")
             raise UsageError(
                 f"{run_dir}: no training log and no checkpoint found",
                 hint="give the directory that holds the run's logs (*.log, *.jsonl, *.csv, tfevents) "

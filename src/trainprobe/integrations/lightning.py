@@ -6,9 +6,10 @@
 
     trainer = L.Trainer(callbacks=[CheckpointWriterCallback("ckpt", every_n_steps=500, keep=3)])
 
-Each checkpoint is ``{"step": global_step, "model": module.state_dict(), "optimizer": [...], "lr_schedulers":
-[...], "epoch": ...}`` (optimizer states in ``trainer.optimizers`` order), so ``trainprobe check`` compares the
-step counters with ``step``. Only global rank 0 saves (a plain state dict, not a sharded strategy's checkpoint).
+Each checkpoint is ``{"step": global_step, "model": module.state_dict(), "optimizer": [...],
+"lr_schedulers": [...], "epoch": ...}`` (optimizer states in ``trainer.optimizers`` order), so ``trainprobe
+check`` compares the step counters with ``step``. Only global rank 0 saves (a plain state dict, not a sharded
+strategy's checkpoint).
 """
 
 from __future__ import annotations

@@ -31,8 +31,10 @@ COLLECT_VERSION = 1
 # What a log file may be called; the readers then decide by content (text accepts anything, hence a list).
 LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".err")
 _NOT_LOGS = (MANIFEST_SUFFIX, ".index.json", "config.json", "metadata.json")
-_NAME_STEP = re.compile(r"(?i)(?:step|checkpoint|ckpt|iter|iteration|global_step|epoch)[-_=]?(\d+)")
-_LAST_NUMBER = re.compile(r"(\d+)(?!.*\d)")
+# "global_step1500", "step_2000", "step=2000" (Lightning's epoch=3-step=2000), "checkpoint-2000", "iter_0002000";
+# an epoch number is not a step, and neither is any other number in a name (resnet50.pt).
+_NAME_STEP = re.compile(r"(?i)(?:global_step|step|iteration|iter|checkpoint|ckpt)[-_=]?(\d+)")
+_ONLY_NUMBER = re.compile(r"^(\d+)(?:\.\w+)?$")
 _MAX_BAD_TENSORS = 20
 _OPTIMIZER_NAME = re.compile(r"(?i)(^|\.)(optim\w*|exp_avg\w*|momentum_buffer|state\.\d+)(\.|$)")
 
@@ -70,17 +72,27 @@ def find_run_files(run_dir: str) -> tuple[list[str], list[tuple[str, str | None]
         if real in taken or any(real.startswith(d) for d in inside):
             continue
         logs.append(str(path))
+    # The HF Trainer copies trainer_state.json (the whole log history so far) into every checkpoint-N/: read
+    # only the newest, or every anomaly would be reported once per checkpoint.
+    states = [p for p in logs if os.path.basename(p) == "trainer_state.json"]
+    if len(states) > 1:
+        newest = max(states, key=lambda p: (os.path.getmtime(p), p))
+        logs = [p for p in logs if p not in states or p == newest]
     return logs, targets
 
 
 def step_from_name(path: str) -> int | None:
     """The step a checkpoint's name states: ``step_2000.pt``, ``checkpoint-2000/``, ``step-00002000.pt``."""
-    for part in (os.path.basename(path.rstrip("/")), os.path.basename(os.path.dirname(path.rstrip("/")))):
+    parts = (os.path.basename(path.rstrip("/")), os.path.basename(os.path.dirname(path.rstrip("/"))))
+    for part in parts:
         m = _NAME_STEP.search(part)
         if m:
             return int(m.group(1))
-    m = _LAST_NUMBER.search(os.path.basename(path.rstrip("/")))
-    return int(m.group(1)) if m else None
+    for part in parts:
+        m = _ONLY_NUMBER.match(part)
+        if m:
+            return int(m.group(1))
+    return None
 
 
 def step_at_wall(runs: list[RunLog], when: float) -> dict[str, Any] | None:
