@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TypeVar
 
 import typer
 
 from trainprobe.cli._output import Output
 from trainprobe.errors import TrainprobeError
-
-T = TypeVar("T")
 
 
 @contextmanager
@@ -28,9 +25,3 @@ def reported_errors(out: Output) -> Iterator[None]:
     except KeyboardInterrupt:
         out.error("interrupted")
         raise typer.Exit(130) from None
-
-
-def call_reported(out: Output, fn: Callable[[], T]) -> T:
-    with reported_errors(out):
-        return fn()
-    raise AssertionError("unreachable")  # pragma: no cover
