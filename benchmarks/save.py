@@ -55,11 +55,12 @@ def stalls(root: Path, *, layers: int, width: int, steps: int, save_every: int) 
 
 def race(root: Path, *, saves: int) -> None:
     print(
-        f"2. the race: {saves} saves each while training continues (48x96 residual MLP, a save every 5 steps)"
+        f"2. the race: {saves} saves each while training continues (32x256 residual MLP, a save every 5 "
+        "steps)"
     )
     torn = {}
     for mode in ("background", "writer"):
-        run = train(root / f"race-{mode}", steps=saves * 5, save_every=5, mode=mode, layers=48, width=96)
+        run = train(root / f"race-{mode}", steps=saves * 5, save_every=5, mode=mode, layers=32, width=256)
         verdicts = [check_path(str(p)).verdict for p in run.checkpoints]
         torn[mode] = sum(v != "consistent" for v in verdicts)
         counts = {v: verdicts.count(v) for v in sorted(set(verdicts))}

@@ -74,7 +74,7 @@ def _train(run: DemoRun, mode: str) -> None:
     line = (
         f"trained {shape['steps']} steps ({story.seconds:.0f} s) saving every {shape['save_every']} steps "
         f"with {'the naive background-thread save' if mode == 'naive' else 'CheckpointWriter'}: "
-        f"{len(story.checkpoints)} checkpoints, median stall per save {stalls[len(stalls) // 2]:.2f} s; "
+        f"{len(story.checkpoints)} checkpoints kept, median stall per save {stalls[len(stalls) // 2]:.2f} s; "
         f"a corrupt batch at step {shape['blowup_at']} — log and checkpoints in {run.workdir / mode}"
     )
     run.say(line)
@@ -187,6 +187,12 @@ def run_demo(
     happens."""
     path = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="trainprobe-demo-"))
     path.mkdir(parents=True, exist_ok=True)
+    for sub in ("naive", "writer"):
+        if (path / sub).exists():
+            raise UsageError(
+                f"{path / sub} already exists",
+                hint="give --dir an empty or new directory; the demo never deletes",
+            )
     run = DemoRun(path, quick=quick, remote=remote, notify=notify)
     for step in STEPS:
         step(run)

@@ -113,6 +113,20 @@ def test_counters_behind_the_step_field_are_not_a_tear(tmp_path: Path) -> None:
     assert "behind the checkpoint's step 12" in _evidence(result, "step-counters").message
 
 
+def test_hf_trainer_state_supplies_the_step(tmp_path: Path) -> None:
+    model, opt, step = _trained()  # 3 steps
+    weights = copy.deepcopy(model.state_dict())
+    step()
+    step()
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"global_step": 3, "epoch": 0.1}))
+    torch.save(opt.state_dict(), tmp_path / "optimizer.pt")  # written two steps after the model
+    torch.save(weights, tmp_path / "pytorch_model.bin")
+    result = check_path(str(tmp_path / "optimizer.pt"))
+    assert result.step == 3
+    assert result.verdict == "torn"
+    assert "all 4 step counters say 5 but the checkpoint's step is 3" in result.reason
+
+
 def test_model_only_file_is_unknown(tmp_path: Path) -> None:
     model, _opt, _ = _trained(steps=1)
     path = tmp_path / "weights.pt"
@@ -268,14 +282,14 @@ def test_writer_manifest_catches_a_changed_file(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_naive_background_save_tears_and_the_writer_does_not(tmp_path: Path) -> None:
-    naive = train(tmp_path / "naive", steps=60, save_every=3, mode="background", layers=48, width=96)
+    naive = train(tmp_path / "naive", steps=60, save_every=3, mode="background", layers=32, width=256)
     verdicts = [check_path(str(p)) for p in naive.checkpoints]
     torn = [r for r in verdicts if r.verdict == "torn"]
     assert torn, "20 naive background saves never tore"
     # The evidence names the tear: counters that disagree (or run ahead of the step field).
     assert any(any(e.check == "step-counters" and e.outcome == "fail" for e in r.evidence) for r in torn)
 
-    safe = train(tmp_path / "writer", steps=60, save_every=3, mode="writer", layers=48, width=96)
+    safe = train(tmp_path / "writer", steps=60, save_every=3, mode="writer", layers=32, width=256)
     report = check_paths([str(tmp_path / "writer" / "ckpt")])
     assert len(report.results) == len(safe.checkpoints) == 20
     assert {r.verdict for r in report.results} == {"consistent"}

@@ -20,12 +20,12 @@ def test_demo_tells_the_story(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     out = re.sub(r"\s+", " ", result.stdout)
-    assert "with the naive background-thread save: 4 checkpoints" in out
+    assert "with the naive background-thread save: 4 checkpoints kept" in out
     assert re.search(
         r"\d anomalies right after [1-4] save\(s\) that raced training, 1 gradient explosion", out
     )
     assert re.search(r"[1-4] of 4 checkpoints torn", out)
-    assert "with CheckpointWriter: 4 checkpoints" in out
+    assert "with CheckpointWriter: 3 checkpoints kept" in out
     assert "0 torn checkpoints, 0 save problems; what is left: a gradient explosion at step 180" in out
     assert "resume from ckpt/step-00000150.pt (step 150)" in out
     assert "the --on step is skipped" in out
@@ -37,6 +37,9 @@ def test_demo_tells_the_story(tmp_path: Path) -> None:
         f"step-{s:08d}.pt" for s in (50, 100, 150, 200)
     ]
     assert (tmp_path / "naive" / "train.log").read_text().count("Saving checkpoint") == 4
+    again = CliRunner().invoke(app, ["demo", "--dir", str(tmp_path), "--quick", "--no-remote"])
+    assert again.exit_code == 2
+    assert "already exists" in re.sub(r"\s+", " ", again.stderr)
 
 
 @pytest.mark.slow

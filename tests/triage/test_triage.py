@@ -41,8 +41,10 @@ def test_naive_saves_raced_training_and_a_corrupt_batch_exploded() -> None:
     assert by_step[200].verdict == "non-finite"
     assert by_step[200].optimizer_nonfinite
     assert any("in optimizer state" in e and "exp_avg" in e for e in explosion.evidence)
-    right_after_saves = [c for c in report.conclusions if c.step < BLOWUP and c.step % SAVE_EVERY <= 5]
-    assert {c.cause for c in right_after_saves} == {"save-race"}
+    for c in report.conclusions:
+        if c.step < BLOWUP and c.step % SAVE_EVERY <= 5:  # right after a save: it raced if its file is torn
+            save_step = c.step - c.step % SAVE_EVERY
+            assert c.cause == ("save-race" if by_step[save_step].verdict == "torn" else "save-stall")
     # Every naive save tore: nothing is safe to resume from, and the report says so.
     assert report.resume_from is None
     assert "no checkpoint is healthy before step 180" in report.resume_reason
@@ -165,3 +167,95 @@ def test_discovery_keeps_logs_and_checkpoints_apart() -> None:
 def test_a_missing_directory_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no such file or directory"):
         triage(str(tmp_path / "nope"))
+    with pytest.raises(UsageError, match="not a valid regular expression"):
+        triage(str(tmp_path), event_patterns=["(unclosed"])
+
+
+def test_custom_events_from_event_patterns_explain_a_spike(tmp_path: Path) -> None:
+    lines = [f"step {s} | loss {2.0 if s == 61 else 0.5 + 0.01 * (s % 3):.4f}" for s in range(1, 121)]
+    lines.insert(60, "swapped the data shard to shard-7")
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    plain = triage(str(tmp_path))
+    assert [c.cause for c in plain.conclusions] == ["unknown"]
+    marked = triage(str(tmp_path), event_patterns=["swapped the data shard"])
+    assert [e.type for e in marked.timeline if e.kind == "event"] == ["custom"]
+    assert [c.cause for c in marked.conclusions] == ["event"]
+    assert marked.conclusions[0].evidence[-1] == (
+        "1 step(s) after the logged event at step 60: swapped the data shard to shard-7"
+    )
+
+
+def test_only_the_newest_trainer_state_is_read(tmp_path: Path) -> None:
+    """The HF Trainer copies its log history into every checkpoint-N/: one log, not one per checkpoint."""
+    for n, age in ((500, 200), (1000, 100)):
+        folder = tmp_path / f"checkpoint-{n}"
+        folder.mkdir()
+        state = folder / "trainer_state.json"
+        state.write_text(json.dumps({"global_step": n, "log_history": [{"step": 1, "loss": 1.0}]}))
+        os.utime(state, (time.time() - age, time.time() - age))
+    logs, _ = find_run_files(str(tmp_path))
+    assert logs == [str(tmp_path / "checkpoint-1000" / "trainer_state.json")]
+
+
+def _collected(findings: list[dict[str, object]], events: list[dict[str, object]], ckpt_verdict: str) -> dict:
+    """A minimal collect() document: one run with the given findings and events, checkpoints at 0/100/200."""
+    checkpoints = [
+        {
+            "path": f"/r/step_{s}.pt", "relpath": f"step_{s}.pt", "format": "torch-zip", "bytes": 1,
+            "mtime": None, "step_in_file": s, "step_in_manifest": None, "step_in_name": s,
+            "scan": {"verdict": "clean", "error": None, "nonfinite": 0, "bad_tensors": [],
+                     "bad_tensor_count": 0, "bad_optimizer_tensor_count": 0, "notes": [], "problems": []},
+            "check": {"verdict": ckpt_verdict if s == 100 else "consistent",
+                      "reason": "step counters disagree", "failed": [], "passed": ["step counters equal"]},
+        }
+        for s in (0, 100, 200)
+    ]  # fmt: skip
+    run = {"name": "train", "first_step": 0, "last_step": 300, "events": events}
+    logs = {"schema_version": 1, "runs": [run], "findings": findings}
+    return {"run_dir": "/r", "host": "h", "log_files": ["/r/train.log"], "logs_skipped": [], "seconds": 0.1,
+            "checkpoints": checkpoints, "logs": logs}  # fmt: skip
+
+
+def _spike(step: int) -> dict[str, object]:
+    return {"kind": "spike", "severity": "error", "run": "train", "metric": "loss", "step": step,
+            "end_step": step + 2, "recovered_after_steps": 3, "message": f"loss spiked at step {step}",
+            "suggestion": "look"}  # fmt: skip
+
+
+def test_a_save_that_stalled_but_wrote_a_consistent_file_stalled_training() -> None:
+    save = {"kind": "checkpoint_save", "step": 100, "text": "Saving", "wall": None, "stall_s": 30.0}
+    report = conclude(_collected([_spike(102)], [save], "consistent"))
+    (c,) = report.conclusions
+    assert (c.cause, c.confidence) == ("save-stall", "medium")
+    assert "that save stalled logging 30.0 s" in c.evidence
+    torn = conclude(_collected([_spike(102)], [save], "torn"))
+    assert [(c.cause, c.confidence) for c in torn.conclusions] == [("save-race", "high")]
+
+
+def test_an_lr_change_or_nothing_explains_a_spike_far_from_saves() -> None:
+    lr = {"kind": "lr_change", "step": 140, "text": "lr 0.001 → 0.01", "wall": None, "stall_s": None}
+    report = conclude(_collected([_spike(150)], [lr], "consistent"))
+    assert [c.cause for c in report.conclusions] == ["lr-change"]
+    assert (
+        "10 step(s) after the learning-rate change at step 140: lr 0.001 → 0.01"
+        in report.conclusions[0].evidence
+    )
+    alone = conclude(_collected([_spike(150)], [], "consistent"))
+    assert [(c.cause, c.confidence) for c in alone.conclusions] == [("unknown", "low")]
+    assert alone.resume_from is not None
+    assert alone.resume_from.step == 200  # a recovered spike does not rule out the checkpoints after it
+
+
+def test_the_seed_log_alone_names_the_stalling_saves(tmp_path: Path) -> None:
+    """Only a log (the seed's story) and no checkpoint: saves that stalled, and a cliff nothing explains."""
+    from trainprobe.metrics.synthetic import write_seed_story
+
+    write_seed_story(tmp_path / "train.log")
+    report = triage(str(tmp_path))
+    got = [(c.step, c.cause, c.confidence) for c in report.conclusions]
+    assert got == [(2029, "save-stall", "medium"), (4021, "save-stall", "medium"), (4229, "unknown", "low")]
+    assert "that save stalled logging 170.0 s" in report.conclusions[0].evidence
+    assert "no checkpoint file found for step 2000" in report.conclusions[0].evidence
+    assert report.conclusions[2].title == "no cause found for the cliff in acc"
+    assert report.resume_reason == "no checkpoint found in the run directory"
+    assert report.exit_code == 1

@@ -229,6 +229,8 @@ def _check_with(ckpt: Checkpoint, result: CheckResult, pool: Executor) -> None:
     manifest = _check_manifest(ckpt, ev)
     if step_field is None and manifest is not None:
         step_field = manifest
+    if step_field is None:
+        step_field = _trainer_state_step(ckpt.path)
     result.step = step_field
     optimizers = list(_find_optimizers(ckpt.objects))
     optimizer_ev: list[Evidence] = []
@@ -325,6 +327,18 @@ def _step_field(objects: Any) -> int | None:
             if number is not None and float(number).is_integer():
                 return int(number)
     return None
+
+
+def _trainer_state_step(path: str) -> int | None:
+    """A Hugging Face Trainer checkpoint folder keeps ``global_step`` (optimizer steps) in trainer_state.json
+    beside optimizer.pt, written in the same save."""
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    try:
+        with open(os.path.join(folder, "trainer_state.json"), encoding="utf-8") as fh:
+            value = json.load(fh).get("global_step")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _find_optimizers(obj: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from trainprobe.cli._errors import reported_errors
 from trainprobe.cli._output import Output
 from trainprobe.cli.app import app
 from trainprobe.errors import UsageError
-from trainprobe.metrics import LogReport, Options, analyze
-from trainprobe.metrics.findings import SEVERITY_RANK, fmt_step
+
+if TYPE_CHECKING:  # imported where used: trainprobe.metrics pulls in numpy, which every command would pay for
+    from rich.console import Console
+
+    from trainprobe.metrics import LogReport
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -28,6 +29,11 @@ class FailOn(str, Enum):
 
 
 def render_report(report: LogReport, console: Console) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from trainprobe.metrics.findings import fmt_step
+
     for run in report.runs:
         wall = "wall clock" if run.wall is not None and (run.wall == run.wall).any() else "no wall clock"
         console.print(
@@ -54,6 +60,8 @@ def render_report(report: LogReport, console: Console) -> None:
 
 
 def exit_code_for(report: LogReport, fail_on: str) -> int:
+    from trainprobe.metrics.findings import SEVERITY_RANK
+
     if fail_on == "never" or report.worst is None:
         return 0
     return 1 if SEVERITY_RANK[report.worst] <= SEVERITY_RANK[fail_on] else 0
@@ -101,6 +109,8 @@ def logs(
 
     Exit codes: 0 healthy (nothing at --fail-on or worse), 1 findings, 2 unreadable input or bad flags.
     """
+    from trainprobe.metrics import Options, analyze
+
     out = Output(json_mode=json_out, quiet=quiet)
     with reported_errors(out):
         if checkpoints is not None and not checkpoints.is_dir():

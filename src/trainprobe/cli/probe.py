@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -9,7 +11,16 @@ import typer
 from trainprobe.cli._errors import reported_errors
 from trainprobe.cli._output import Output
 from trainprobe.cli.app import app
-from trainprobe.cli.run import TARGET_HELP
+from trainprobe.cli.run import (
+    CONFIG_HELP,
+    FLEET_HELP,
+    PARALLEL_HELP,
+    TARGET_HELP,
+    expand_specs,
+    is_fleet,
+    live_reporter,
+    render_fleet,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -17,12 +28,14 @@ if TYPE_CHECKING:
 PROBE_HELP = (
     "Show what is on TARGET: Python interpreters (versions; numpy, torch and CUDA), GPUs (nvidia-smi), disk "
     "free, load and memory, and running Python processes (training ones flagged).\n\n"
-    f"{TARGET_HELP}\n\n"
+    f"{TARGET_HELP}\n\n{FLEET_HELP}\n\n"
     "\b\nExamples:\n"
     "  trainprobe probe ssh=root@10.1.2.6\n"
+    "  trainprobe probe 'ssh=node[01-16]' ssh=login1 --no-cuda   a fleet: a report and a table row each\n"
     "  trainprobe probe 'ssh=bastion//ssh=gpu07' --json\n"
     "  trainprobe probe ssh=gpu07 --no-cuda        skip importing torch to ask about CUDA (faster)\n\n"
-    "Exit codes: 0 probed; 1 the target could not be reached or probed; 2 a bad target or flag."
+    "Exit codes: 0 probed (every target); 1 a target could not be reached or probed; 2 a bad target, name "
+    "or flag."
 )
 
 
@@ -78,19 +91,81 @@ def render_probe(console: Console, report: dict[str, Any]) -> None:
         console.print("running Python processes: [dim]none visible[/]")
 
 
+def _probe_summary(report: dict[str, Any]) -> str:
+    gpus = report.get("gpus")
+    load = report.get("load") or [0.0]
+    return (
+        f"{report.get('host')} · {len(report.get('interpreters', []))} Python(s) · "
+        f"{'no nvidia-smi' if gpus is None else f'{len(gpus)} GPU(s)'} · load {load[0]:.2f}"
+    )
+
+
+def _probe_fleet(
+    out: Output, targets: list[str], *, cuda: bool, timeout: float, connect_timeout: float, parallel: int
+) -> int:
+    from trainprobe.remote import probe as remote_probe
+    from trainprobe.remote.fanout import run_fleet
+    from trainprobe.remote.session import Module
+
+    here = Path(remote_probe.__file__).resolve().parent
+    stage1 = here / "_stage1.py"
+    _, _, on_done = live_reporter(targets, None, None if out.quiet or out.json_mode else sys.stderr.buffer)
+    fleet = run_fleet(
+        targets,
+        str(here / "_probe_script.py"),
+        ["--cuda"] if cuda else [],
+        parallel=parallel,
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        modules=[Module("trainprobe_stage1", str(stage1), stage1.read_bytes())],
+        on_done=on_done,
+    )
+    reports = {
+        o.target: {"target": o.target, **o.result, "log_dir": str(o.log_dir)}
+        for o in fleet.outcomes
+        if o.ok and isinstance(o.result, dict)
+    }
+
+    def render(console: Console) -> None:
+        for report in reports.values():
+            render_probe(console, report)
+            console.print()
+        summaries = {target: _probe_summary(report) for target, report in reports.items()}
+        render_fleet(console, fleet, summaries, title="probed")
+
+    out.result(fleet.to_json(), render)
+    return fleet.exit_code
+
+
 @app.command("probe", help=PROBE_HELP, no_args_is_help=True)
 def probe_command(
-    target: str = typer.Argument(..., metavar="TARGET", help="Where to look, e.g. ssh=user@host."),
+    targets: list[str] = typer.Argument(
+        ...,
+        metavar="TARGET...",
+        help="Where to look, e.g. ssh=user@host; several (a range, a group): a fleet.",
+    ),
     cuda: bool = typer.Option(
         True, "--cuda/--no-cuda", help="Import torch in each interpreter to ask about CUDA."
     ),
-    timeout: float = typer.Option(300.0, "--timeout", help="Seconds before the probe is killed."),
+    timeout: float = typer.Option(
+        300.0, "--timeout", help="Seconds before the probe is killed (each target)."
+    ),
     connect_timeout: float = typer.Option(10.0, "--connect-timeout", help="Seconds to connect and log in."),
+    parallel: int = typer.Option(32, "--parallel", min=1, help=PARALLEL_HELP),
+    config: Path | None = typer.Option(None, "--config", metavar="FILE", help=CONFIG_HELP),
     json_mode: bool = typer.Option(False, "--json", help="Print the report as one JSON document."),
 ) -> None:
-    from trainprobe.remote.probe import probe
-
     out = Output(json_mode=json_mode)
     with reported_errors(out):
-        report = probe(target, cuda=cuda, timeout=timeout, connect_timeout=connect_timeout)
-        out.result(report, lambda console: render_probe(console, report))
+        expanded = expand_specs(targets, config)
+        if is_fleet(expanded):
+            code = _probe_fleet(
+                out, expanded, cuda=cuda, timeout=timeout, connect_timeout=connect_timeout, parallel=parallel
+            )
+        else:
+            from trainprobe.remote.probe import probe
+
+            report = probe(expanded[0], cuda=cuda, timeout=timeout, connect_timeout=connect_timeout)
+            out.result(report, lambda console: render_probe(console, report))
+            code = 0
+    raise typer.Exit(code)

@@ -1,9 +1,16 @@
-"""`trainprobe run`: a local Python script on a far target, live output, full logs kept."""
+"""`trainprobe run`: a local Python script on a far target or a fleet of them, live output, full logs kept.
+
+Also the fleet helpers ``probe`` and ``scan --on`` share: the target help, expanding specs, the per-target
+table. Library imports stay inside the functions: ``trainprobe --help`` and a single run start faster.
+"""
 
 from __future__ import annotations
 
 import sys
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
 import typer
 
@@ -11,17 +18,34 @@ from trainprobe.cli._errors import reported_errors
 from trainprobe.cli._output import Output
 from trainprobe.cli.app import app
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from trainprobe.remote.fanout import FleetResult, Outcome
+
 TARGET_HELP = (
     "\b\nTARGET is one string of //-separated hops, outermost first:\n"
     "  local                             this machine\n"
     "  ssh=user@host:port                OpenSSH; user@ and :port optional (~/.ssh/config applies)\n"
     "  ssh=bastion//ssh=gpu07            through a jump host (ProxyJump)\n"
     "  sudo  or  sudo=USER               non-interactive sudo (sudo -n)\n"
+    "  pct=ID  docker=CTR  podman=CTR    a Proxmox CT, a container (docker=CTR,user=1000)\n"
+    "  kubectl=POD,namespace=N  lxc=NAME  incus=NAME  slurm=JOBID[@NODE]\n"
     "  python=PATH  venv=DIR  conda=ENV  the interpreter (default: discovered on the far side)\n"
     "  cd=DIR  env=NAME=VALUE            working directory and environment of the script\n\n"
     "Without python=/venv=/conda=, the far side picks the first of: $VIRTUAL_ENV, $CONDA_PREFIX, venvs "
     "under home directories, /root and /opt, conda envs, interpreters of running Python processes, "
     "python3/python on PATH; --need picks the first of those that has the modules."
+)
+
+FLEET_HELP = (
+    "\b\nA fleet (many targets at once): several targets (as the usage shows), and/or\n"
+    "  ssh=node[01-16]//docker=trainer   host ranges ([1-3,7]; a leading zero pads)\n"
+    "  trainers                          a name or group from the targets file (--config)\n"
+    "  ssh=login1//slurm=812345          every node of a running Slurm job\n"
+    "Targets run at most --parallel at once, output lines are prefixed by target, and a table per "
+    "target (status, exit code, duration, summary) ends the run. The targets file is --config, else "
+    "$TRAINPROBE_CONFIG, else $XDG_CONFIG_HOME/trainprobe/targets.toml (~/.config/trainprobe/targets.toml)."
 )
 
 RUN_HELP = (
@@ -31,27 +55,147 @@ RUN_HELP = (
     "result (--json shows it). Remote tracebacks show the local path. The full stdout, stderr, result and "
     "metadata are kept under $XDG_STATE_HOME/trainprobe/runs/ (default ~/.local/state/trainprobe/runs/); "
     "the path is printed at the end.\n\n"
-    f"{TARGET_HELP}\n\n"
+    f"{TARGET_HELP}\n\n{FLEET_HELP}\n\n"
     "\b\nExamples:\n"
     "  trainprobe run ssh=root@10.1.2.6 check_ckpt.py -- /ckpts --step 4000\n"
     "  trainprobe run 'ssh=root@10.1.2.6//venv=/root/venv' check_ckpt.py -- /ckpts\n"
     "  trainprobe run ssh=gpu07 --need torch,numpy probe_grads.py\n"
-    "  trainprobe run 'ssh=bastion//ssh=gpu07//sudo//cd=/data' du.py --timeout 60\n\n"
-    "Exit codes: the script's own exit code (1 for an uncaught exception); 124 timed out; 127 no interpreter "
-    "(with the needed modules); 130 interrupted; 255 unreachable, authentication refused or connection lost; "
-    "2 a bad target or flag."
+    "  trainprobe run 'ssh=bastion//ssh=gpu07//sudo//cd=/data' du.py --timeout 60\n"
+    "  trainprobe run 'ssh=node[01-16]//docker=trainer' check_ckpt.py --timeout 600 -- /ckpts\n"
+    "  trainprobe run --on ssh=gpu01 --on trainers check_ckpt.py --json\n\n"
+    "Exit codes, one target: the script's own exit code (1 for an uncaught exception); 124 timed out; 127 no "
+    "interpreter (with the needed modules); 130 interrupted; 255 unreachable, authentication refused, "
+    "container/pod/job not there or connection lost; 2 a bad target or flag.  A fleet: 0 every target "
+    "ran and exited 0; 1 any target failed (its own code is in the table); 2 a bad target, name or flag."
 )
+
+PARALLEL_HELP = "A fleet: at most this many targets at once."
+CONFIG_HELP = (
+    "The targets file (names and groups); default $TRAINPROBE_CONFIG or ~/.config/trainprobe/targets.toml."
+)
+
+_STATUS_STYLE = {"ok": "green", "failed": "red", "exception": "red", "timeout": "yellow", "killed": "yellow"}
+
+
+def expand_specs(specs: Sequence[str], config: Path | None) -> list[str]:
+    """The canonical targets the command line names (ranges, names and groups of the targets file)."""
+    from trainprobe.remote.fleet import expand_targets, load_config
+
+    return expand_targets(list(specs), load_config(config))
+
+
+def is_fleet(targets: Sequence[str]) -> bool:
+    from trainprobe.remote.fanout import needs_fleet
+
+    return needs_fleet(targets)
+
+
+def live_reporter(
+    targets: Sequence[str], stdout: IO[bytes] | None, stderr: IO[bytes] | None
+) -> tuple[Callable[[str, str, bytes], None] | None, Callable[[list[str]], None], Callable[[Outcome], None]]:
+    """(on_output, on_plan, on_done) for a fleet: output lines prefixed by target; a line as each target ends.
+
+    Every write is one whole line, so lines of different targets never mix.
+    """
+    from trainprobe.remote.fanout import LinePrefixer
+
+    streams = {"stdout": stdout, "stderr": stderr}
+    lock = threading.Lock()
+
+    def emit(stream: str, line: bytes) -> None:
+        sink = streams[stream]
+        if sink is not None:
+            with lock:
+                sink.write(line)
+                sink.flush()
+
+    prefixer = LinePrefixer(targets, emit)
+
+    def done(outcome: Outcome) -> None:
+        prefixer.flush(outcome.target)
+        if stderr is None:
+            return
+        mark = "✓" if outcome.ok else "✗"
+        line = f"{mark} {outcome.target} {outcome.status} ({outcome.duration:.1f} s)"
+        if not outcome.ok and outcome.summary:
+            line += f": {outcome.summary}"
+        with lock:
+            stderr.write(line.encode("utf-8", "replace") + b"\n")
+            stderr.flush()
+
+    on_output = prefixer.write if stdout is not None or stderr is not None else None
+    return on_output, prefixer.set_targets, done
+
+
+def render_fleet(
+    console: Console, fleet: FleetResult, summaries: dict[str, str] | None = None, title: str = "targets"
+) -> None:
+    """The per-target table, the summary line and where the logs are. ``summaries`` overrides the summary
+    column for some targets (``probe`` shows host, interpreters and GPUs instead of the raw result)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table("target", "status", "exit", "duration", "summary", title=title)
+    for outcome in fleet.outcomes:
+        style = _STATUS_STYLE.get(outcome.status, "bold red")
+        summary = (summaries or {}).get(outcome.target, outcome.summary)
+        table.add_row(
+            escape(outcome.target),
+            f"[{style}]{outcome.status}[/]",
+            str(outcome.exit_code),
+            f"{outcome.duration:.1f} s",
+            escape(summary),
+        )
+    if console.is_terminal:
+        console.print(table)
+    else:  # piped: whole rows, one line each, for grep and people's scripts
+        from rich.measure import Measurement
+
+        saved = console.width
+        console.width = max(
+            saved, Measurement.get(console, console.options.update_width(1000), table).maximum
+        )
+        try:
+            console.print(table)
+        finally:
+            console.width = saved
+    console.print(fleet.summary_line())
+    console.print(f"logs: {fleet.log_dir}", soft_wrap=True, markup=False, highlight=False)
+
+
+def _split_words(words: Sequence[str], on: Sequence[str]) -> tuple[list[str], str, list[str]]:
+    """(target specs, script, script arguments) from the positional words and the --on options."""
+    from trainprobe.errors import UsageError
+
+    words = list(words)
+    specs = list(on)
+    if not specs:
+        if not words:
+            raise UsageError("missing TARGET and SCRIPT", hint="e.g. trainprobe run ssh=gpu07 check.py")
+        specs.append(words.pop(0))
+    if not words:
+        raise UsageError(
+            "missing SCRIPT (a local Python file)", hint="e.g. trainprobe run ssh=gpu07 check.py"
+        )
+    return specs, words[0], words[1:]
 
 
 @app.command("run", help=RUN_HELP, no_args_is_help=True)
 def run_command(
-    target: str = typer.Argument(
-        ..., metavar="TARGET", help="Where to run, e.g. ssh=user@host//venv=/opt/venv."
+    words: list[str] = typer.Argument(
+        ...,
+        metavar="TARGET SCRIPT [-- ARGS...]",
+        help="Where to run (leave out with --on), a local Python script, and arguments for it after --.",
+        show_default=False,
     ),
-    script: Path = typer.Argument(..., metavar="SCRIPT", help="A local Python script.", dir_okay=False),
-    args: list[str] | None = typer.Argument(None, metavar="[-- ARGS...]", help="Arguments for the script."),
+    on: list[str] | None = typer.Option(
+        None,
+        "--on",
+        metavar="TARGET",
+        help="A target, range, name or group; repeat for a fleet (no TARGET then).",
+    ),
     timeout: float | None = typer.Option(
-        None, "--timeout", help="Seconds before the run is killed (all of it)."
+        None, "--timeout", help="Seconds before the run is killed (all of it; per target in a fleet)."
     ),
     connect_timeout: float = typer.Option(
         10.0, "--connect-timeout", help="Seconds to connect, authenticate and get through login scripts."
@@ -59,6 +203,8 @@ def run_command(
     need: str | None = typer.Option(
         None, "--need", help="Modules the interpreter must have, e.g. torch,numpy."
     ),
+    parallel: int = typer.Option(32, "--parallel", min=1, help=PARALLEL_HELP),
+    config: Path | None = typer.Option(None, "--config", metavar="FILE", help=CONFIG_HELP),
     json_mode: bool = typer.Option(
         False,
         "--json",
@@ -69,44 +215,40 @@ def run_command(
     ),
 ) -> None:
     from trainprobe.errors import UsageError
-    from trainprobe.remote import run
 
     out = Output(json_mode=json_mode, quiet=quiet)
     with reported_errors(out):
+        specs, script_word, args = _split_words(words, on or [])
+        script = Path(script_word)
         if not script.is_file():
             raise UsageError(f"script {script} is not a readable file")
+        targets = expand_specs(specs, config)
         live_out = None if quiet else (sys.stderr.buffer if json_mode else sys.stdout.buffer)
         live_err = None if quiet else sys.stderr.buffer
-
-        def sink(stream: object) -> object:
-            if stream is None:
-                return None
-
-            def write(data: bytes) -> None:
-                stream.write(data)  # type: ignore[attr-defined]
-                stream.flush()  # type: ignore[attr-defined]
-
-            return write
-
         needed = tuple(n.strip() for n in (need or "").split(",") if n.strip())
-        result = run(
-            target,
-            script,
-            list(args or []),
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            need=needed,
-            stdout=sink(live_out),  # type: ignore[arg-type]
-            stderr=sink(live_err),  # type: ignore[arg-type]
-        )
-        data = result.to_json()
-        data["stdout_log"] = str(result.stdout_path)
-        data["stderr_log"] = str(result.stderr_path)
-        out.result(data, lambda console: None)
-        if result.error is not None:
-            out.error(str(result.error))
-        if not quiet:  # never wrapped: people copy the path
-            out.err.print(
-                f"log: {result.log_dir}", soft_wrap=True, markup=False, highlight=False, style="dim"
+        if is_fleet(targets):
+            from trainprobe.remote.fanout import run_fleet
+
+            on_output, on_plan, on_done = live_reporter(targets, live_out, live_err)
+            fleet = run_fleet(
+                targets,
+                str(script),
+                args,
+                parallel=parallel,
+                timeout=timeout,
+                connect_timeout=connect_timeout,
+                need=needed,
+                on_output=on_output,
+                on_plan=on_plan,
+                on_done=on_done,
             )
-    raise typer.Exit(result.exit_code)
+            out.result(fleet.to_json(), lambda console: render_fleet(console, fleet))
+            code = fleet.exit_code
+        else:
+            from trainprobe.cli import run_single  # the same code as the fast path in cli.main
+
+            code = run_single(
+                targets[0], script_word, args, timeout=timeout, connect_timeout=connect_timeout, need=needed,
+                json_mode=json_mode, quiet=quiet,
+            )  # fmt: skip
+    raise typer.Exit(code)

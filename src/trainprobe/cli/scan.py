@@ -1,24 +1,22 @@
-"""`trainprobe scan`."""
+"""`trainprobe scan`: NaN/Inf in checkpoints, here or where the files are (one target or a fleet)."""
 
 from __future__ import annotations
 
-import typer
-from rich.console import Console
-from rich.markup import escape
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from trainprobe.checkpoint.scan import (
-    CLEAN,
-    CORRUPT,
-    NONFINITE,
-    SUSPICIOUS,
-    UNREADABLE,
-    FileReport,
-    ScanReport,
-)
+import typer
+
 from trainprobe.cli._errors import reported_errors
 from trainprobe.cli._output import Output
 from trainprobe.cli.app import app
-from trainprobe.errors import UsageError
+from trainprobe.cli.run import CONFIG_HELP, PARALLEL_HELP, expand_specs, is_fleet, live_reporter, render_fleet
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from trainprobe.checkpoint.scan import FileReport, ScanReport
+    from trainprobe.remote.fanout import FleetResult
 
 _SCAN_HELP = (
     "Find NaN/+Inf/−Inf in checkpoints: weights and optimizer state, without torch and without executing the "
@@ -32,9 +30,16 @@ _SCAN_HELP = (
     "  trainprobe scan 'runs/*/step_*.pt' --stats    with min/max/mean/std/absmax/L2/zero fraction\n"
     "  trainprobe scan model.safetensors --json      the documented JSON report (schema_version 1)\n"
     "  trainprobe scan ckpt.pt --verify              also check zip CRC32s and storage sizes\n"
-    "  trainprobe scan /data/ckpt --on user@gpu01    scan where the files are\n\n"
+    "  trainprobe scan /data/ckpt --on ssh=user@gpu01   scan where the files are\n"
+    "  trainprobe scan '/ckpt/step_4000/*.distcp' --on 'ssh=node[01-08]'   each node's shards, one "
+    "report each\n\n"
+    "--on takes a target (ssh=host//docker=trainer, see trainprobe run --help); repeat it, or give a range "
+    "(ssh=node[01-16]), a name or group from the targets file, or slurm=JOBID, to scan on a fleet: one "
+    "report per target, then a table of the targets.\n\n"
     "Exit codes: 0 all clean; 1 non-finite values or a suspicious pickle global found (a finding wins over "
-    "unreadable files); 2 a file unreadable or corrupt and nothing non-finite found, or a usage error."
+    "unreadable files); 2 a file unreadable or corrupt and nothing non-finite found, or a usage error. "
+    "With a fleet: 1 if any target found non-finite values or could not scan (unreachable, failed); else 2 "
+    "if any target had unreadable files; else 0."
 )
 
 
@@ -53,12 +58,12 @@ def _count(n: int) -> str:
     return str(n)
 
 
-_MARK = {
-    CLEAN: "[green]✓ clean[/]",
-    NONFINITE: "[bold red]✗ NON-FINITE[/]",
-    SUSPICIOUS: "[bold red]✗ SUSPICIOUS[/]",
-    CORRUPT: "[yellow]! corrupt[/]",
-    UNREADABLE: "[yellow]! unreadable[/]",
+_MARK = {  # by trainprobe.checkpoint.scan's verdicts (not imported here: it pulls in numpy)
+    "clean": "[green]✓ clean[/]",
+    "nonfinite": "[bold red]✗ NON-FINITE[/]",
+    "suspicious": "[bold red]✗ SUSPICIOUS[/]",
+    "corrupt": "[yellow]! corrupt[/]",
+    "unreadable": "[yellow]! unreadable[/]",
 }
 
 
@@ -67,6 +72,8 @@ def _fmt(v: float | None) -> str:
 
 
 def _render_file(console: Console, f: FileReport, stats: bool) -> None:
+    from rich.markup import escape
+
     head = f"{_MARK.get(f.verdict, f.verdict)}  [bold]{escape(f.path)}[/]"
     if f.error is not None:
         console.print(f"{head}  {escape(f.error)}")
@@ -106,6 +113,8 @@ def _render_file(console: Console, f: FileReport, stats: bool) -> None:
 
 def render_scan_report(console: Console, report: ScanReport) -> None:
     """The human form of a scan report (identical for local and remote scans)."""
+    from trainprobe.checkpoint.scan import SUSPICIOUS
+
     for f in report.files:
         _render_file(console, f, report.stats)
     t = report.totals()
@@ -128,6 +137,72 @@ def render_scan_report(console: Console, report: ScanReport) -> None:
     console.print(summary)
 
 
+def fleet_scan_exit_code(fleet: FleetResult, reports: dict[str, ScanReport]) -> int:
+    """1 if any target found non-finite values (or a suspicious global) or could not scan; else 2 if any
+    target had unreadable files; else 0."""
+    codes = [reports[o.target].exit_code if o.target in reports else 1 for o in fleet.outcomes]
+    return 1 if 1 in codes else max(codes, default=0)
+
+
+def _scan_fleet(
+    out: Output,
+    targets: list[str],
+    paths: list[str],
+    *,
+    stats: bool,
+    verify: bool,
+    timeout: float,
+    connect_timeout: float,
+    parallel: int,
+) -> int:
+    import sys
+
+    from trainprobe.checkpoint.scan import ScanReport, scan
+    from trainprobe.remote.fanout import call_fleet
+
+    _, _, on_done = live_reporter(targets, None, None if out.quiet or out.json_mode else sys.stderr.buffer)
+    fleet = call_fleet(
+        targets,
+        scan,
+        paths,
+        stats=stats,
+        verify=verify,
+        parallel=parallel,
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        need=("numpy",),
+        on_done=on_done,
+    )
+    reports = {o.target: ScanReport.from_json(o.result) for o in fleet.outcomes if o.ok and o.result}
+    code = fleet_scan_exit_code(fleet, reports)
+    summaries = {}
+    for target, report in reports.items():
+        t = report.totals()
+        summaries[target] = (
+            f"{t['files']} file(s), {t['tensors']} tensors: "
+            + (
+                f"{t['nonfinite']} non-finite in {t['bad_tensors']} tensor(s)"
+                if t["nonfinite"]
+                else "no NaN/Inf"
+            )
+            + (f", {t['files_unreadable']} unreadable" if t["files_unreadable"] else "")
+        )
+
+    def render(console: Console) -> None:
+        from rich.markup import escape
+
+        for target, report in reports.items():
+            console.print(f"[bold]── {escape(target)}[/]", soft_wrap=True)  # whole: people copy it
+            render_scan_report(console, report)
+            console.print()
+        render_fleet(console, fleet, summaries, title="scanned")
+
+    data: dict[str, Any] = fleet.to_json()
+    data["exit_code"] = code
+    out.result(data, render)
+    return code
+
+
 @app.command(help=_SCAN_HELP)
 def scan(
     paths: list[str] = typer.Argument(
@@ -143,25 +218,36 @@ def scan(
         False, "--json", help="Print the JSON report (schema_version 1) to stdout."
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit code tells."),
-    on: str | None = typer.Option(
-        None, "--on", metavar="TARGET", help="Scan on a remote target (user@host...)."
+    on: list[str] | None = typer.Option(
+        None,
+        "--on",
+        metavar="TARGET",
+        help="Scan on a remote target (ssh=user@host...); repeat, or a range/name/group, for a fleet.",
     ),
     timeout: float = typer.Option(
-        3600.0, "--timeout", help="With --on: seconds before the remote scan is killed."
+        3600.0, "--timeout", help="With --on: seconds before the remote scan is killed (per target)."
     ),
     connect_timeout: float = typer.Option(20.0, "--connect-timeout", help="With --on: seconds to connect."),
+    parallel: int = typer.Option(32, "--parallel", min=1, help="With --on: " + PARALLEL_HELP),
+    config: Path | None = typer.Option(None, "--config", metavar="FILE", help="With --on: " + CONFIG_HELP),
     workers: int | None = typer.Option(None, "--workers", min=1, help="Threads for checking tensors."),
 ) -> None:
     out = Output(json_mode=json_mode, quiet=quiet)
     with reported_errors(out):
-        if on is not None:
-            try:
-                from trainprobe.remote.tasks import scan_on  # type: ignore[import-not-found,unused-ignore]
-            except ImportError:
-                raise UsageError("remote scanning (--on) is not available in this installation") from None
+        if on:
+            targets = expand_specs(on, config)
+            if is_fleet(targets):
+                code = _scan_fleet(
+                    out, targets, list(paths), stats=stats, verify=verify, timeout=timeout,
+                    connect_timeout=connect_timeout, parallel=parallel,
+                )  # fmt: skip
+                raise typer.Exit(code)
+            from trainprobe.remote.tasks import scan_on
+
             report = scan_on(
-                on, list(paths), stats=stats, verify=verify, timeout=timeout, connect_timeout=connect_timeout
-            )
+                targets[0], list(paths), stats=stats, verify=verify, timeout=timeout,
+                connect_timeout=connect_timeout,
+            )  # fmt: skip
         else:
             from trainprobe.checkpoint import scan as scan_paths
 

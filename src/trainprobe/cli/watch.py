@@ -10,24 +10,26 @@ import subprocess
 import sys
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import typer
-from rich.markup import escape
 
 from trainprobe.cli._errors import reported_errors
 from trainprobe.cli._output import Output
 from trainprobe.cli.app import app
 from trainprobe.cli.logs import FailOn, exit_code_for, render_report
 from trainprobe.errors import UsageError
-from trainprobe.metrics import Finding, Options
-from trainprobe.metrics.findings import fmt_step
-from trainprobe.metrics.follow import watch_file
+
+if TYPE_CHECKING:  # imported where used: trainprobe.metrics pulls in numpy, which every command would pay for
+    from trainprobe.metrics import Finding
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def finding_env(f: Finding) -> dict[str, str]:
     """What ``--exec`` gets: the finding in environment variables (and as JSON on stdin)."""
+    from trainprobe.metrics.findings import fmt_step
+
     return {
         "TRAINPROBE_FINDING_KIND": f.kind,
         "TRAINPROBE_FINDING_SEVERITY": f.severity,
@@ -86,6 +88,12 @@ def watch(
 
     Exit codes: 0 nothing at --fail-on or worse, 1 findings (or the target stayed unreachable), 2 bad flags.
     """
+    from rich.markup import escape
+
+    from trainprobe.metrics import Options
+    from trainprobe.metrics.findings import fmt_step
+    from trainprobe.metrics.follow import watch_file
+
     out = Output(json_mode=json_out)
     with reported_errors(out):
         argv = shlex.split(exec_cmd) if exec_cmd else None

@@ -129,13 +129,30 @@ def candidate_groups() -> Iterator[list[str]]:
     yield [path for path in (which("python3"), which("python")) if path]
 
 
+def identity(path: str) -> tuple[str, str]:
+    """What makes two paths one interpreter: the file with symlinks resolved (``/usr/bin/python3`` is
+    ``/usr/bin/python3.11``) and the venv the path starts it in (a venv's ``bin/python`` links to the system
+    Python, but started through the venv it sees the venv's packages, so it stays a candidate of its own)."""
+    path = os.path.abspath(path)
+    bindir = os.path.dirname(path)
+    venv = ""
+    for directory in (bindir, os.path.dirname(bindir)):
+        if os.path.isfile(os.path.join(directory, "pyvenv.cfg")):
+            venv = directory
+            break
+    return os.path.realpath(path), venv
+
+
 def iter_candidates() -> Iterator[str]:
     seen = set()
     for group in candidate_groups():
         for path in group:
             path = os.path.abspath(path)
-            if path not in seen and executable(path):
-                seen.add(path)
+            if not executable(path):
+                continue
+            key = identity(path)
+            if key not in seen:
+                seen.add(key)
                 yield path
 
 
@@ -231,7 +248,7 @@ def main() -> None:
         write_all(MAGIC)
         send(b"H", {"python": sys.executable, "pid": os.getpid()})
         python = choose(cfg)
-        if os.path.abspath(python) != os.path.abspath(sys.executable):
+        if identity(python) != identity(sys.executable):  # exec only a different interpreter
             cfg["chosen"] = True
             encoded = base64.b64encode(json.dumps(cfg).encode()).decode()
             os.execv(python, [python, "-c", cfg["boot"], sys.argv[1], encoded])

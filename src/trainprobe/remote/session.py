@@ -31,6 +31,7 @@ from trainprobe.errors import (
     RemoteExceptionError,
     RemoteKilledError,
     RemoteTimeoutError,
+    TargetSyntaxError,
     UnreachableError,
 )
 from trainprobe.remote.argv import agent_source
@@ -169,8 +170,12 @@ class _Frames:
 
 
 def transport_error(target: str, returncode: int | None, transport_log: str) -> RemoteError:
-    """Turn what ssh and the login shell said (and the exit status) into one clear error."""
+    """Turn what ssh, the container/cluster tools and the login shell said (and the exit status) into one
+    clear error."""
     text = transport_log.strip()
+    explained = _hop_failure(target, text)
+    if explained is not None:  # a stopped container, an ended job: the hop's tool knows best
+        return explained
     last = text.splitlines()[-1] if text else ""
     lowered = text.lower()
     if "permission denied" in lowered or "too many authentication failures" in lowered:
@@ -210,6 +215,23 @@ def transport_error(target: str, returncode: int | None, transport_log: str) -> 
     return RemoteError(
         target, f"the far side exited with {returncode} before the agent started: {last or 'no message'}"
     )
+
+
+def _hop_failure(target: str, transport_log: str) -> UnreachableError | None:
+    """The innermost container/cluster hop that recognises its tool's message in ``transport_log``
+    (``explain_failure``, e.g. docker's "is not running") turned into an UnreachableError."""
+    from trainprobe.remote.target import parse_target  # only on this error path: keeps start-up lean
+
+    try:
+        hops = parse_target(target).wrapping
+    except TargetSyntaxError:
+        return None
+    for hop in reversed(hops):
+        explain = getattr(hop, "explain_failure", None)
+        found: tuple[str, str] | None = explain(transport_log) if explain is not None else None
+        if found is not None:
+            return UnreachableError(target, found[0], hint=found[1])
+    return None
 
 
 def execute(

@@ -31,8 +31,8 @@ COLLECT_VERSION = 1
 # What a log file may be called; the readers then decide by content (text accepts anything, hence a list).
 LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".err")
 _NOT_LOGS = (MANIFEST_SUFFIX, ".index.json", "config.json", "metadata.json")
-# "global_step1500", "step_2000", "step=2000" (Lightning's epoch=3-step=2000), "checkpoint-2000", "iter_0002000";
-# an epoch number is not a step, and neither is any other number in a name (resnet50.pt).
+# "global_step1500", "step_2000", "step=2000" (Lightning's epoch=3-step=2000), "checkpoint-2000",
+# "iter_0002000"; an epoch number is not a step, and neither is any other number in a name (resnet50.pt).
 _NAME_STEP = re.compile(r"(?i)(?:global_step|step|iteration|iter|checkpoint|ckpt)[-_=]?(\d+)")
 _ONLY_NUMBER = re.compile(r"^(\d+)(?:\.\w+)?$")
 _MAX_BAD_TENSORS = 20
@@ -188,6 +188,10 @@ def collect(
     too); the logs are analysed meanwhile. ``progress`` receives fractions of the work that add up to 1.0.
     Unreadable files are part of the result, never raised; a missing directory raises UsageError."""
     started = time.perf_counter()
+    try:
+        patterns = [re.compile(p) for p in event_patterns or []]
+    except re.error as exc:
+        raise UsageError(f"--event: not a valid regular expression ({exc})") from None
     root = str(Path(run_dir).resolve()) if Path(run_dir).exists() else run_dir
     log_files, targets = find_run_files(run_dir)
     units = 1 + len(targets)
@@ -203,7 +207,7 @@ def collect(
         skipped: list[dict[str, str]] = []
         for f in log_files:
             try:
-                got = [r for r in read_logs(Path(f)) if len(r) >= 3 and r.columns]
+                got = [r for r in read_logs(Path(f), event_patterns=patterns) if len(r) >= 3 and r.columns]
             except (TrainprobeError, OSError, ValueError) as exc:
                 skipped.append({"path": f, "why": str(exc)})
                 continue

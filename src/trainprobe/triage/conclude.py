@@ -12,7 +12,7 @@ The rules, in order (the first that fits names the cause):
   stalled logging but wrote a consistent file.
 - **gradient explosion**: no save within ``near`` steps before it, and the first checkpoint at or after it
   holds NaN/Inf in optimizer state (high) or only in weights (medium).
-- **resume** / **learning-rate change**: such an event within ``near`` steps before it.
+- **resume** / **learning-rate change** / an event named with ``--event``: one within ``near`` steps before.
 - otherwise the cause is unknown and the logs' own suggestion stands.
 """
 
@@ -27,15 +27,17 @@ SCHEMA_VERSION = 1
 CLEAN, NONFINITE, TORN, CORRUPT, UNREADABLE = "clean", "non-finite", "torn", "corrupt", "unreadable"
 _VERDICT_ORDER = (NONFINITE, TORN, CORRUPT, UNREADABLE)
 ANOMALY_KINDS = ("spike", "cliff", "non_finite", "divergence", "missing_value")
-SAVE_RACE, SAVE_STALL, EXPLOSION, RESUME_CAUSE, LR_CAUSE, UNKNOWN = (
+SAVE_RACE, SAVE_STALL, EXPLOSION, RESUME_CAUSE, LR_CAUSE, EVENT_CAUSE, UNKNOWN = (
     "save-race",
     "save-stall",
     "gradient-explosion",
     "resume",
     "lr-change",
+    "event",
     "unknown",
 )
 _GROUP_STEPS = 3.0
+_KIND_WORD = {"non_finite": "NaN/Inf", "missing_value": "missing value"}
 
 
 def _j(x: float) -> int | float:
@@ -417,7 +419,6 @@ def _explain(
 ) -> Conclusion:
     first = group[0]
     step = first.step
-    what = "; ".join(a.message for a in group)
     evidence = [f"log: {a.message}" for a in group]
     before = [s for s in saves if float(s["step"]) <= step and step - float(s["step"]) <= near]
     if before:
@@ -498,6 +499,7 @@ def _explain(
     for kind, cause, label in (
         ("resume", RESUME_CAUSE, "the resume"),
         ("lr_change", LR_CAUSE, "the learning-rate change"),
+        ("custom", EVENT_CAUSE, "the logged event"),
     ):
         evs = [
             e
@@ -524,7 +526,13 @@ def _explain(
     else:
         evidence.append("no checkpoint at or after it to confirm the state")
     return Conclusion(
-        UNKNOWN, f"no cause found for: {what[:120]}", "low", step, group, evidence, first.suggestion
+        UNKNOWN,
+        f"no cause found for the {_KIND_WORD.get(first.kind, first.kind)} in {first.metric}",
+        "low",
+        step,
+        group,
+        evidence,
+        first.suggestion,
     )
 
 
@@ -558,6 +566,8 @@ def _resume_from(
     if bad_from is not None:
         healthy = [c for c in healthy if c.step is not None and c.step < bad_from]
     if not healthy:
+        if not checkpoints:
+            return None, "no checkpoint found in the run directory"
         return None, "no checkpoint is healthy" + (
             f" before step {_fmt(bad_from)}" if bad_from is not None else ""
         )

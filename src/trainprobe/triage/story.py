@@ -9,8 +9,8 @@ It saves every ``save_every`` steps in one of two ways:
 - ``"naive"``: the seed's save on the seed's slow shared storage. The loop first blocks on the storage (for
   as long as ``stall_steps`` training steps take, at least ``min_stall_s``), then ``torch.save`` of the
   *live* model and optimizer state dicts runs in a background thread while training goes on (as in
-  ``trainprobe.save.race``'s ``mode="background"``), writing at ``write_mb_s`` MB/s, so the file mixes
-  optimizer steps. While the loop is stalled the stream drifts on: the loss spikes when training resumes,
+  ``trainprobe.save.race``'s ``mode="background"``), slowly enough to span ``write_steps`` steps, so the
+  file mixes optimizer steps. While the loop is stalled the stream drifts on: the loss spikes when training resumes,
   and recovers. The slow storage is simulated (``time.sleep`` in the training thread before the save, and
   per write in the save thread).
 - ``"writer"``: the same loop saving through :class:`trainprobe.save.CheckpointWriter`, which copies the
@@ -77,8 +77,8 @@ class _SlowStorage(io.RawIOBase):
         return self._fh.write(data)
 
 
-def _save_slowly(torch: Any, state: Any, path: Path, mb_s: float) -> None:
-    with open(path, "wb") as fh, _SlowStorage(fh, mb_s * 1e6) as slow:
+def _save_slowly(torch: Any, state: Any, path: Path, bytes_per_s: float) -> None:
+    with open(path, "wb") as fh, _SlowStorage(fh, bytes_per_s) as slow:
         torch.save(state, slow)
 
 
@@ -97,7 +97,7 @@ def train_story(
     eval_batch: int = 512,
     lr: float = 3e-3,
     drift_per_step: float = 0.03,
-    write_mb_s: float = 20.0,
+    write_steps: int = 8,
     seed: int = 0,
 ) -> StoryRun:
     """Train and save as the module docstring says: ``run_dir/train.log`` and ``run_dir/ckpt/``."""
@@ -161,11 +161,15 @@ def train_story(
                 if writer is not None:
                     writer.save(step, model=model, optimizer=optimizer)
                 else:
-                    stall = max(min_stall_s, stall_steps * statistics.median(durations))
+                    typical = statistics.median(durations)
+                    stall = max(min_stall_s, stall_steps * typical)
+                    # Weights and AdamW's two moments: the bytes the save writes, give or take the pickle.
+                    state_bytes = 3 * sum(p.numel() * p.element_size() for p in model.parameters())
+                    rate = state_bytes / (write_steps * typical)
                     time.sleep(stall)
                     state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
                     thread = threading.Thread(
-                        target=_save_slowly, args=(torch, state, path, write_mb_s), daemon=True
+                        target=_save_slowly, args=(torch, state, path, rate), daemon=True
                     )
                     thread.start()
                     threads.append(thread)
@@ -178,4 +182,5 @@ def train_story(
             writer.close()
         torch.set_num_threads(threads_before)
     run.seconds = time.perf_counter() - started
+    run.checkpoints = [p for p in run.checkpoints if p.exists()]  # CheckpointWriter keeps the newest few
     return run
