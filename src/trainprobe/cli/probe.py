@@ -141,7 +141,7 @@ def _probe_fleet(
 def probe_command(
     targets: list[str] = typer.Argument(
         ...,
-        metavar="TARGET...",
+        metavar="TARGET",
         help="Where to look, e.g. ssh=user@host; several (a range, a group): a fleet.",
     ),
     cuda: bool = typer.Option(

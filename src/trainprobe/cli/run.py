@@ -173,6 +173,11 @@ def _split_words(words: Sequence[str], on: Sequence[str]) -> tuple[list[str], st
         if not words:
             raise UsageError("missing TARGET and SCRIPT", hint="e.g. trainprobe run ssh=gpu07 check.py")
         specs.append(words.pop(0))
+    elif len(words) > 1 and not Path(words[0]).is_file() and Path(words[1]).is_file():
+        raise UsageError(
+            f"{words[0]} looks like a target, but with --on every target is given with --on",
+            hint=f"trainprobe run --on {words[0]} --on {specs[0]} ... {words[1]}",
+        )
     if not words:
         raise UsageError(
             "missing SCRIPT (a local Python file)", hint="e.g. trainprobe run ssh=gpu07 check.py"

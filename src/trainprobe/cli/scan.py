@@ -232,9 +232,15 @@ def scan(
     config: Path | None = typer.Option(None, "--config", metavar="FILE", help="With --on: " + CONFIG_HELP),
     workers: int | None = typer.Option(None, "--workers", min=1, help="Threads for checking tensors."),
 ) -> None:
+    from trainprobe.errors import UsageError
+
     out = Output(json_mode=json_mode, quiet=quiet)
     with reported_errors(out):
         if on:
+            try:
+                from trainprobe.remote.tasks import scan_on
+            except ImportError:  # an installation with the checkpoint readers only
+                raise UsageError("remote scanning (--on) is not available in this installation") from None
             targets = expand_specs(on, config)
             if is_fleet(targets):
                 code = _scan_fleet(
@@ -242,8 +248,6 @@ def scan(
                     connect_timeout=connect_timeout, parallel=parallel,
                 )  # fmt: skip
                 raise typer.Exit(code)
-            from trainprobe.remote.tasks import scan_on
-
             report = scan_on(
                 targets[0], list(paths), stats=stats, verify=verify, timeout=timeout,
                 connect_timeout=connect_timeout,

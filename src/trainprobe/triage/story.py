@@ -10,9 +10,9 @@ It saves every ``save_every`` steps in one of two ways:
   as long as ``stall_steps`` training steps take, at least ``min_stall_s``), then ``torch.save`` of the
   *live* model and optimizer state dicts runs in a background thread while training goes on (as in
   ``trainprobe.save.race``'s ``mode="background"``), slowly enough to span ``write_steps`` steps, so the
-  file mixes optimizer steps. While the loop is stalled the stream drifts on: the loss spikes when training resumes,
-  and recovers. The slow storage is simulated (``time.sleep`` in the training thread before the save, and
-  per write in the save thread).
+  file mixes optimizer steps. While the loop is stalled the stream drifts on: the loss spikes when
+  training resumes, and recovers. The slow storage is simulated (``time.sleep`` in the training thread before
+  the save, and per write in the save thread).
 - ``"writer"``: the same loop saving through :class:`trainprobe.save.CheckpointWriter`, which copies the
   state before it returns and does all file I/O in its own thread (on the real disk: slow storage, being off
   the training thread and after the copy, could change neither the stall nor the snapshot).
@@ -88,12 +88,12 @@ def train_story(
     mode: StoryMode = "naive",
     steps: int = 250,
     save_every: int = 50,
-    stall_steps: int = 50,
+    stall_steps: int = 100,
     min_stall_s: float = 1.0,
     blowup_at: int | None = 230,
     layers: int = 24,
     width: int = 64,
-    batch: int = 64,
+    batch: int = 128,
     eval_batch: int = 512,
     lr: float = 3e-3,
     drift_per_step: float = 0.03,
