@@ -21,8 +21,10 @@ class Output:
     def __init__(self, *, json_mode: bool = False, quiet: bool = False) -> None:
         self.json_mode = json_mode
         self.quiet = quiet
-        self.console = Console(soft_wrap=False, highlight=False)
-        self.err = Console(stderr=True, highlight=False)
+        # soft_wrap: a long report line or error stays one line when piped into a file or grep (rich would
+        # otherwise wrap at 80 columns whenever the stream is not a terminal).
+        self.console = Console(soft_wrap=True, highlight=False)
+        self.err = Console(stderr=True, soft_wrap=True, highlight=False)
 
     def result(self, data: Any, render: Callable[[Console], None]) -> None:
         """Emit one command's result: ``data`` as JSON in ``--json`` mode, else ``render`` it for people."""
