@@ -103,28 +103,18 @@ def _probe_summary(report: dict[str, Any]) -> str:
 def _probe_fleet(
     out: Output, targets: list[str], *, cuda: bool, timeout: float, connect_timeout: float, parallel: int
 ) -> int:
-    from trainprobe.remote import probe as remote_probe
-    from trainprobe.remote.fanout import run_fleet
-    from trainprobe.remote.session import Module
+    from trainprobe.remote.probe import probe_fleet
 
-    here = Path(remote_probe.__file__).resolve().parent
-    stage1 = here / "_stage1.py"
     _, _, on_done = live_reporter(targets, None, None if out.quiet or out.json_mode else sys.stderr.buffer)
-    fleet = run_fleet(
+    fleet = probe_fleet(
         targets,
-        str(here / "_probe_script.py"),
-        ["--cuda"] if cuda else [],
+        cuda=cuda,
         parallel=parallel,
         timeout=timeout,
         connect_timeout=connect_timeout,
-        modules=[Module("trainprobe_stage1", str(stage1), stage1.read_bytes())],
         on_done=on_done,
     )
-    reports = {
-        o.target: {"target": o.target, **o.result, "log_dir": str(o.log_dir)}
-        for o in fleet.outcomes
-        if o.ok and isinstance(o.result, dict)
-    }
+    reports = {o.target: o.result for o in fleet.outcomes if o.ok and isinstance(o.result, dict)}
 
     def render(console: Console) -> None:
         for report in reports.values():

@@ -1,8 +1,8 @@
 """The script ``trainprobe probe`` runs on the far side (standard library only; Python 3.7+).
 
 ``main()`` returns what is there: interpreters (discovery order, with versions and torch/numpy/CUDA), GPUs
-from
-``nvidia-smi``, disk free, load and memory, and running Python processes that look like training.
+from ``nvidia-smi``, disk free, load and memory, and running Python processes (trainprobe's own left out;
+those that look like training flagged).
 """
 
 from __future__ import annotations
@@ -116,7 +116,18 @@ def ancestors() -> set[int]:
     return pids
 
 
-def python_processes() -> list[dict[str, Any]]:
+def is_trainprobe_own(argv: list[str], own_code: tuple[str, ...]) -> bool:
+    """A process of trainprobe itself, this run's or another's: stage 1 and the agent (and the script
+    process it forks) run ``python -c BOOT ...``; discovery's module check and this probe's interpreter
+    inspection run ``python -c CODE`` with code from ``own_code``."""
+    if len(argv) < 3 or argv[1] != "-c":
+        return False
+    code = argv[2]
+    return "zlib.decompress(base64.b64decode(sys.argv[1]))" in code or code in own_code
+
+
+def python_processes(own_code: tuple[str, ...] = (INSPECT,)) -> list[dict[str, Any]]:
+    """Running Python processes but trainprobe's own (see :func:`is_trainprobe_own`)."""
     mine = ancestors()
     found = []
     for name in sorted((p for p in os.listdir("/proc") if p.isdigit()), key=int):
@@ -130,7 +141,7 @@ def python_processes() -> list[dict[str, Any]]:
             uid = os.stat(f"/proc/{pid}").st_uid
         except OSError:
             continue
-        if not os.path.basename(exe).startswith("python") or "zlib.decompress(base64" in " ".join(argv[:3]):
+        if not os.path.basename(exe).startswith("python") or is_trainprobe_own(argv, own_code):
             continue
         cmdline = " ".join(argv)
         found.append({"pid": pid, "uid": uid, "python": exe, "cmdline": cmdline[:500],
@@ -155,5 +166,5 @@ def main() -> dict[str, Any]:
         "load": list(os.getloadavg()),
         "cpus": os.cpu_count(),
         "memory": memory(),
-        "processes": python_processes(),
+        "processes": python_processes((INSPECT, trainprobe_stage1.NEED_CHECK)),
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -113,35 +114,93 @@ def run(
     )
 
 
-def modules_for(function: Callable[..., Any]) -> tuple[str, list[Module]]:
+def modules_for(function: Callable[..., Any], extra: Sequence[str] = ()) -> tuple[str, list[Module]]:
     """(module name to import on the far side, modules to ship) for ``function``.
 
     Inside trainprobe: ``trainprobe/__init__.py``, ``trainprobe/errors.py`` and the whole subpackage holding
-    the
-    function (these import only stdlib and numpy). Elsewhere: the function's own module file.
+    the function (these import only stdlib and numpy). Elsewhere: the function's own module file. ``extra``
+    names more modules or packages to ship (see :func:`modules_named`), e.g. ``["trainprobe.metrics"]`` for a
+    function that imports that subpackage too.
     """
     name = function.__module__
     module = sys.modules.get(name)
     if module is None or not getattr(module, "__file__", None):
         raise UsageError(f"cannot ship {function!r}: its module {name!r} has no source file")
     if name == "trainprobe" or name.startswith("trainprobe."):
-        root = Path(__file__).resolve().parent.parent
-        shipped = [
-            Module("trainprobe", str(root / "__init__.py"), (root / "__init__.py").read_bytes(), True),
-            Module("trainprobe.errors", str(root / "errors.py"), (root / "errors.py").read_bytes()),
-        ]
+        import_name, own = name, modules_named([name])
+    else:
+        path = Path(str(module.__file__)).resolve()
+        import_name = name if name != "__main__" else "_trainprobe_shipped_main"
+        own = [Module(import_name, str(path), path.read_bytes())]
+    return import_name, _unique([*own, *modules_named(extra)])
+
+
+def modules_named(names: Sequence[str]) -> list[Module]:
+    """The modules to ship so that each of ``names`` imports on the far side.
+
+    A package comes with every module under it, a module alone; the packages above either come with their
+    ``__init__`` only (``trainprobe`` also with ``trainprobe.errors``, which its ``__init__`` imports). A name
+    inside trainprobe ships its whole subpackage: ``trainprobe.checkpoint.scan`` ships
+    ``trainprobe.checkpoint``. Raises UsageError for a name that does not import here or has no source file.
+    """
+    shipped: list[Module] = []
+    for name in names:
         parts = name.split(".")
-        if len(parts) > 1 and (root / parts[1]).is_dir():
-            package = root / parts[1]
-            for path in sorted(package.rglob("*.py")):
-                rel = path.relative_to(root.parent).with_suffix("")
-                is_package = path.name == "__init__.py"
-                mod_name = ".".join(rel.parent.parts if is_package else rel.parts)
-                shipped.append(Module(mod_name, str(path), path.read_bytes(), is_package))
-        return name, shipped
-    path = Path(str(module.__file__)).resolve()
-    import_name = name if name != "__main__" else "_trainprobe_shipped_main"
-    return import_name, [Module(import_name, str(path), path.read_bytes())]
+        if parts[0] == "trainprobe":
+            shipped += [_source_of("trainprobe"), _source_of("trainprobe.errors")]
+            if len(parts) > 1 and parts[1] != "errors":
+                shipped.extend(_source_tree(f"trainprobe.{parts[1]}"))
+        else:
+            shipped.extend(_source_tree(name))
+            shipped.extend(_source_of(".".join(parts[:i])) for i in range(1, len(parts)))
+    return _unique(shipped)
+
+
+def _imported(name: str) -> Path:
+    try:
+        module = importlib.import_module(name)
+    except ImportError as exc:
+        raise UsageError(f"cannot ship module {name!r}: {exc}") from None
+    file = getattr(module, "__file__", None)
+    if not file or not file.endswith(".py"):
+        raise UsageError(f"cannot ship module {name!r}: it has no Python source file")
+    return Path(file).resolve()
+
+
+def _source_of(name: str) -> Module:
+    path = _imported(name)
+    return Module(name, str(path), path.read_bytes(), path.name == "__init__.py")
+
+
+def _source_tree(name: str) -> list[Module]:
+    """``name`` and, when it is a package, every module under it."""
+    path = _imported(name)
+    if path.name != "__init__.py":
+        return [Module(name, str(path), path.read_bytes())]
+    shipped = []
+    for file in sorted(path.parent.rglob("*.py")):
+        rel = file.relative_to(path.parent).with_suffix("").parts
+        is_package = file.name == "__init__.py"
+        mod_name = ".".join((name, *(rel[:-1] if is_package else rel)))
+        shipped.append(Module(mod_name, str(file), file.read_bytes(), is_package))
+    return shipped
+
+
+def _unique(modules: Sequence[Module]) -> list[Module]:
+    return list({m.name: m for m in modules}.values())
+
+
+def call_argv(
+    function: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], modules: Sequence[str] = ()
+) -> tuple[list[str], list[Module]]:
+    """(argv for :data:`CALL_DRIVER`, modules to ship) that call ``function(*args, **kwargs)`` far side."""
+    module_name, shipped = modules_for(function, modules)
+    spec = {"module": module_name, "qualname": function.__qualname__, "args": list(args), "kwargs": kwargs}
+    try:
+        encoded = json.dumps(spec)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"arguments for {function.__qualname__} must be JSON-serialisable: {exc}") from None
+    return [encoded], shipped
 
 
 def call(
@@ -151,30 +210,27 @@ def call(
     timeout: float | None = None,
     connect_timeout: float = 10.0,
     need: Sequence[str] = (),
+    modules: Sequence[str] = (),
     **kwargs: Any,
 ) -> Any:
     """Call ``function(*args, **kwargs)`` on ``target`` and return its value.
 
     The function's module is shipped (see :func:`modules_for`) and imported from memory on the far side, so
-    nothing
-    needs to be installed there but Python (and numpy, for trainprobe's checkpoint readers). Arguments and the
-    return value travel as JSON; a return value with a ``to_json()`` method comes back as what that returns.
-    Raises the run's RemoteError (RemoteExceptionError carries the remote traceback).
+    nothing needs to be installed there but Python (and numpy, for trainprobe's checkpoint readers).
+    ``modules`` names more modules or packages to ship, for a function that imports beyond its own
+    subpackage (``modules=["trainprobe.checkpoint", "trainprobe.metrics"]``; see :func:`modules_named`).
+    Arguments and the return value travel as JSON; a return value with a ``to_json()`` method comes back as
+    what that returns. Raises the run's RemoteError (RemoteExceptionError carries the remote traceback).
     """
-    module_name, modules = modules_for(function)
-    spec = {"module": module_name, "qualname": function.__qualname__, "args": list(args), "kwargs": kwargs}
-    try:
-        encoded = json.dumps(spec)
-    except (TypeError, ValueError) as exc:
-        raise UsageError(f"arguments for {function.__qualname__} must be JSON-serialisable: {exc}") from None
+    argv, shipped = call_argv(function, args, kwargs, modules)
     outcome = run(
         target,
         CALL_DRIVER,
-        [encoded],
+        argv,
         timeout=timeout,
         connect_timeout=connect_timeout,
         need=need,
-        modules=modules,
+        modules=shipped,
     )
     outcome.raise_for_error()
     if outcome.exit_code:

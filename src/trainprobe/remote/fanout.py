@@ -39,7 +39,6 @@ from trainprobe.errors import (
     RemoteExceptionError,
     RemoteKilledError,
     RemoteTimeoutError,
-    TargetSyntaxError,
     UnreachableError,
 )
 from trainprobe.remote import api
@@ -47,7 +46,7 @@ from trainprobe.remote.fleet import expand_ranges
 from trainprobe.remote.hops.base import Hop
 from trainprobe.remote.hops.slurm import SlurmHop
 from trainprobe.remote.logs import new_run_dir
-from trainprobe.remote.session import Module, RunResult
+from trainprobe.remote.session import Module, RunResult, hop_failure
 from trainprobe.remote.target import SEPARATOR, Target, parse_target
 
 DEFAULT_PARALLEL = 32
@@ -222,14 +221,10 @@ class LinePrefixer:
 
 
 def explain_hop_failure(target: Target, transport_log: str) -> tuple[str, str] | None:
-    """``(why, what to try)`` from the innermost container/cluster hop whose tool's message is in the log."""
-    for hop in reversed(target.wrapping):
-        explain = getattr(hop, "explain_failure", None)
-        if explain is not None:
-            found: tuple[str, str] | None = explain(transport_log)
-            if found is not None:
-                return found
-    return None
+    """``(why, what to try)`` from the innermost container/cluster hop whose tool's message is in the log
+    (:func:`trainprobe.remote.session.hop_failure`, which single runs use too)."""
+    error = hop_failure(str(target), transport_log)
+    return None if error is None else (error.reason, error.hint or "")
 
 
 def diagnose(result: RunResult) -> RunResult:
@@ -244,13 +239,9 @@ def diagnose(result: RunResult) -> RunResult:
         return result
     try:
         log = (result.log_dir / "transport.log").read_text(encoding="utf-8", errors="replace")
-        target = parse_target(result.target)
-    except (OSError, TargetSyntaxError):
+    except OSError:
         return result
-    found = explain_hop_failure(target, log)
-    if found is not None:
-        why, hint = found
-        result.error = UnreachableError(result.target, why, hint=hint)
+    result.error = hop_failure(result.target, log) or result.error
     return result
 
 
@@ -495,24 +486,24 @@ def call_fleet(
     need: Sequence[str] = (),
     on_done: Callable[[Outcome], None] | None = None,
     log_dir: str | Path | None = None,
+    modules: Sequence[str] = (),
     **kwargs: Any,
 ) -> FleetResult:
     """:func:`trainprobe.remote.call` on every target: ``function(*args, **kwargs)`` runs on each (its module
-    shipped, see :func:`trainprobe.remote.api.modules_for`) and each outcome's ``result`` is its value (or
-    what its ``to_json()`` returns). This is how ``probe`` and ``scan --on`` reach a fleet."""
-    module_name, modules = api.modules_for(function)
-    spec = {"module": module_name, "qualname": function.__qualname__, "args": list(args), "kwargs": kwargs}
+    and ``modules`` shipped, see :func:`trainprobe.remote.api.modules_for`) and each outcome's ``result`` is
+    its value (or what its ``to_json()`` returns). This is how ``scan --on`` reaches a fleet."""
+    argv, shipped = api.call_argv(function, args, kwargs, modules)
     return run_fleet(
         targets,
         api.CALL_DRIVER,
-        [json.dumps(spec)],
+        argv,
         parallel=parallel,
         timeout=timeout,
         connect_timeout=connect_timeout,
         need=need,
         on_done=on_done,
         log_dir=log_dir,
-        modules=modules,
+        modules=shipped,
     )
 
 

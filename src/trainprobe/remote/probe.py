@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from trainprobe.remote.api import run
+from trainprobe.remote.fanout import DEFAULT_PARALLEL, FleetResult, Outcome, run_fleet
 from trainprobe.remote.session import Module
 from trainprobe.remote.target import Target
 
 _HERE = Path(__file__).resolve().parent
+SCRIPT = _HERE / "_probe_script.py"
+
+
+def _stage1() -> list[Module]:
+    """The probe script asks stage 1 for its interpreter discovery order: stage 1 ships as a module."""
+    stage1 = _HERE / "_stage1.py"
+    return [Module("trainprobe_stage1", str(stage1), stage1.read_bytes())]
 
 
 def probe(
@@ -20,19 +30,52 @@ def probe(
     Keys: ``target``, ``host``, ``user``, ``agent_python``, ``interpreters`` (each ``python``, ``version``,
     ``prefix``, ``numpy``/``torch`` versions or null, ``cuda`` and ``cuda_devices`` when torch is there and
     ``cuda`` is asked for), ``gpus`` (null without nvidia-smi), ``disks``, ``load``, ``cpus``, ``memory``,
-    ``processes`` (running Pythons: ``pid``, ``uid``, ``python``, ``cmdline``, ``training``), ``log_dir``.
-    Raises the run's RemoteError.
+    ``processes`` (running Pythons other than trainprobe's own: ``pid``, ``uid``, ``python``, ``cmdline``,
+    ``training``), ``log_dir``. Raises the run's RemoteError.
     """
-    stage1 = _HERE / "_stage1.py"
-    script = _HERE / "_probe_script.py"
     outcome = run(
         target,
-        script,
+        SCRIPT,
         ["--cuda"] if cuda else [],
         timeout=timeout,
         connect_timeout=connect_timeout,
-        modules=[Module("trainprobe_stage1", str(stage1), stage1.read_bytes())],
+        modules=_stage1(),
     ).raise_for_error()
     report: dict[str, Any] = {"target": outcome.target, **(outcome.result or {})}
     report["log_dir"] = str(outcome.log_dir)
     return report
+
+
+def probe_fleet(
+    targets: Sequence[str],
+    *,
+    cuda: bool = True,
+    parallel: int = DEFAULT_PARALLEL,
+    timeout: float | None = 300.0,
+    connect_timeout: float = 10.0,
+    on_done: Callable[[Outcome], None] | None = None,
+    log_dir: str | Path | None = None,
+    cancel: threading.Event | None = None,
+) -> FleetResult:
+    """:func:`probe` on every target, at most ``parallel`` at once, through
+    :func:`~trainprobe.remote.fanout.run_fleet` (``timeout`` and ``connect_timeout`` apply to each target).
+
+    Never raises for a target's failure: each target ends with an outcome, and an ``ok`` one's ``result`` is
+    that target's probe report (the dict :func:`probe` returns, ``target`` and ``log_dir`` included).
+    """
+    fleet = run_fleet(
+        targets,
+        str(SCRIPT),
+        ["--cuda"] if cuda else [],
+        parallel=parallel,
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        modules=_stage1(),
+        on_done=on_done,
+        log_dir=log_dir,
+        cancel=cancel,
+    )
+    for outcome in fleet.outcomes:
+        if outcome.ok and isinstance(outcome.result, dict):
+            outcome.result = {"target": outcome.target, **outcome.result, "log_dir": str(outcome.log_dir)}
+    return fleet

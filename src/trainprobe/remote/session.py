@@ -173,7 +173,7 @@ def transport_error(target: str, returncode: int | None, transport_log: str) -> 
     """Turn what ssh, the container/cluster tools and the login shell said (and the exit status) into one
     clear error."""
     text = transport_log.strip()
-    explained = _hop_failure(target, text)
+    explained = hop_failure(target, text)
     if explained is not None:  # a stopped container, an ended job: the hop's tool knows best
         return explained
     last = text.splitlines()[-1] if text else ""
@@ -217,7 +217,7 @@ def transport_error(target: str, returncode: int | None, transport_log: str) -> 
     )
 
 
-def _hop_failure(target: str, transport_log: str) -> UnreachableError | None:
+def hop_failure(target: str, transport_log: str) -> UnreachableError | None:
     """The innermost container/cluster hop that recognises its tool's message in ``transport_log``
     (``explain_failure``, e.g. docker's "is not running") turned into an UnreachableError."""
     from trainprobe.remote.target import parse_target  # only on this error path: keeps start-up lean

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -49,40 +48,26 @@ def triage(
 def collect_on(
     target: str, run_dir: str, *, timeout: float | None = 3600.0, connect_timeout: float = 20.0, **kwargs: Any
 ) -> dict[str, Any]:
-    """Run :func:`collect` on ``target``. ``trainprobe.remote.call`` ships only the called function's own
-    subpackage; ``collect`` needs three (triage, checkpoint, metrics), so the modules are gathered here with
-    ``modules_for`` and the call is made with the engine's own call driver."""
-    from trainprobe.checkpoint.scan import scan
-    from trainprobe.metrics.analyze import analyze
-    from trainprobe.remote import modules_for, run
-    from trainprobe.remote.api import CALL_DRIVER
+    """Run :func:`collect` on ``target``, shipping the checkpoint and metrics subpackages it uses too."""
+    from trainprobe.remote import call
 
-    module_name, modules = modules_for(collect)
-    seen = {m.name for m in modules}
-    for fn in (scan, analyze):
-        for m in modules_for(fn)[1]:
-            if m.name not in seen:
-                seen.add(m.name)
-                modules.append(m)
-    spec = {"module": module_name, "qualname": collect.__qualname__, "args": [run_dir], "kwargs": kwargs}
-    outcome = run(
-        target,
-        CALL_DRIVER,
-        [json.dumps(spec)],
-        timeout=timeout,
-        connect_timeout=connect_timeout,
-        need=("numpy",),
-        modules=modules,
-    )
-    error = outcome.error
-    if isinstance(error, RemoteExceptionError) and "UsageError" in error.remote_traceback:
-        raise UsageError(f"{target}: {_last_line(error.remote_traceback)}") from None
-    outcome.raise_for_error()
-    if outcome.exit_code or not isinstance(outcome.result, dict):
-        raise RemoteError(
-            outcome.target, f"the triage exited with {outcome.exit_code}; see {outcome.log_dir}"
+    try:
+        result = call(
+            target,
+            collect,
+            run_dir,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            need=("numpy",),
+            modules=("trainprobe.checkpoint", "trainprobe.metrics"),
+            **kwargs,
         )
-    result: dict[str, Any] = outcome.result
+    except RemoteExceptionError as exc:
+        if "UsageError" in exc.remote_traceback:
+            raise UsageError(f"{target}: {_last_line(exc.remote_traceback)}") from None
+        raise
+    if not isinstance(result, dict):
+        raise RemoteError(target, f"the triage gave {type(result).__name__}, not a report")
     return result
 
 

@@ -28,6 +28,43 @@ def _cell(text: str) -> float | None:
         return None
 
 
+# A header cell is a name: not a number, not a timestamp, no ``key=value`` or log-level prefix. Without this a
+# Python ``logging`` line ("2026-11-29 22:36:21,226 INFO step=1 ...") splits at the millisecond comma into
+# two "names" and a text log passes for a CSV with no metric columns.
+_NOT_A_NAME = re.compile(r"=|\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}:\d{2}")
+_SNIFF_LINES = 20
+
+
+def looks_like_csv(head: str) -> bool:
+    """True for a header row of names followed by rows with the same number of cells, some column numeric.
+
+    At most the first 20 rows are judged; a last line without its newline may be cut short, so it is left out
+    when there are others. A blank header cell is allowed (the index column of a pandas export).
+    """
+    lines = [line for line in head.splitlines()[: _SNIFF_LINES + 2] if line.strip()]
+    if (len(lines) > 2 and not head.endswith(("\n", "\r"))) or len(lines) > _SNIFF_LINES + 1:
+        lines = lines[:-1]
+    if len(lines) < 2:
+        return False
+    first = lines[0]
+    delimiter = "\t" if first.count("\t") > first.count(",") else ","
+    try:
+        rows = list(csv.reader(lines, delimiter=delimiter))
+    except csv.Error:
+        return False
+    header, data = rows[0], rows[1:]
+    if len(header) < 2 or any(_cell(h) is not None or _NOT_A_NAME.search(h) for h in header):
+        return False
+    if any(len(row) != len(header) for row in data):
+        return False
+    # Some column must hold numbers (blank cells allowed: Lightning leaves them where a row has no value).
+    return any(
+        all(_cell(row[j]) is not None or not row[j].strip() for row in data)
+        and any(_cell(row[j]) is not None for row in data)
+        for j in range(len(header))
+    )
+
+
 def read_csv(path: Path, *, name: str) -> list[RunLog]:
     with open(path, encoding="utf-8", errors="replace", newline="") as fh:
         head = fh.read(4096)
@@ -81,15 +118,7 @@ class CsvReader:
     name = "csv"
 
     def sniff(self, path: Path, head: bytes) -> bool:
-        lines = head.decode("utf-8", errors="replace").splitlines()
-        if len(lines) < 2:
-            return False
-        first = lines[0]
-        delimiter = "\t" if first.count("\t") > first.count(",") else ","
-        cells = first.split(delimiter)
-        if len(cells) < 2 or any(_cell(c) is not None for c in cells):
-            return False
-        return lines[1].count(delimiter) == first.count(delimiter)
+        return looks_like_csv(head.decode("utf-8", errors="replace"))
 
     def read(self, path: Path, *, event_patterns: list[re.Pattern[str]] | None = None) -> list[RunLog]:
         return read_csv(path, name=path.parent.name if path.name == "metrics.csv" else path.stem)

@@ -31,19 +31,47 @@ _SEGMENT = re.compile(
 _TS = re.compile(
     r"^\s*(?:\[?(?P<iso>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\]?"
     r"|\[(?P<hms>\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?)\]"
+    r"|(?P<glog>[IWEF]\d{4} \d{2}:\d{2}:\d{2}(?:\.\d+)?)(?:\s+\d+)?\s+[^\s\]]+:\d+\]"
     r"|(?P<epoch>1\d{9}(?:\.\d+)?)(?=\s))\s*(?:[-|:]\s*)?"
+)
+_TS_KINDS = ("iso", "hms", "glog", "epoch")
+_LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|NOTICE|TRACE|SUCCESS)"
+# What loggers put between the timestamp and the message: ``INFO``, ``[INFO]``, ``INFO:root:``, ``| INFO |``
+# (loguru, with its ``module:function:line -``), ``root - INFO -``, Hydra's ``[__main__][INFO] -``. Kept out
+# of the fields, else "INFO" lowers a line's coverage and a level-only line ("INFO:root:...") reads as prose.
+_PREFIX = re.compile(
+    r"\s*(?:"
+    r"(?:\[[A-Za-z_][\w.<>-]{0,59}\]\s*)+(?:-\s+|:\s*)?"
+    r"|\|\s*" + _LEVEL + r"\s*\|(?:\s*[\w.<>]+:[\w.<>]+:\d+\s+-)?\s*"
+    r"|(?:[\w.<>]+\s+-\s+)?" + _LEVEL + r"\s+-\s+"
+    r"|" + _LEVEL + r"(?::[\w.<>-]*)*:\s*"
+    r"|" + _LEVEL + r"\b\s*(?:[-|:]\s+)?"
+    r")"
 )
 _KNOWN_UNITS = frozenset({"ms", "s", "us", "min", "h", "x", "it", "k", "m", "g", "b"})
 _CHUNK = 8 << 20
 
 
+def _ts_kind(m: re.Match[str]) -> str:
+    return next(kind for kind in _TS_KINDS if m.group(kind))
+
+
 def _parse_ts(m: re.Match[str]) -> tuple[str, float]:
-    kind = "iso" if m.group("iso") else "hms" if m.group("hms") else "epoch"
+    kind = _ts_kind(m)
     return kind, ts_value(kind, m.group(kind))
 
 
+def _body_start(line: str, ts: re.Match[str] | None) -> int:
+    """Where the message starts: after the timestamp and any logger prefix (level, logger name)."""
+    start = ts.end() if ts else 0
+    prefix = _PREFIX.match(line, start)
+    return prefix.end() if prefix else start
+
+
 def ts_value(kind: str, text: str) -> float:
-    """Seconds for a timestamp's text: ISO (UTC unless it says), ``HH:MM:SS`` of the day, or epoch seconds."""
+    """Seconds for a timestamp's text: ISO (UTC unless it says), ``HH:MM:SS`` of the day, glog/absl
+    ``I1129 22:36:21.226`` (no year in it: taken as 2000, a leap year, so only gaps are meaningful), or epoch
+    seconds."""
     if kind == "iso":
         stamp = dt.datetime.fromisoformat(text.replace(",", ".").replace("Z", "+00:00"))
         if stamp.tzinfo is None:
@@ -52,12 +80,18 @@ def ts_value(kind: str, text: str) -> float:
     if kind == "hms":
         h, mi, s = text.replace(",", ".").split(":")
         return int(h) * 3600 + int(mi) * 60 + float(s)
+    if kind == "glog":
+        month, day, clock = int(text[1:3]), int(text[3:5]), text[6:]
+        h, mi, s = clock.split(":")
+        midnight = dt.datetime(2000, month, day, tzinfo=dt.timezone.utc).timestamp()
+        return midnight + int(h) * 3600 + int(mi) * 60 + float(s)
     return float(text)
 
 
 _TS_KIND_RE = {
     "iso": r"(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)",
     "hms": r"(\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?)",
+    "glog": r"([IWEF]\d{4} \d{2}:\d{2}:\d{2}(?:\.\d+)?)",
     "epoch": r"(1\d{9}(?:\.\d+)?)",
 }
 
@@ -139,7 +173,7 @@ def _template(line: str, ts: re.Match[str] | None) -> Template | None:
     """A regex matching lines shaped like ``line`` (same keys and separators, any spacing), numbers
     captured; and the literal pieces between the numbers, for the split fast path when spacing is fixed
     too."""
-    body_start = ts.end() if ts else 0
+    body_start = _body_start(line, ts)
     body = line[body_start:]
     spans = _value_spans(body)
     if not spans or len({k for k, _, _ in spans}) != len(spans):
@@ -147,11 +181,13 @@ def _template(line: str, ts: re.Match[str] | None) -> Template | None:
     keys: list[str] = []
     parts: list[str] = ["^"]
     if ts is not None:
-        kind = "iso" if ts.group("iso") else "hms" if ts.group("hms") else "epoch"
+        kind = _ts_kind(ts)
         parts.append(
-            _loose(line[: ts.start(kind)]) + _TS_KIND_RE[kind] + _loose(line[ts.end(kind) : ts.end()])
+            _loose(line[: ts.start(kind)]) + _TS_KIND_RE[kind] + _loose(line[ts.end(kind) : body_start])
         )
         keys.append("\x00ts:" + kind)
+    else:
+        parts.append(_loose(line[:body_start]))
     pieces: list[str] = []
     pos = 0
     for key, start, end in spans:
@@ -160,6 +196,7 @@ def _template(line: str, ts: re.Match[str] | None) -> Template | None:
         keys.append(key)
         pos = end
     pieces.append(body[pos:])
+    pieces[0] = line[:body_start] + pieces[0]
     parts.append(_loose(body[pos:].rstrip()) + r"[ \t\r]*$")
     return re.compile("".join(parts), re.M), tuple(keys), (pieces if ts is None else None)
 
@@ -206,7 +243,7 @@ class LineParser:
         if ts:
             kind, value = _parse_ts(ts)
             wall = self._wall_of(kind, value)
-            body = line[ts.end() :]
+        body = line[_body_start(line, ts) :]
         values, units, coverage = parse_fields(body)
         if _is_metric_line(values, coverage):
             for k in values:
