@@ -8,8 +8,11 @@ prints on a two-GPU host.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 from trainprobe.remote.probe import probe
@@ -57,3 +60,58 @@ def test_cli_probe_json(tmp_path: Path) -> None:
     assert {"interpreters", "gpus", "disks", "load", "cpus", "memory", "processes", "log_dir"} <= set(
         document
     )
+
+
+def test_probe_leaves_out_trainprobes_own_processes(tmp_path: Path) -> None:
+    """Other runs' agents and other probes' short interpreter checks are not "running Python processes".
+
+    The checks live for a moment only; here each is held at start-up by a ``sitecustomize`` that sleeps, so
+    its command line is exactly the real one while the probe looks.
+    """
+    from trainprobe.remote import _stage1
+    from trainprobe.remote._probe_script import INSPECT
+    from trainprobe.remote.api import run
+
+    (tmp_path / "sitecustomize.py").write_text("import time\ntime.sleep(60)\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    checks = [
+        subprocess.Popen([sys.executable, "-c", INSPECT, "--cuda"], env=env),
+        subprocess.Popen([sys.executable, "-c", _stage1.NEED_CHECK, "torch"], env=env),
+    ]
+    user = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "eval.py"], env=env)
+    cancel = threading.Event()
+    other = threading.Thread(
+        target=run, args=("local", "import time; time.sleep(60)"), kwargs={"cancel": cancel}
+    )
+    other.start()
+    try:
+        time.sleep(1.0)  # the other run's agent is up
+        report = probe("local", cuda=False)
+    finally:
+        cancel.set()
+        for proc in (*checks, user):
+            proc.kill()
+            proc.wait()
+        other.join()
+    listed = {p["pid"]: p["cmdline"] for p in report["processes"]}
+    assert user.pid in listed  # a user's Python is listed, even one started the same way
+    assert not {p.pid for p in checks} & set(listed)
+    assert not [cmd for cmd in listed.values() if "base64" in cmd or "importlib.util" in cmd]
+
+
+def test_probe_fleet_gives_each_target_its_report(tmp_path: Path) -> None:
+    from trainprobe.remote.probe import probe_fleet
+
+    done: list[str] = []
+    targets = ["local", "local//env=PROBE=2", "local//python=/nonexistent/python3"]
+    fleet = probe_fleet(targets, cuda=False, parallel=2, on_done=lambda o: done.append(o.target))
+    assert sorted(done) == sorted(targets)
+    assert [o.status for o in fleet.outcomes] == ["ok", "ok", "no-python"]
+    assert fleet.exit_code == 1
+    for outcome in fleet.outcomes[:2]:
+        report = outcome.result
+        assert report["target"] == outcome.target
+        assert report["log_dir"] == str(outcome.log_dir)
+        assert report["interpreters"]
+        assert all(e.get("version") for e in report["interpreters"])
+    assert fleet.outcomes[2].result is None

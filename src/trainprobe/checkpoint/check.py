@@ -214,7 +214,8 @@ def check_checkpoint(ckpt: Checkpoint) -> CheckResult:
 
 
 def _check_open(ckpt: Checkpoint, result: CheckResult) -> None:
-    # numpy and zlib.crc32 release the GIL on large buffers, so CRCs, NaN counts and Adam checks overlap.
+    # numpy and the CRC32 functions (zlib-ng or zlib) release the GIL on large buffers, so CRCs, NaN counts
+    # and Adam checks overlap: verify() is submitted first and checks its records on threads of its own.
     with ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="trainprobe-check") as pool:
         _check_with(ckpt, result, pool)
 

@@ -42,7 +42,7 @@ _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|NOTICE|TRACE|SUCCESS)
 _PREFIX = re.compile(
     r"\s*(?:"
     r"(?:\[[A-Za-z_][\w.<>-]{0,59}\]\s*)+(?:-\s+|:\s*)?"
-    r"|\|\s*" + _LEVEL + r"\s*\|(?:\s*[\w.<>]+:[\w.<>]+:\d+\s+-)?\s*"
+    r"|\|?\s*" + _LEVEL + r"\s*\|(?:\s*[\w.<>]+:[\w.<>]+:\d+\s+-)?\s*"
     r"|(?:[\w.<>]+\s+-\s+)?" + _LEVEL + r"\s+-\s+"
     r"|" + _LEVEL + r"(?::[\w.<>-]*)*:\s*"
     r"|" + _LEVEL + r"\b\s*(?:[-|:]\s+)?"
@@ -86,6 +86,20 @@ def ts_value(kind: str, text: str) -> float:
         midnight = dt.datetime(2000, month, day, tzinfo=dt.timezone.utc).timestamp()
         return midnight + int(h) * 3600 + int(mi) * 60 + float(s)
     return float(text)
+
+
+def iso_seconds(stamps: list[str]) -> np.ndarray | None:
+    """Seconds for many ISO timestamps without a zone (taken as UTC, as ``ts_value`` does) in one numpy parse;
+    None when some carry a zone or do not parse, for the per-stamp path. ``datetime.fromisoformat`` per stamp
+    held Python-logging logs to about 0.2 M lines/s."""
+    joined = "\n".join(stamps).replace(",", ".")
+    if "Z" in joined or "+" in joined or joined.count("-") != 2 * len(stamps):
+        return None
+    try:
+        parsed = np.array(joined.split("\n"), dtype="datetime64[us]")
+    except ValueError:
+        return None
+    return parsed.astype(np.int64) / 1e6
 
 
 _TS_KIND_RE = {
@@ -140,6 +154,9 @@ def _is_metric_line(values: dict[str, float], coverage: float) -> bool:
     return len(values) >= 2 or any(is_step_key(k) for k in values)
 
 
+# Separators allowed between fields in a templated line (Hydra-style "step: 5, loss: 2.1").
+_BETWEEN_FIELDS = " \t,;"
+
 Template = tuple[re.Pattern[str], tuple[str, ...], list[str] | None]
 
 
@@ -162,11 +179,11 @@ def _value_spans(body: str) -> list[tuple[str, int, int]] | None:
         return spans
     pos = 0
     for m in _PAIR.finditer(body):
-        if body[pos : m.start()].strip():
+        if body[pos : m.start()].strip(_BETWEEN_FIELDS):
             return None
         spans.append((re.sub(r"\s+", " ", m.group("key")), m.start("val"), m.end("val")))
         pos = m.end()
-    return spans if not body[pos:].strip() else None
+    return spans if not body[pos:].strip(_BETWEEN_FIELDS) else None
 
 
 def _template(line: str, ts: re.Match[str] | None) -> Template | None:
@@ -316,7 +333,12 @@ class LineParser:
             kind = keys[0][4:]
             tuples = [r for r in rows if isinstance(r, tuple)]
             stamps = [r[0] for r in tuples]
-            walls = np.array([self._wall_of(kind, ts_value(kind, s)) for s in stamps], dtype=np.float64)
+            fast = iso_seconds(stamps) if kind == "iso" else None
+            walls = (
+                fast
+                if fast is not None
+                else np.array([self._wall_of(kind, ts_value(kind, s)) for s in stamps], dtype=np.float64)
+            )
             values = np.array([r[1:] for r in tuples], dtype=np.float64).reshape(len(tuples), len(keys) - 1)
             mkeys = keys[1:]
         else:
