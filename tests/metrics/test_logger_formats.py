@@ -12,6 +12,7 @@ import pytest
 
 from trainprobe.metrics import analyze
 from trainprobe.metrics.analyze import pick_reader, read_logs
+from trainprobe.metrics.events import classify_line
 
 # Each shape: a metric line for step {i} logged at second {s}, and the prefix of a non-metric line.
 SHAPES = {
@@ -154,3 +155,20 @@ def test_race_train_log_reads_with_metrics_and_saves(tmp_path: Path) -> None:
     saves = [e for e in report.events[run.name] if e.kind == "checkpoint_save"]
     assert [e.step for e in saves] == [10.0, 20.0, 30.0]
     assert all(e.wall is not None for e in saves)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("Saving checkpoint to run/ckpt/step-00000010.pt (step=10)", ("checkpoint_save", 10.0)),
+        ("saved checkpoint step=5, loss=2.0", ("checkpoint_save", 5.0)),
+        # echoed source: modded-nanogpt prints its script (a real log in shared/data/real-logs)
+        ("save_every : int = 0 # every how many steps to save the checkpoint? 0 for only at the end", None),
+        ("    ckpt = save_checkpoint(model)", None),
+        ("        checkpoint_path=save_checkpoint_dir,", None),
+    ],
+)
+def test_save_lines_with_key_number_fields_are_events_and_source_is_not(
+    line: str, expected: tuple[str, float] | None
+) -> None:
+    assert classify_line(line) == expected

@@ -26,10 +26,11 @@ _SAVE_LINE = re.compile(
     r"|writ(?:e|ing)\s+(?:a\s+)?checkpoint)"
 )
 # Echoed source code and shell lines mention saving too; they are not events. An assignment marks code, but
-# ``key=number`` does not: loggers write "Saving checkpoint to ... (step=10)".
+# ``key=number`` without spaces does not: loggers write "Saving checkpoint to ... (step=10)", while source
+# spaces its "save_every : int = 0".
 _CODE_LINE = re.compile(
     r"^\s*(?:#|def\s|class\s|if\s|for\s|while\s|return\b|import\s|from\s|with\s|elif\s|else:|try:|except\b|--|\$)"
-    r"|\w\s*(?:=|\+=)\s*(?![-+]?\d[\w.+-]*(?:[\s,;)\]]|$))\S|\w\(|\\\s*$|[:{(\[]\s*$"
+    r"|\w\s+=\s*\S|\w\s*\+=|\w=(?![-+]?\d[\w.+-]*(?:[\s,;)\]]|$))\S|\w\(|\\\s*$|[:{(\[]\s*$"
 )
 _EPOCH_LINE = re.compile(r"(?i)^\W*(?:start(?:ing)?\s+)?epoch\s*[:=#]?\s*(\d+)")
 _STEP_IN_LINE = re.compile(
