@@ -19,7 +19,8 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import typer
 
-COMMAND_MODULES = ("check", "demo", "diff", "logs", "probe", "run", "scan", "triage", "watch")
+# The order `trainprobe --help` lists them in: the whole diagnosis first, then its parts.
+COMMAND_MODULES = ("triage", "scan", "check", "diff", "logs", "watch", "run", "probe", "demo")
 
 
 def load_app() -> typer.Typer:

@@ -9,9 +9,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from trainprobe.cli._errors import reported_errors
-from trainprobe.cli._output import Output
-from trainprobe.cli.app import app
-from trainprobe.cli.run import (
+from trainprobe.cli._fleet import (
     CONFIG_HELP,
     FLEET_HELP,
     PARALLEL_HELP,
@@ -21,6 +19,8 @@ from trainprobe.cli.run import (
     live_reporter,
     render_fleet,
 )
+from trainprobe.cli._output import Output
+from trainprobe.cli.app import app
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -1,52 +1,29 @@
 """`trainprobe run`: a local Python script on a far target or a fleet of them, live output, full logs kept.
 
-Also the fleet helpers ``probe`` and ``scan --on`` share: the target help, expanding specs, the per-target
-table. Library imports stay inside the functions: ``trainprobe --help`` and a single run start faster.
+Library imports stay inside the functions: ``trainprobe --help`` and a single run start faster.
 """
 
 from __future__ import annotations
 
 import sys
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
 
 import typer
 
 from trainprobe.cli._errors import reported_errors
+from trainprobe.cli._fleet import (
+    CONFIG_HELP,
+    FLEET_HELP,
+    PARALLEL_HELP,
+    TARGET_HELP,
+    expand_specs,
+    is_fleet,
+    live_reporter,
+    render_fleet,
+)
 from trainprobe.cli._output import Output
 from trainprobe.cli.app import app
-
-if TYPE_CHECKING:
-    from rich.console import Console
-
-    from trainprobe.remote.fanout import FleetResult, Outcome
-
-TARGET_HELP = (
-    "\b\nTARGET is one string of //-separated hops, outermost first:\n"
-    "  local                             this machine\n"
-    "  ssh=user@host:port                OpenSSH; user@ and :port optional (~/.ssh/config applies)\n"
-    "  ssh=bastion//ssh=gpu07            through a jump host (ProxyJump)\n"
-    "  sudo  or  sudo=USER               non-interactive sudo (sudo -n)\n"
-    "  pct=ID  docker=CTR  podman=CTR    a Proxmox CT, a container (docker=CTR,user=1000)\n"
-    "  kubectl=POD,namespace=N  lxc=NAME  incus=NAME  slurm=JOBID[@NODE]\n"
-    "  python=PATH  venv=DIR  conda=ENV  the interpreter (default: discovered on the far side)\n"
-    "  cd=DIR  env=NAME=VALUE            working directory and environment of the script\n\n"
-    "Without python=/venv=/conda=, the far side picks the first of: $VIRTUAL_ENV, $CONDA_PREFIX, venvs "
-    "under home directories, /root and /opt, conda envs, interpreters of running Python processes, "
-    "python3/python on PATH; --need picks the first of those that has the modules."
-)
-
-FLEET_HELP = (
-    "\b\nA fleet (many targets at once): several targets (as the usage shows), and/or\n"
-    "  ssh=node[01-16]//docker=trainer   host ranges ([1-3,7]; a leading zero pads)\n"
-    "  trainers                          a name or group from the targets file (--config)\n"
-    "  ssh=login1//slurm=812345          every node of a running Slurm job\n"
-    "Targets run at most --parallel at once, output lines are prefixed by target, and a table per "
-    "target (status, exit code, duration, summary) ends the run. The targets file is --config, else "
-    "$TRAINPROBE_CONFIG, else $XDG_CONFIG_HOME/trainprobe/targets.toml (~/.config/trainprobe/targets.toml)."
-)
 
 RUN_HELP = (
     "Run a local Python script on TARGET: no quoting, live output, hard timeout, nothing left running.\n\n"
@@ -68,99 +45,6 @@ RUN_HELP = (
     "container/pod/job not there or connection lost; 2 a bad target or flag.  A fleet: 0 every target "
     "ran and exited 0; 1 any target failed (its own code is in the table); 2 a bad target, name or flag."
 )
-
-PARALLEL_HELP = "A fleet: at most this many targets at once."
-CONFIG_HELP = (
-    "The targets file (names and groups); default $TRAINPROBE_CONFIG or ~/.config/trainprobe/targets.toml."
-)
-
-_STATUS_STYLE = {"ok": "green", "failed": "red", "exception": "red", "timeout": "yellow", "killed": "yellow"}
-
-
-def expand_specs(specs: Sequence[str], config: Path | None) -> list[str]:
-    """The canonical targets the command line names (ranges, names and groups of the targets file)."""
-    from trainprobe.remote.fleet import expand_targets, load_config
-
-    return expand_targets(list(specs), load_config(config))
-
-
-def is_fleet(targets: Sequence[str]) -> bool:
-    from trainprobe.remote.fanout import needs_fleet
-
-    return needs_fleet(targets)
-
-
-def live_reporter(
-    targets: Sequence[str], stdout: IO[bytes] | None, stderr: IO[bytes] | None
-) -> tuple[Callable[[str, str, bytes], None] | None, Callable[[list[str]], None], Callable[[Outcome], None]]:
-    """(on_output, on_plan, on_done) for a fleet: output lines prefixed by target; a line as each target ends.
-
-    Every write is one whole line, so lines of different targets never mix.
-    """
-    from trainprobe.remote.fanout import LinePrefixer
-
-    streams = {"stdout": stdout, "stderr": stderr}
-    lock = threading.Lock()
-
-    def emit(stream: str, line: bytes) -> None:
-        sink = streams[stream]
-        if sink is not None:
-            with lock:
-                sink.write(line)
-                sink.flush()
-
-    prefixer = LinePrefixer(targets, emit)
-
-    def done(outcome: Outcome) -> None:
-        prefixer.flush(outcome.target)
-        if stderr is None:
-            return
-        mark = "✓" if outcome.ok else "✗"
-        line = f"{mark} {outcome.target} {outcome.status} ({outcome.duration:.1f} s)"
-        if not outcome.ok and outcome.summary:
-            line += f": {outcome.summary}"
-        with lock:
-            stderr.write(line.encode("utf-8", "replace") + b"\n")
-            stderr.flush()
-
-    on_output = prefixer.write if stdout is not None or stderr is not None else None
-    return on_output, prefixer.set_targets, done
-
-
-def render_fleet(
-    console: Console, fleet: FleetResult, summaries: dict[str, str] | None = None, title: str = "targets"
-) -> None:
-    """The per-target table, the summary line and where the logs are. ``summaries`` overrides the summary
-    column for some targets (``probe`` shows host, interpreters and GPUs instead of the raw result)."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table("target", "status", "exit", "duration", "summary", title=title)
-    for outcome in fleet.outcomes:
-        style = _STATUS_STYLE.get(outcome.status, "bold red")
-        summary = (summaries or {}).get(outcome.target, outcome.summary)
-        table.add_row(
-            escape(outcome.target),
-            f"[{style}]{outcome.status}[/]",
-            str(outcome.exit_code),
-            f"{outcome.duration:.1f} s",
-            escape(summary),
-        )
-    if console.is_terminal:
-        console.print(table)
-    else:  # piped: whole rows, one line each, for grep and people's scripts
-        from rich.measure import Measurement
-
-        saved = console.width
-        console.width = max(
-            saved, Measurement.get(console, console.options.update_width(1000), table).maximum
-        )
-        try:
-            console.print(table)
-        finally:
-            console.width = saved
-    console.print(fleet.summary_line())
-    console.print(f"logs: {fleet.log_dir}", soft_wrap=True, markup=False, highlight=False)
 
 
 def _split_words(words: Sequence[str], on: Sequence[str]) -> tuple[list[str], str, list[str]]:

@@ -8,9 +8,16 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from trainprobe.cli._errors import reported_errors
+from trainprobe.cli._fleet import (
+    CONFIG_HELP,
+    PARALLEL_HELP,
+    expand_specs,
+    is_fleet,
+    live_reporter,
+    render_fleet,
+)
 from trainprobe.cli._output import Output
 from trainprobe.cli.app import app
-from trainprobe.cli.run import CONFIG_HELP, PARALLEL_HELP, expand_specs, is_fleet, live_reporter, render_fleet
 
 if TYPE_CHECKING:
     from rich.console import Console
