@@ -55,8 +55,20 @@ def main() -> None:
     if argv[:1] == ["run"]:
         code = fast_run(argv[1:])
         if code is not None:
-            sys.exit(code)
+            _exit_now(code)
     load_app()()
+
+
+def _exit_now(code: int) -> None:
+    """Exit without the interpreter's shutdown (module teardown, garbage collection): about 4 ms of a run
+    over a reused connection. The run's files are closed and its threads done; only our streams need
+    flushing, and if that fails (a closed pipe) the normal exit reports it."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        sys.exit(code)
+    os._exit(code)
 
 
 # --- `trainprobe run` on one target, without typer and rich ------------------------------------------------

@@ -19,7 +19,6 @@ far → local (after the magic line of stage 1): ``H`` hello, ``F`` interpreter 
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import json
 import linecache
@@ -31,7 +30,13 @@ import sys
 import time
 import types
 import zlib
-from typing import Any
+
+# Not `from typing import ...` at run time: typing costs the far side a few milliseconds on every run, and
+# here it only names types in annotations (strings, under the __future__ import above).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import ast
+    from typing import Any
 
 STDOUT, STDERR, READY, EXIT = b"1", b"2", b"R", b"X"
 CHUNK = 1 << 16
@@ -105,6 +110,8 @@ def remember_source(filename: str, source: bytes) -> None:
 
 
 def is_main_guard(node: ast.stmt) -> bool:
+    import ast
+
     if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
         return False
     parts = [node.test.left, *node.test.comparators]
@@ -121,6 +128,10 @@ def prepare(source: bytes, filename: str) -> tuple[types.CodeType, bool]:
     return value becomes the result; a script with ``def main`` and no such guard has ``main()`` called for
     it.
     """
+    if b"main" not in source:  # nothing to call or guard: no syntax tree needed (nor importing ast)
+        return compile(source, filename, "exec"), False
+    import ast
+
     tree = ast.parse(source, filename)
     guarded = False
     for node in tree.body:

@@ -10,7 +10,6 @@ safe alphabet. Then each wrapping hop, innermost first, wraps it; adjacent ssh h
 from __future__ import annotations
 
 import base64
-import dataclasses
 import functools
 import json
 import zlib
@@ -18,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from trainprobe.remote._record import replace
 from trainprobe.remote.hops.base import FarSettings, WrappingHop
 from trainprobe.remote.hops.ssh import SshHop
 from trainprobe.remote.target import Target
@@ -69,7 +69,7 @@ def fold_jumps(hops: Sequence[WrappingHop]) -> list[WrappingHop]:
     for hop in hops:
         last = folded[-1] if folded else None
         if isinstance(hop, SshHop) and isinstance(last, SshHop):
-            folded[-1] = dataclasses.replace(hop, jumps=(*last.jumps, dataclasses.replace(last, jumps=())))
+            folded[-1] = replace(hop, jumps=(*last.jumps, replace(last, jumps=())))
         else:
             folded.append(hop)
     return folded
@@ -87,7 +87,7 @@ def build_argv(
     argv = bootstrap_argv(target.settings, need)
     for hop in reversed(fold_jumps(target.wrapping)):
         if isinstance(hop, SshHop):
-            hop = dataclasses.replace(
+            hop = replace(
                 hop, connect_timeout=connect_timeout, control_dir=control_dir, config_file=ssh_config
             )
         argv = hop.wrap(argv)

@@ -34,11 +34,11 @@ import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trainprobe.errors import UsageError
+from trainprobe.remote._record import field, record
 from trainprobe.remote.target import parse_target
 
 #: the most targets one spec may expand to; a typo like node[1-100000] should fail, not hang
@@ -56,7 +56,7 @@ def config_path(env: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "trainprobe" / "targets.toml"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FleetConfig:
     """The named targets and groups of a targets file."""
 

@@ -20,7 +20,6 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,6 +33,7 @@ from trainprobe.errors import (
     TargetSyntaxError,
     UnreachableError,
 )
+from trainprobe.remote._record import field, record
 from trainprobe.remote.argv import agent_source
 from trainprobe.remote.logs import new_run_dir
 
@@ -54,7 +54,7 @@ EXIT_CONNECTION = 255
 Sink = Callable[[bytes], None]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Module:
     """A module shipped to the far side and imported from memory there."""
 
@@ -68,7 +68,7 @@ class Module:
         return b"\0".join([self.name.encode(), self.filename.encode(), flag, zlib.compress(self.source)])
 
 
-@dataclass
+@record()
 class RunResult:
     """What one run did. ``error`` is None when the script ran to its end (whatever its exit code)."""
 

@@ -18,16 +18,16 @@ the canonical string again.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 from trainprobe.errors import TargetSyntaxError
+from trainprobe.remote._record import record
 from trainprobe.remote.hops import HOP_KINDS
 from trainprobe.remote.hops.base import FarSettings, Hop, SettingHop, WrappingHop
 
 SEPARATOR = "//"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Target:
     hops: tuple[Hop, ...]
 

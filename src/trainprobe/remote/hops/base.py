@@ -21,10 +21,10 @@ the command line parses the same under any login shell an ssh hop meets.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import ClassVar, Protocol, runtime_checkable
 
 from trainprobe.errors import TargetSyntaxError
+from trainprobe.remote._record import record
 
 
 @runtime_checkable
@@ -49,7 +49,7 @@ class WrappingHop(Hop, Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FarSettings:
     """What the setting hops ask of the innermost layer: interpreter, directory, environment.
 

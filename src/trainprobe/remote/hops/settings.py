@@ -7,17 +7,16 @@ They change no argv; they choose the interpreter, directory and environment of t
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
 from trainprobe.remote import shell
+from trainprobe.remote._record import record, replace
 from trainprobe.remote.hops.base import FarSettings, need_value, no_options
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PythonHop:
     kind: ClassVar[str] = "python"
     path: str
@@ -31,10 +30,10 @@ class PythonHop:
         return f"python={self.path}"
 
     def apply(self, settings: FarSettings) -> FarSettings:
-        return dataclasses.replace(settings, python=self.path, venv=None, conda=None)
+        return replace(settings, python=self.path, venv=None, conda=None)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class VenvHop:
     kind: ClassVar[str] = "venv"
     path: str
@@ -48,10 +47,10 @@ class VenvHop:
         return f"venv={self.path}"
 
     def apply(self, settings: FarSettings) -> FarSettings:
-        return dataclasses.replace(settings, python=None, venv=self.path, conda=None)
+        return replace(settings, python=None, venv=self.path, conda=None)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CondaHop:
     kind: ClassVar[str] = "conda"
     env: str
@@ -65,10 +64,10 @@ class CondaHop:
         return f"conda={self.env}"
 
     def apply(self, settings: FarSettings) -> FarSettings:
-        return dataclasses.replace(settings, python=None, venv=None, conda=self.env)
+        return replace(settings, python=None, venv=None, conda=self.env)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CdHop:
     kind: ClassVar[str] = "cd"
     path: str
@@ -82,10 +81,10 @@ class CdHop:
         return f"cd={self.path}"
 
     def apply(self, settings: FarSettings) -> FarSettings:
-        return dataclasses.replace(settings, cwd=self.path)
+        return replace(settings, cwd=self.path)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EnvHop:
     kind: ClassVar[str] = "env"
     name: str
@@ -104,4 +103,4 @@ class EnvHop:
 
     def apply(self, settings: FarSettings) -> FarSettings:
         env = (*((k, v) for k, v in settings.env if k != self.name), (self.name, self.value))
-        return dataclasses.replace(settings, env=env)
+        return replace(settings, env=env)

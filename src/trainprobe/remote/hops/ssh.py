@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
 from trainprobe.remote import shell
+from trainprobe.remote._record import field, record
 from trainprobe.remote.hops.base import need_value, no_options
 
 #: how long an idle ControlMaster stays up for the next call to the same host (seconds)
 CONTROL_PERSIST_S = 300
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SshHop:
     kind: ClassVar[str] = "ssh"
     host: str

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
 from trainprobe.remote import shell
+from trainprobe.remote._record import record
 from trainprobe.remote.hops.base import no_options
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SudoHop:
     kind: ClassVar[str] = "sudo"
     user: str | None = None
