@@ -43,8 +43,10 @@ from trainprobe.remote.target import parse_target
 
 #: the most targets one spec may expand to; a typo like node[1-100000] should fail, not hang
 MAX_EXPANSION = 10_000
-RANGE = re.compile(r"\[(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)\]")
-NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+#: a host range ``[01-16,20]`` and a name in the targets file; patterns, not compiled at import (re compiles
+#: and caches them on first use): every ``trainprobe run`` imports this module, few use a range
+RANGE = r"\[(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)\]"
+NAME = r"[A-Za-z_][A-Za-z0-9_.-]*"
 
 
 def config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -92,7 +94,7 @@ class FleetConfig:
 
 
 def _check_name(name: str, where: str) -> None:
-    if not NAME.fullmatch(name):
+    if not re.fullmatch(NAME, name):
         raise UsageError(f"{where}: {name!r} is not a usable name (letters, digits, '_', '.', '-')")
 
 
@@ -152,7 +154,7 @@ def expand_range(body: str) -> list[str]:
 
 def expand_ranges(spec: str) -> list[str]:
     """Every ``[...]`` range in ``spec`` expanded; several ranges give their product, first range slowest."""
-    pieces = RANGE.split(spec)  # text, range body, text, range body, ..., text
+    pieces = re.split(RANGE, spec) if "[" in spec else [spec]  # text, range body, text, ..., text
     if len(pieces) == 1:
         return [spec]
     texts, bodies = pieces[0::2], pieces[1::2]
@@ -169,7 +171,7 @@ def expand_ranges(spec: str) -> list[str]:
 
 
 def _is_name(spec: str) -> bool:
-    return "=" not in spec and "//" not in spec and NAME.fullmatch(spec) is not None
+    return "=" not in spec and "//" not in spec and re.fullmatch(NAME, spec) is not None
 
 
 def _expand_one(spec: str, config: FleetConfig, stack: tuple[str, ...]) -> list[str]:

@@ -8,6 +8,11 @@ appears under its final name only after it is complete and fsynced (temp file in
 ``os.replace``, fsync of the directory), then the manifest and the ``latest`` pointer follow the same way. A
 SIGKILL at any moment leaves the previous checkpoint and ``latest`` intact.
 
+With ``overlap_copy=True`` the copy of CPU parameters and optimizer state moves off the training thread: they
+change only inside ``optimizer.step()``, so ``save`` copies everything else now and a step pre-hook on each
+optimizer passed to it holds that optimizer's next ``step()`` until the background copy is done (see
+:class:`CheckpointWriter`).
+
 Layout of the directory::
 
     step-00000100.pt                 the checkpoint: {"step": 100, "model": ..., "optimizer": ..., **extra}
@@ -126,6 +131,19 @@ class _Snapshot:
     obj: Any
     #: flattened tensor paths ("model.fc.weight", "optimizer.state.0.exp_avg") -> CPU tensor
     tensors: dict[str, Any] = field(default_factory=dict)
+    #: overlap_copy: (CPU buffer, live tensor) pairs still to copy; the buffers are already in ``obj``
+    deferred: list[tuple[Any, Any]] = field(default_factory=list)
+
+
+@dataclass
+class _PendingCopy:
+    """An overlapped copy in flight; ``done`` is set once every deferred tensor is copied (or the copy
+    failed)."""
+
+    stall_index: int
+    done: threading.Event = field(default_factory=threading.Event)
+    #: the step pre-hooks that hold ``optimizer.step()`` until ``done``; removed from the training thread
+    handles: list[Any] = field(default_factory=list)
 
 
 class _BufferPool:
@@ -136,12 +154,17 @@ class _BufferPool:
         self._pin = pin
         self._buffers: dict[str, Any] = {}
 
-    def copy(self, path: str, tensor: Any) -> Any:
-        torch = self._torch
+    def buffer(self, path: str, tensor: Any) -> Any:
         buf = self._buffers.get(path)
         if buf is None or buf.shape != tensor.shape or buf.dtype != tensor.dtype:
-            buf = torch.empty(tuple(tensor.shape), dtype=tensor.dtype, device="cpu", pin_memory=self._pin)
+            buf = self._torch.empty(
+                tuple(tensor.shape), dtype=tensor.dtype, device="cpu", pin_memory=self._pin
+            )
             self._buffers[path] = buf
+        return buf
+
+    def copy(self, path: str, tensor: Any) -> Any:
+        buf = self.buffer(path, tensor)
         # non_blocking only overlaps device->host copies; a synchronize before save() returns makes them
         # complete.
         buf.copy_(tensor.detach(), non_blocking=self._pin)
@@ -168,10 +191,29 @@ class CheckpointWriter:
     ``save`` returns once the snapshot is taken; the file is written in a background thread. A failure in that
     thread is raised as :class:`~trainprobe.errors.SaveError` from the next ``save``, ``wait`` or ``close``.
     ``keep`` complete checkpoints are kept (None keeps all); the one ``latest`` names is never deleted.
+
+    ``overlap_copy=True`` (opt-in): ``save`` copies only what can change outside ``optimizer.step()``
+    before it returns (buffers such as BatchNorm running statistics, parameters no optimizer passed to
+    ``save`` updates, plain values, ``param_groups``, schedulers, extras). CPU tensors that are parameters or
+    state of an optimizer passed to ``save`` (``optimizer=`` or any extra that is a ``torch.optim.Optimizer``)
+    are copied by a background thread while the next forward and backward run; a step pre-hook on each of
+    those optimizers makes its next ``step()`` wait until that copy is done, so the checkpoint still holds the
+    values at ``save`` time, and training stalls only when the copy outlasts forward + backward. The guarantee
+    breaks if those tensors are written in place outside the hooked ``step()`` before it (manual clamping or
+    re-initialisation under ``torch.no_grad()``, ``load_state_dict``, an optimizer not passed to ``save``
+    that updates the same parameters) or if ``step()`` runs on another thread. CUDA tensors are copied before
+    ``save`` returns, as without the option. ``stall_seconds`` then includes the time a hooked ``step()``
+    waited.
     """
 
     def __init__(
-        self, directory: str | os.PathLike[str], *, keep: int | None = 3, fsync: bool = True, buffers: int = 2
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        keep: int | None = 3,
+        fsync: bool = True,
+        buffers: int = 2,
+        overlap_copy: bool = False,
     ) -> None:
         if keep is not None and keep < 1:
             raise UsageError(
@@ -197,7 +239,13 @@ class CheckpointWriter:
         self._error: BaseException | None = None
         self._error_step: int | None = None
         self._closed = False
-        #: seconds each save() blocked the caller (waiting for the previous write plus the copy)
+        self.overlap_copy = overlap_copy
+        # overlap_copy: a second thread copies, so a copy never queues behind the previous file's write.
+        self._copier: threading.Thread | None = None
+        self._copies: queue.Queue[tuple[_Snapshot, Path, _PendingCopy] | None] = queue.Queue()
+        self._pending: list[_PendingCopy] = []
+        #: seconds each save() blocked the caller (waiting for the previous write plus the copy); with
+        #: overlap_copy also the time the next hooked ``optimizer.step()`` waited for the copy
         self.stall_seconds: list[float] = []
         self._remove_stale_temps()
 
@@ -209,8 +257,22 @@ class CheckpointWriter:
         if self._closed:
             raise UsageError("CheckpointWriter.save called after close()")
         started = time.perf_counter()
+        # overlap_copy: the previous copy must be done before this snapshot is taken (its buffers may be the
+        # ones reused here, and its order in the write queue must stay).
+        self._settle_copies()
         self._raise_pending()
         self._slots.acquire()  # blocks only while ``buffers`` writes are in flight
+        optimizers = (
+            list(
+                {
+                    id(v): v
+                    for v in (optimizer, *extra.values())
+                    if isinstance(v, self._torch.optim.Optimizer)
+                }.values()
+            )
+            if self.overlap_copy
+            else []
+        )
         try:
             self._raise_pending()
             obj: dict[str, Any] = {"step": int(step)}
@@ -220,17 +282,21 @@ class CheckpointWriter:
                 obj["optimizer"] = _state(optimizer)
             for key, value in extra.items():
                 obj[key] = _state(value)
-            snapshot = self._snapshot(int(step), obj)
+            snapshot = self._snapshot(int(step), obj, defer=self._guarded_storages(optimizers))
         except BaseException:
             self._slots.release()
             raise
         target = self.directory / checkpoint_name(int(step))
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._work, name="trainprobe-checkpoint-writer", daemon=True
-            )
-            self._thread.start()
-        self._jobs.put((snapshot, target))
+        self._start_threads()
+        if self.overlap_copy:
+            pending = _PendingCopy(stall_index=len(self.stall_seconds))
+            if snapshot.deferred:
+                guard = self._step_guard(pending)
+                pending.handles = [opt.register_step_pre_hook(guard) for opt in optimizers]
+            self._pending.append(pending)
+            self._copies.put((snapshot, target, pending))
+        else:
+            self._jobs.put((snapshot, target))
         self.stall_seconds.append(time.perf_counter() - started)
         return target
 
@@ -263,7 +329,26 @@ class CheckpointWriter:
 
     # -- snapshot ----------------------------------------------------------------------------------
 
-    def _snapshot(self, step: int, obj: Any) -> _Snapshot:
+    def _guarded_storages(self, optimizers: list[Any]) -> set[int]:
+        """Storage addresses of the CPU tensors only ``optimizer.step()`` changes: parameters and state of
+        the optimizers whose next step the hook holds."""
+        torch = self._torch
+        found: set[int] = set()
+
+        def add(value: Any) -> None:
+            if isinstance(value, torch.Tensor) and value.device.type == "cpu" and value.numel():
+                found.add(value.untyped_storage().data_ptr())
+
+        for opt in optimizers:
+            for group in opt.param_groups:
+                for param in group["params"]:
+                    add(param)
+            for state in opt.state.values():
+                for value in state.values() if isinstance(state, dict) else ():
+                    add(value)
+        return found
+
+    def _snapshot(self, step: int, obj: Any, defer: set[int] | None = None) -> _Snapshot:
         torch = self._torch
         snapshot = _Snapshot(step=step, obj=None)
         pool = self._pools[self._saves % len(self._pools)]
@@ -274,7 +359,16 @@ class CheckpointWriter:
             if isinstance(value, torch.Tensor):
                 if id(value) in copied:
                     return copied[id(value)]
-                buf = pool.copy(path, value)
+                if (
+                    defer
+                    and value.device.type == "cpu"
+                    and value.numel()
+                    and value.untyped_storage().data_ptr() in defer
+                ):
+                    buf = pool.buffer(path, value)
+                    snapshot.deferred.append((buf, value.detach()))
+                else:
+                    buf = pool.copy(path, value)
                 copied[id(value)] = buf
                 snapshot.tensors[path] = buf
                 return buf
@@ -296,6 +390,65 @@ class CheckpointWriter:
         if self._cuda:
             torch.cuda.synchronize()
         return snapshot
+
+    # -- overlapped copy (overlap_copy=True) -------------------------------------------------------
+
+    def _step_guard(self, pending: _PendingCopy) -> Any:
+        def guard(_optimizer: Any, _args: Any, _kwargs: Any) -> None:
+            # Runs on the training thread at the top of optimizer.step(). It cannot remove itself here: torch
+            # iterates the hook dict while calling it; _settle_copies removes it from save/wait/close.
+            if pending.done.is_set():
+                return
+            began = time.perf_counter()
+            pending.done.wait()
+            self.stall_seconds[pending.stall_index] += time.perf_counter() - began
+
+        return guard
+
+    def _copy_deferred(self, snapshot: _Snapshot) -> None:
+        """Copy the deferred tensors into their buffers (the seam the tests slow down)."""
+        for buf, tensor in snapshot.deferred:
+            buf.copy_(tensor)
+
+    def _copy_work(self) -> None:
+        while (job := self._copies.get()) is not None:
+            snapshot, target, pending = job
+            try:
+                self._copy_deferred(snapshot)
+            except BaseException as exc:  # surfaced on the caller's next call; the step is let go
+                self._error = exc
+                self._error_step = snapshot.step
+                self._slots.release()
+            else:
+                snapshot.deferred = []
+                self._jobs.put((snapshot, target))  # before done: wait() joins the copies, then the writes
+            finally:
+                pending.done.set()
+                self._copies.task_done()
+
+    def _settle_copies(self) -> None:
+        """Wait for overlapped copies in flight and remove their step hooks (on the training thread)."""
+        while self._pending:
+            pending = self._pending[0]
+            if not pending.done.is_set():
+                began = time.perf_counter()
+                pending.done.wait()
+                self.stall_seconds[pending.stall_index] += time.perf_counter() - began
+            for handle in pending.handles:
+                handle.remove()
+            self._pending.pop(0)
+
+    def _start_threads(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._work, name="trainprobe-checkpoint-writer", daemon=True
+            )
+            self._thread.start()
+        if self.overlap_copy and self._copier is None:
+            self._copier = threading.Thread(
+                target=self._copy_work, name="trainprobe-checkpoint-copier", daemon=True
+            )
+            self._copier.start()
 
     # -- background write --------------------------------------------------------------------------
 
@@ -382,11 +535,17 @@ class CheckpointWriter:
                 entry.unlink()
 
     def _join(self) -> None:
+        self._settle_copies()
+        self._copies.join()
         self._jobs.join()
 
     def _stop(self) -> None:
         self._join()
         self._closed = True
+        if self._copier is not None:
+            self._copies.put(None)
+            self._copier.join()
+            self._copier = None
         if self._thread is not None:
             self._jobs.put(None)
             self._thread.join()
