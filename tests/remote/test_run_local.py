@@ -60,6 +60,16 @@ def test_main_under_the_guard_returns_its_value_once() -> None:
     assert run("local", script).result == 1
 
 
+def test_the_script_compiles_with_its_own_future_flags() -> None:
+    # The agent itself uses `from __future__ import annotations`; the user's script must not inherit it.
+    with_main = "def f(x: int) -> None: ...\ndef main():\n    return f.__annotations__['x'] is int\n"
+    without_main = "def f(x: int) -> None: ...\nprint(f.__annotations__['x'] is int)\n"
+    assert run("local", with_main).result is True
+    printed: list[bytes] = []
+    assert run("local", without_main, stdout=printed.append).exit_code == 0
+    assert b"".join(printed).strip() == b"True"
+
+
 def test_remote_traceback_shows_the_local_path_and_line(tmp_path: Path) -> None:
     script = tmp_path / "boom.py"
     script.write_text("import sys\n\n\ndef main():\n    return 1 / 0  # the bad line\n")

@@ -100,7 +100,7 @@ class MemoryImporter:
         filename, _, source = self.modules[module.__name__]
         module.__file__ = filename
         remember_source(filename, source)
-        exec(compile(source, filename, "exec"), module.__dict__)
+        exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
 
 
 def remember_source(filename: str, source: bytes) -> None:
@@ -129,7 +129,7 @@ def prepare(source: bytes, filename: str) -> tuple[types.CodeType, bool]:
     it.
     """
     if b"main" not in source:  # nothing to call or guard: no syntax tree needed (nor importing ast)
-        return compile(source, filename, "exec"), False
+        return compile(source, filename, "exec", dont_inherit=True), False
     import ast
 
     tree = ast.parse(source, filename)
@@ -144,7 +144,7 @@ def prepare(source: bytes, filename: str) -> tuple[types.CodeType, bool]:
                     node.body[index] = ast.copy_location(assign, stmt)  # type: ignore[attr-defined]
     ast.fix_missing_locations(tree)
     defines_main = any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body)
-    return compile(tree, filename, "exec"), defines_main and not guarded
+    return compile(tree, filename, "exec", dont_inherit=True), defines_main and not guarded
 
 
 def run_user(
