@@ -19,6 +19,7 @@ is one more function and one more line.
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import shutil
 import statistics
@@ -152,6 +153,9 @@ def main() -> None:
     options = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("benchmarks/remote.py needs root (it adds a test user and starts sshd)")
+    # An installed package carries .pyc files; an editable checkout under PYTHONDONTWRITEBYTECODE=1 (as on
+    # these machines) would otherwise compile trainprobe's source in every timed process (~10 ms each).
+    compileall.compile_dir(Path(__file__).resolve().parents[1] / "src" / "trainprobe", quiet=1)
     setup = make_setup()
     workdir = Path(tempfile.mkdtemp(prefix="tpb-noop-"))
     os.environ["TRAINPROBE_RUNS_DIR"] = str(workdir / "runs")
