@@ -33,6 +33,7 @@ test: lint typecheck pytest
 check: test
 
 bench: $(STAMP)
+	$(BIN)/pip install -q -e '.[test,bench]'
 	$(BIN)/python benchmarks/scan.py
 	$(BIN)/python benchmarks/remote.py
 	$(BIN)/python benchmarks/remote_fanout.py
