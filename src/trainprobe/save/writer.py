@@ -171,6 +171,17 @@ class _BufferPool:
         return buf
 
 
+def _deferrable(torch: Any, value: Any) -> bool:
+    """overlap_copy moves only dense, non-empty CPU tensors to the background copy; CUDA and others are
+    copied before ``save`` returns."""
+    return (
+        isinstance(value, torch.Tensor)
+        and value.device.type == "cpu"
+        and value.layout == torch.strided
+        and value.numel() > 0
+    )
+
+
 def _state(obj: Any) -> Any:
     return obj.state_dict() if hasattr(obj, "state_dict") and callable(obj.state_dict) else obj
 
@@ -259,7 +270,7 @@ class CheckpointWriter:
         started = time.perf_counter()
         # overlap_copy: the previous copy must be done before this snapshot is taken (its buffers may be the
         # ones reused here, and its order in the write queue must stay).
-        self._settle_copies()
+        self._settle_copies()  # a wait here is in this save's own stall
         self._raise_pending()
         self._slots.acquire()  # blocks only while ``buffers`` writes are in flight
         optimizers = (
@@ -336,7 +347,7 @@ class CheckpointWriter:
         found: set[int] = set()
 
         def add(value: Any) -> None:
-            if isinstance(value, torch.Tensor) and value.device.type == "cpu" and value.numel():
+            if _deferrable(torch, value):
                 found.add(value.untyped_storage().data_ptr())
 
         for opt in optimizers:
@@ -359,12 +370,7 @@ class CheckpointWriter:
             if isinstance(value, torch.Tensor):
                 if id(value) in copied:
                     return copied[id(value)]
-                if (
-                    defer
-                    and value.device.type == "cpu"
-                    and value.numel()
-                    and value.untyped_storage().data_ptr() in defer
-                ):
+                if defer and _deferrable(torch, value) and value.untyped_storage().data_ptr() in defer:
                     buf = pool.buffer(path, value)
                     snapshot.deferred.append((buf, value.detach()))
                 else:
@@ -430,10 +436,7 @@ class CheckpointWriter:
         """Wait for overlapped copies in flight and remove their step hooks (on the training thread)."""
         while self._pending:
             pending = self._pending[0]
-            if not pending.done.is_set():
-                began = time.perf_counter()
-                pending.done.wait()
-                self.stall_seconds[pending.stall_index] += time.perf_counter() - began
+            pending.done.wait()
             for handle in pending.handles:
                 handle.remove()
             self._pending.pop(0)
