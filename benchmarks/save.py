@@ -30,31 +30,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 from trainprobe.checkpoint import scan
 from trainprobe.checkpoint.check import check_path
-from trainprobe.save import race as race_module
-from trainprobe.save.race import TrainingRun, train
-from trainprobe.save.writer import CheckpointWriter
-
-
-def _train_overlapped(run_dir: Path, **kwargs: Any) -> tuple[TrainingRun, float]:
-    """``train(mode="writer")`` with ``CheckpointWriter(overlap_copy=True)``; its stalls are the writer's own
-    ``stall_seconds`` (save() plus the held optimizer.step()), which the loop's timer around save() misses.
-    Returns the run and its loop time: the held time is already in ``step_seconds``, so that is
-    step_seconds plus the time in save() alone."""
-    writers: list[CheckpointWriter] = []
-
-    def make(*args: Any, **kw: Any) -> CheckpointWriter:
-        writers.append(CheckpointWriter(*args, overlap_copy=True, **kw))
-        return writers[-1]
-
-    with mock.patch.object(race_module, "CheckpointWriter", make):
-        run = train(run_dir, mode="writer", **kwargs)
-    wall = sum(run.step_seconds) + sum(run.stalls)
-    run.stalls = list(writers[0].stall_seconds)
-    return run, wall
+from trainprobe.save.race import train
 
 
 def stalls(root: Path, *, layers: int, width: int, steps: int, save_every: int) -> None:
@@ -62,11 +41,8 @@ def stalls(root: Path, *, layers: int, width: int, steps: int, save_every: int) 
     results = {}
     for mode in ("none", "in-loop", "in-loop-fsync", "background", "writer", "writer-overlap"):
         kwargs: dict[str, Any] = {"steps": steps, "save_every": save_every, "layers": layers, "width": width}
-        if mode == "writer-overlap":
-            run, wall = _train_overlapped(root / mode, **kwargs)
-        else:
-            run = train(root / mode, mode=mode, **kwargs)  # type: ignore[arg-type]
-            wall = sum(run.step_seconds) + sum(run.stalls)
+        run = train(root / mode, mode=mode, **kwargs)
+        wall = run.loop_seconds
         size = run.checkpoints[-1].stat().st_size if run.checkpoints else 0
         results[mode] = (run.median_stall, wall)
         worst = max(run.stalls, default=0.0)
