@@ -10,12 +10,11 @@ unpickler; stdlib + numpy only."""
 from __future__ import annotations
 
 import os
-import pickle
 from typing import Any
 
 from trainprobe.checkpoint.base import Opaque
 from trainprobe.checkpoint.formats.dcp import METADATA
-from trainprobe.checkpoint.unpickler import SafeUnpickler
+from trainprobe.checkpoint.unpickler import UNPICKLE_ERRORS, SafeUnpickler
 
 _MAX_PROBLEMS = 50
 
@@ -49,15 +48,7 @@ def dcp_coverage_problems(path: str) -> tuple[list[str], int] | None:
     try:
         with open(meta_path, "rb") as fh:
             meta = SafeUnpickler(fh, source=METADATA).load()
-    except (
-        pickle.UnpicklingError,
-        EOFError,
-        TypeError,
-        ValueError,
-        AttributeError,
-        IndexError,
-        KeyError,
-    ) as exc:
+    except UNPICKLE_ERRORS as exc:
         return [f"{METADATA} cannot be unpickled safely ({exc})"], 0
     fields = _fields(meta)
     tensors = fields.get("state_dict_metadata")

@@ -189,6 +189,18 @@ def placeholder_class(module: str, name: str) -> type[Opaque]:
     return cls
 
 
+#: What a damaged or hostile pickle makes the (safe) unpickler raise: each means "cannot be unpickled safely".
+UNPICKLE_ERRORS: tuple[type[Exception], ...] = (
+    pickle.UnpicklingError,
+    EOFError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    IndexError,
+    KeyError,
+)
+
+
 class SafeUnpickler(pickle.Unpickler):
     """Unpickle a checkpoint pickle without executing it.
 

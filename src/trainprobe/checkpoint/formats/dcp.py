@@ -9,13 +9,12 @@ the safe unpickler; the dataclasses stay inert placeholders whose fields we read
 from __future__ import annotations
 
 import os
-import pickle
 from typing import Any
 
 from trainprobe.checkpoint.base import Checkpoint, Note, Opaque, TensorRecord, map_file
 from trainprobe.checkpoint.formats.torch_zip import read_torch_zip
 from trainprobe.checkpoint.naming import map_optimizer_params
-from trainprobe.checkpoint.unpickler import SafeUnpickler
+from trainprobe.checkpoint.unpickler import UNPICKLE_ERRORS, SafeUnpickler
 from trainprobe.errors import CorruptCheckpointError
 
 METADATA = ".metadata"
@@ -46,15 +45,7 @@ class DcpFormat:
             with open(meta_path, "rb") as fh:
                 unpickler = SafeUnpickler(fh, source=METADATA)
                 meta = unpickler.load()
-        except (
-            pickle.UnpicklingError,
-            EOFError,
-            TypeError,
-            ValueError,
-            AttributeError,
-            IndexError,
-            KeyError,
-        ) as exc:
+        except UNPICKLE_ERRORS as exc:
             raise CorruptCheckpointError(path, f"{METADATA} cannot be unpickled safely ({exc})") from None
         notes: list[Note] = list(unpickler.notes)
         fields = _fields(meta)

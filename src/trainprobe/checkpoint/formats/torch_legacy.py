@@ -6,26 +6,16 @@ that order, an 8-byte little-endian element count followed by ``count * element 
 
 from __future__ import annotations
 
-import pickle
 import struct
 from typing import Any
 
 from trainprobe.checkpoint.base import Checkpoint, Note, Storage, map_file
 from trainprobe.checkpoint.dtypes import lookup
 from trainprobe.checkpoint.formats._torchpickle import PendingStorage, build_records, parse_storage_pid
-from trainprobe.checkpoint.unpickler import SafeUnpickler, safe_loads
+from trainprobe.checkpoint.unpickler import UNPICKLE_ERRORS, SafeUnpickler, safe_loads
 from trainprobe.errors import CorruptCheckpointError
 
 MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
-_UNPICKLE_ERRORS = (
-    pickle.UnpicklingError,
-    EOFError,
-    TypeError,
-    ValueError,
-    AttributeError,
-    IndexError,
-    KeyError,
-)
 
 
 class TorchLegacyFormat:
@@ -83,7 +73,7 @@ class TorchLegacyFormat:
                 notes.extend(keys_unpickler.notes)
             except CorruptCheckpointError:
                 raise
-            except _UNPICKLE_ERRORS as exc:
+            except UNPICKLE_ERRORS as exc:
                 raise CorruptCheckpointError(
                     path,
                     f"the legacy pickles cannot be read ({type(exc).__name__}: {exc})",

@@ -4,14 +4,13 @@ record per storage at ``<prefix>/data/<key>``. Plain state dicts, Lightning (``s
 
 from __future__ import annotations
 
-import pickle
 import zipfile
 from typing import Any
 
 from trainprobe.checkpoint.base import Checkpoint, Note, Storage, map_file
 from trainprobe.checkpoint.dtypes import lookup
 from trainprobe.checkpoint.formats._torchpickle import PendingStorage, build_records, parse_storage_pid
-from trainprobe.checkpoint.unpickler import SafeUnpickler
+from trainprobe.checkpoint.unpickler import UNPICKLE_ERRORS, SafeUnpickler
 from trainprobe.checkpoint.zipcheck import BufferWindow, record_data_offset, verify_zip_crc
 from trainprobe.errors import CorruptCheckpointError, UnknownFormatError
 
@@ -85,15 +84,7 @@ def read_torch_zip(
         root = unpickler.load()
     except CorruptCheckpointError:
         raise
-    except (
-        pickle.UnpicklingError,
-        EOFError,
-        TypeError,
-        ValueError,
-        AttributeError,
-        IndexError,
-        KeyError,
-    ) as exc:
+    except UNPICKLE_ERRORS as exc:
         raise CorruptCheckpointError(
             path, f"data.pkl cannot be unpickled safely ({type(exc).__name__}: {exc})"
         ) from None
