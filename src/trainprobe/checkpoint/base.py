@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -287,3 +287,24 @@ def map_file(path: str) -> mmap.mmap | bytes:
         if size == 0:
             return b""
         return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+_PAGE = mmap.PAGESIZE
+
+
+def page_releaser(buffer: Any) -> Callable[[int, int], None]:
+    """For a file mapping: a function that drops the whole pages inside byte range ``[lo, hi)`` from this
+    process's resident set. They stay in the page cache (a later read costs a minor fault, not I/O), so RSS
+    stays at a few chunks whatever the checkpoint's size. A page only partly inside the range, which may hold
+    a neighbouring tensor or record that another thread is reading, is kept; other buffers are left alone."""
+    if not isinstance(buffer, mmap.mmap) or not hasattr(buffer, "madvise"):
+        return lambda _lo, _hi: None
+
+    def release(lo: int, hi: int) -> None:
+        lo = -(-lo // _PAGE) * _PAGE
+        hi = hi // _PAGE * _PAGE
+        if hi > lo:
+            with contextlib.suppress(OSError, ValueError):
+                buffer.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+    return release

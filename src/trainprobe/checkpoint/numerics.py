@@ -15,16 +15,14 @@ either part is +Inf, else as −Inf."""
 
 from __future__ import annotations
 
-import contextlib
 import math
-import mmap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from trainprobe.checkpoint.base import TensorRecord
+from trainprobe.checkpoint.base import TensorRecord, page_releaser
 
 # Per chunk: at most 8 MiB of data and 2 Mi elements, so the temporaries (a bool mask, a masked copy of the
 # bits) stay a few MiB per thread; measured no slower than 16 MiB chunks.
@@ -136,9 +134,6 @@ def _complex_parts(arr: Array, dtype: str) -> tuple[Array, Array]:
     return arr.real, arr.imag
 
 
-_PAGE = mmap.PAGESIZE
-
-
 def _releaser(record: TensorRecord, arr: Array) -> Callable[[int, int], None]:
     """For a contiguous tensor in a file mapping: a function that drops the pages of elements already checked.
 
@@ -146,20 +141,14 @@ def _releaser(record: TensorRecord, arr: Array) -> Callable[[int, int], None]:
     chunks whatever the checkpoint's size. Only whole pages inside the range are dropped (a page shared with
     another tensor, which another thread may be reading, is kept).
     """
-    buffer = record.storage.buffer
-    if not isinstance(buffer, mmap.mmap) or not arr.flags.c_contiguous or not hasattr(buffer, "madvise"):
+    if not arr.flags.c_contiguous:
         return lambda _start, _count: None
+    release_bytes = page_releaser(record.storage.buffer)
     base = record.storage.offset + record.storage_offset * arr.itemsize
     itemsize = arr.itemsize
 
     def release(start: int, count: int) -> None:
-        lo = base + start * itemsize
-        hi = lo + count * itemsize
-        lo = -(-lo // _PAGE) * _PAGE
-        hi = hi // _PAGE * _PAGE
-        if hi > lo:
-            with contextlib.suppress(OSError, ValueError):
-                buffer.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+        release_bytes(base + start * itemsize, base + (start + count) * itemsize)
 
     return release
 

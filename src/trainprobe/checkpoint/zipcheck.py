@@ -8,7 +8,6 @@ everything works the same with ``zlib.crc32`` (the far side of ``--on`` usually 
 
 from __future__ import annotations
 
-import contextlib
 import io
 import mmap
 import os
@@ -18,6 +17,8 @@ import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from trainprobe.checkpoint.base import page_releaser
 
 # CRC32 of a buffer continuing from a running value, as zlib.crc32(data, value).
 Crc32 = Callable[[Any, int], int]
@@ -134,7 +135,7 @@ def verify_zip_crc(
             continue
         found.append((info, base + start, base + end))
     ranges = [item for item in found if not isinstance(item, str)]
-    release = _page_releaser(buffer)
+    release = page_releaser(buffer)
     with memoryview(buffer) as view:
 
         def check(item: tuple[zipfile.ZipInfo, int, int]) -> str | None:
@@ -170,20 +171,3 @@ def _record_crc32(
         release(released, stop)
         released = max(released, stop // _PAGE * _PAGE)
     return crc
-
-
-def _page_releaser(buffer: Any) -> Callable[[int, int], None]:
-    """For a file mapping: a function that drops the whole pages inside ``[lo, hi)`` from this process's
-    resident set (they stay in the page cache, so a later read costs a minor fault, not I/O). A page shared
-    with a neighbouring record is kept; other buffers are left alone."""
-    if not isinstance(buffer, mmap.mmap) or not hasattr(buffer, "madvise"):
-        return lambda _lo, _hi: None
-
-    def release(lo: int, hi: int) -> None:
-        lo = -(-lo // _PAGE) * _PAGE
-        hi = hi // _PAGE * _PAGE
-        if hi > lo:
-            with contextlib.suppress(OSError, ValueError):
-                buffer.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
-
-    return release
