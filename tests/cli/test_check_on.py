@@ -67,3 +67,29 @@ def test_check_on_human_output(sshd: SshServer, numpy_venv: Path, checkpoints: P
     assert proc.returncode == 1, proc.stderr
     assert "✗ TORN" in proc.stdout
     assert "per-parameter step counters disagree" in proc.stdout
+
+
+def test_check_on_a_fleet_reports_per_target(sshd: SshServer, numpy_venv: Path, checkpoints: Path) -> None:
+    on_zsh = f"{sshd.target('zsh')}//python={numpy_venv}"
+    on_bash = f"{sshd.target('bash')}//python={numpy_venv}"
+    good = str(checkpoints / "good.pt")
+    proc = subprocess.run(
+        [TRAINPROBE, "check", good, "--on", on_zsh, "--on", on_bash], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.index(on_zsh) < proc.stdout.index("✓ consistent") < proc.stdout.index(on_bash)
+    assert proc.stdout.count("1 consistent") >= 2  # each target's report, then its table row
+    data = json.loads(
+        subprocess.run(
+            [TRAINPROBE, "check", "--json", str(checkpoints / "torn.pt"), "--on", on_zsh, "--on", on_bash],
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
+    assert data["exit_code"] == 1
+    assert [t["result"]["checkpoints"][0]["verdict"] for t in data["targets"]] == ["torn", "torn"]
+    with_dead = subprocess.run(
+        [TRAINPROBE, "check", good, "--on", on_zsh, "--on", "ssh=127.0.0.1:1"], capture_output=True, text=True
+    )
+    assert with_dead.returncode == 1  # a target that could not check is a failure
+    assert "unreachable" in with_dead.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -9,9 +10,16 @@ from rich.console import Console
 from rich.markup import escape
 
 from trainprobe.cli._errors import reported_errors
+from trainprobe.cli._fleet import (
+    CONFIG_HELP,
+    PARALLEL_HELP,
+    expand_specs,
+    is_fleet,
+    live_reporter,
+    render_fleet,
+)
 from trainprobe.cli._output import Output
 from trainprobe.cli.app import app
-from trainprobe.errors import UsageError
 
 _CHECK_HELP = (
     "Is each checkpoint one consistent snapshot? A verdict per checkpoint with the evidence that decided it: "
@@ -27,9 +35,12 @@ _CHECK_HELP = (
     "  trainprobe check ckpt/step-00001000.pt\n"
     "  trainprobe check ckpt/                        all checkpoints below\n"
     "  trainprobe check 'runs/*/last.ckpt' --json    JSON, schema_version 1\n"
-    "  trainprobe check /data/ckpt --on user@gpu01   where the files are\n\n"
+    "  trainprobe check /data/ckpt --on ssh=user@gpu01   where the files are\n"
+    "  trainprobe check /ckpt/step_4000 --on 'ssh=node[01-08]'   on each node of a fleet\n\n"
     "Exit codes: 0 consistent (or unknown, unless --strict); 1 torn, corrupt or NaN/Inf found (wins over "
-    "unreadable); 2 a checkpoint unreadable, or a usage error."
+    "unreadable); 2 a checkpoint unreadable, or a usage error. With a fleet: 1 if any target found torn, "
+    "corrupt or non-finite checkpoints or could not check (unreachable, failed); else 2 if any had "
+    "unreadable ones; else 0."
 )
 
 _MARK = {
@@ -81,18 +92,32 @@ def check(
     strict: bool = typer.Option(
         False, "--strict", help="Exit 1 when a verdict is 'unknown' (not enough evidence)."
     ),
-    on: str | None = typer.Option(
-        None, "--on", metavar="TARGET", help="Check on a remote target (user@host...)."
+    on: list[str] | None = typer.Option(
+        None,
+        "--on",
+        metavar="TARGET",
+        help="Check on a remote target (ssh=user@host...); repeat, or a range/name/group, for a fleet.",
     ),
     timeout: float = typer.Option(
-        3600.0, "--timeout", help="With --on: seconds before the remote check is killed."
+        3600.0, "--timeout", help="With --on: seconds before the remote check is killed (per target)."
     ),
     connect_timeout: float = typer.Option(20.0, "--connect-timeout", help="With --on: seconds to connect."),
+    parallel: int = typer.Option(32, "--parallel", min=1, help="With --on: " + PARALLEL_HELP),
+    config: Path | None = typer.Option(None, "--config", metavar="FILE", help="With --on: " + CONFIG_HELP),
 ) -> None:
     out = Output(json_mode=json_mode, quiet=quiet)
     with reported_errors(out):
-        if on is not None:
-            report = _check_on(on, list(paths), timeout, connect_timeout)
+        if on:
+            from trainprobe.remote.tasks import check_on
+
+            targets = expand_specs(on, config)
+            if is_fleet(targets):
+                code = _check_fleet(
+                    out, targets, list(paths), strict=strict, timeout=timeout,
+                    connect_timeout=connect_timeout, parallel=parallel,
+                )  # fmt: skip
+                raise typer.Exit(code)
+            report = check_on(targets[0], list(paths), timeout=timeout, connect_timeout=connect_timeout)
         else:
             from trainprobe.checkpoint.check import check_paths
 
@@ -101,21 +126,49 @@ def check(
     raise typer.Exit(_exit_code(report, strict))
 
 
-def _check_on(target: str, paths: list[str], timeout: float, connect_timeout: float) -> dict[str, Any]:
-    try:
-        from trainprobe import remote
-    except ImportError:
-        raise UsageError("remote checking (--on) is not available in this installation") from None
-    from trainprobe.checkpoint import check as check_module
+def _check_fleet(
+    out: Output,
+    targets: list[str],
+    paths: list[str],
+    *,
+    strict: bool,
+    timeout: float,
+    connect_timeout: float,
+    parallel: int,
+) -> int:
+    """One check report per target, then the table of targets; the exit code summarises the fleet."""
+    import sys
 
-    value = remote.call(
-        target,
-        check_module.check_paths_json,
+    from trainprobe.checkpoint.check import check_paths_json
+    from trainprobe.remote.fanout import call_fleet
+
+    _, _, on_done = live_reporter(targets, None, None if out.quiet or out.json_mode else sys.stderr.buffer)
+    fleet = call_fleet(
+        targets,
+        check_paths_json,
         paths,
+        parallel=parallel,
         timeout=timeout,
         connect_timeout=connect_timeout,
-        need=["numpy"],
+        need=("numpy",),
+        on_done=on_done,
     )
-    if not isinstance(value, dict) or "checkpoints" not in value:
-        raise UsageError(f"{target}: the remote check returned no report")
-    return value
+    reports = {o.target: o.result for o in fleet.outcomes if o.ok and isinstance(o.result, dict)}
+    codes = [_exit_code(reports[o.target], strict) if o.target in reports else 1 for o in fleet.outcomes]
+    code = 1 if 1 in codes else max(codes, default=0)
+    summaries = {
+        target: ", ".join(f"{n} {verdict}" for verdict, n in report["summary"].items()) or "no checkpoint"
+        for target, report in reports.items()
+    }
+
+    def render(console: Console) -> None:
+        for target, report in reports.items():
+            console.print(f"[bold]── {escape(target)}[/]", soft_wrap=True)
+            render_check_report(console, report)
+            console.print()
+        render_fleet(console, fleet, summaries, title="checked")
+
+    data: dict[str, Any] = fleet.to_json()
+    data["exit_code"] = code
+    out.result(data, render)
+    return code

@@ -1,10 +1,11 @@
-"""Library tasks that run on a target: ``scan_on`` (``trainprobe scan --on``)."""
+"""Library tasks that run on a target: ``scan_on`` (``scan --on``) and ``check_on`` (``check --on``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from trainprobe.errors import UsageError
 from trainprobe.remote.api import call
 from trainprobe.remote.target import Target
 
@@ -41,3 +42,27 @@ def scan_on(
         need=("numpy",),
     )
     return ScanReport.from_json(data)
+
+
+def check_on(
+    target: str | Target,
+    paths: Sequence[str],
+    *,
+    timeout: float | None = None,
+    connect_timeout: float = 10.0,
+) -> dict[str, Any]:
+    """``trainprobe check`` where the checkpoints are: the ``check --json`` document a local
+    :func:`trainprobe.checkpoint.check.check_paths` gives, computed on ``target`` (Python and numpy only)."""
+    from trainprobe.checkpoint.check import check_paths_json
+
+    data = call(
+        target,
+        check_paths_json,
+        list(paths),
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        need=("numpy",),
+    )
+    if not isinstance(data, dict) or "checkpoints" not in data:
+        raise UsageError(f"{target}: the remote check returned no report")
+    return data
