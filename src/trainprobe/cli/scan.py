@@ -239,11 +239,15 @@ def scan(
     config: Path | None = typer.Option(None, "--config", metavar="FILE", help="With --on: " + CONFIG_HELP),
     workers: int | None = typer.Option(None, "--workers", min=1, help="Threads for checking tensors."),
 ) -> None:
+    from trainprobe.errors import UsageError
+
     out = Output(json_mode=json_mode, quiet=quiet)
     with reported_errors(out):
         if on:
-            from trainprobe.remote.tasks import scan_on
-
+            try:
+                from trainprobe.remote.tasks import scan_on
+            except ImportError:  # an installation with the checkpoint readers only
+                raise UsageError("remote scanning (--on) is not available in this installation") from None
             targets = expand_specs(on, config)
             if is_fleet(targets):
                 code = _scan_fleet(
