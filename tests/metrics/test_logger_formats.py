@@ -162,7 +162,7 @@ def test_race_train_log_reads_with_metrics_and_saves(tmp_path: Path) -> None:
     [
         ("Saving checkpoint to run/ckpt/step-00000010.pt (step=10)", ("checkpoint_save", 10.0)),
         ("saved checkpoint step=5, loss=2.0", ("checkpoint_save", 5.0)),
-        # echoed source: modded-nanogpt prints its script (a real log in shared/data/real-logs)
+        # echoed source: modded-nanogpt prints its script (a real log in tests/data/real-logs)
         ("save_every : int = 0 # every how many steps to save the checkpoint? 0 for only at the end", None),
         ("    ckpt = save_checkpoint(model)", None),
         ("        checkpoint_path=save_checkpoint_dir,", None),

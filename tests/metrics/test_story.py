@@ -1,4 +1,4 @@
-"""The seed's story, and the real logs in shared/data/real-logs used as they are."""
+"""The seed's story, and the real logs in tests/data/real-logs used as they are."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from trainprobe.metrics import SCHEMA_VERSION, analyze
 from trainprobe.metrics.synthetic import write_seed_story
 
-REAL_LOGS = Path(__file__).parents[2] / ".." / "shared" / "data" / "real-logs"
+REAL_LOGS = Path(__file__).parents[1] / "data" / "real-logs"
 LLMC = REAL_LOGS / "modded-nanogpt__2024-10-13_llmc__main.log"
 MUON = REAL_LOGS / "modded-nanogpt__2024-10-10_Muon__eb5659d0.txt"
 BIGSCIENCE = REAL_LOGS / "bigscience__tr8-104B-wide__chronicles.md"
