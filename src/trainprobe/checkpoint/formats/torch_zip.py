@@ -4,17 +4,90 @@ record per storage at ``<prefix>/data/<key>``. Plain state dicts, Lightning (``s
 
 from __future__ import annotations
 
+import contextlib
+import struct
 import zipfile
 from typing import Any
 
-from trainprobe.checkpoint.base import Checkpoint, Note, Storage, map_file
+from trainprobe.checkpoint.base import Checkpoint, Note, PickleReadError, Storage, map_file
 from trainprobe.checkpoint.dtypes import lookup
 from trainprobe.checkpoint.formats._torchpickle import PendingStorage, build_records, parse_storage_pid
-from trainprobe.checkpoint.unpickler import UNPICKLE_ERRORS, SafeUnpickler
-from trainprobe.checkpoint.zipcheck import BufferWindow, record_data_offset, verify_zip_crc
+from trainprobe.checkpoint.unpickler import SUSPICIOUS, UNPICKLE_ERRORS, SafeUnpickler
+from trainprobe.checkpoint.zipcheck import BufferWindow, RecordProblem, record_data_offset, record_problems
 from trainprobe.errors import CorruptCheckpointError, UnknownFormatError
 
 ZIP_MAGIC = b"PK\x03\x04"
+
+
+def truncation(buffer: Any, base: int, total: int) -> str | None:
+    """Where a zip archive written front to back (as torch writes it) breaks off: "truncated at byte N of at
+    least M (record X needs bytes up to M)", from its local headers; None when they all fit."""
+    pos = 0
+    view = memoryview(buffer)
+    while pos + 30 <= total:
+        header = bytes(view[base + pos : base + pos + 30])
+        if header[:4] != ZIP_MAGIC:
+            return None  # the central directory (or garbage): the records before it are complete
+        (size,) = struct.unpack("<I", header[18:22])
+        name_len, extra_len = struct.unpack("<HH", header[26:30])
+        name = bytes(view[base + pos + 30 : base + pos + 30 + name_len]).decode("utf-8", "replace")
+        end = pos + 30 + name_len + extra_len + size
+        if end > total:
+            return f"truncated at byte {total:,} of at least {end:,} (record {name} ends at byte {end:,})"
+        pos = end
+    return None
+
+
+def _index(zf: zipfile.ZipFile) -> tuple[dict[str, zipfile.ZipInfo], list[Note], str]:
+    """Records by their full stored name, the first of a name winning (as torch's reader takes it); notes
+    on duplicate names and names with a NUL byte; and the archive prefix torch uses (the first record's
+    folder)."""
+    by_name: dict[str, zipfile.ZipInfo] = {}
+    notes: list[Note] = []
+    dups: dict[str, int] = {}
+    infos = zf.infolist()
+    for info in infos:
+        name = info.orig_filename
+        if "\x00" in name:
+            notes.append(
+                Note(
+                    SUSPICIOUS,
+                    f"zip record name with a NUL byte: {name!r} (tools that cut names at the NUL read it as "
+                    f"{info.filename}; torch does not)",
+                )
+            )
+        if name in by_name:
+            dups[name] = dups.get(name, 1) + 1
+            continue
+        by_name[name] = info
+    for name, count in dups.items():
+        notes.append(
+            Note(
+                SUSPICIOUS,
+                f"the zip holds {count} records named {name} (torch reads the first, and so does trainprobe; "
+                "a reader that takes the last sees different contents)",
+            )
+        )
+    first = infos[0].orig_filename if infos else ""
+    prefix = first.split("/", 1)[0] + "/" if "/" in first else ""
+    return by_name, notes, prefix
+
+
+def pickle_notes(data: bytes, source: str) -> list[Note]:
+    """What a pickle names, when its objects are not needed (every pickle of a file is looked at)."""
+    unpickler = SafeUnpickler(data, source=source, persistent_load=lambda _pid: None)
+    with contextlib.suppress(*UNPICKLE_ERRORS):
+        unpickler.load()
+    return unpickler.notes
+
+
+def _named(problem: RecordProblem, holders: dict[str, list[str]]) -> str:
+    """A record's problem with the tensors that record holds (a CRC failure names the tensor, not data/3)."""
+    names = holders.get(problem.record)
+    if not names:
+        return problem.message
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more views" if len(names) > 3 else "")
+    return f"{problem.message}: it holds {shown}"
 
 
 def read_torch_zip(
@@ -23,27 +96,39 @@ def read_torch_zip(
     """Read the torch zip archive at ``buffer[base:base+length]``: (skeleton, records, notes, verifiers).
 
     Used for whole files and for the torch.save blobs inside torch.distributed.checkpoint ``.distcp`` files.
+    Records are looked up as torch does: ``<archive>/data.pkl`` where ``<archive>`` is the first record's
+    folder, the first record of a name winning; every other pickle in the archive is read for its globals.
     """
     total = len(buffer) - base if length is None else length
     try:
         zf = zipfile.ZipFile(BufferWindow(buffer, base, total))
     except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError) as exc:
+        where = truncation(buffer, base, total)
+        if where is not None:
+            raise CorruptCheckpointError(path, f"not a complete zip archive: {where}") from None
         raise CorruptCheckpointError(
             path, f"not a complete zip archive ({exc})", hint="the file is probably truncated"
         ) from None
+    notes: list[Note] = []
     with zf:
-        infos = {info.filename: info for info in zf.infolist()}
-        pkl_names = [n for n in infos if n.endswith("data.pkl") and n.count("/") == 1]
-        if not pkl_names:
-            raise UnknownFormatError(path, "a zip archive without data.pkl, not a torch checkpoint")
-        prefix = pkl_names[0][: -len("data.pkl")]
+        infos, notes, prefix = _index(zf)
+        pkl_name = prefix + "data.pkl"
+        if pkl_name not in infos:
+            candidates = [n for n in infos if n.endswith("/data.pkl") and n.count("/") == 1]
+            if not candidates:
+                raise UnknownFormatError(path, "a zip archive without data.pkl, not a torch checkpoint")
+            pkl_name = candidates[0]
+            prefix = pkl_name[: -len("data.pkl")]
         order = infos.get(prefix + "byteorder")
         try:
             if order is not None and zf.read(order).strip() not in (b"", b"little"):
-                raise CorruptCheckpointError(path, "big-endian checkpoints are not supported")
-            pickle_bytes = zf.read(pkl_names[0])
-        except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError) as exc:
-            raise CorruptCheckpointError(path, f"{pkl_names[0]} cannot be read ({exc})") from None
+                raise UnknownFormatError(path, "big-endian checkpoints are not supported")
+            pickle_bytes = zf.read(infos[pkl_name])
+            for info in zf.infolist():
+                if info.orig_filename.endswith(".pkl") and info is not infos[pkl_name]:
+                    notes.extend(pickle_notes(zf.read(info), info.orig_filename))
+        except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError, RuntimeError) as exc:
+            raise PickleReadError(path, f"{pkl_name} cannot be read ({exc})", notes=notes) from None
 
     storages: dict[str, PendingStorage] = {}
 
@@ -64,7 +149,10 @@ def read_torch_zip(
                 pending.missing_reason = str(exc)
             else:
                 if start + info.file_size > total:
-                    pending.missing_reason = f"record {info.filename} is truncated"
+                    pending.missing_reason = (
+                        f"truncated at byte {total:,} of at least {start + info.file_size:,} "
+                        f"(record {info.filename} needs bytes up to {start + info.file_size:,})"
+                    )
                 else:
                     itemsize = lookup(dtype)
                     pending.storage = Storage(
@@ -75,6 +163,7 @@ def read_torch_zip(
                         file=path,
                         declared_numel=numel,
                         declared_itemsize=itemsize.itemsize if itemsize else None,
+                        crc32=info.CRC,
                     )
         storages[key] = pending
         return pending
@@ -82,18 +171,28 @@ def read_torch_zip(
     unpickler = SafeUnpickler(pickle_bytes, source="data.pkl", persistent_load=persistent_load)
     try:
         root = unpickler.load()
-    except CorruptCheckpointError:
-        raise
+    except CorruptCheckpointError as exc:
+        raise PickleReadError(path, exc.reason, notes=unpickler.notes + notes) from None
     except UNPICKLE_ERRORS as exc:
-        raise CorruptCheckpointError(
-            path, f"data.pkl cannot be unpickled safely ({type(exc).__name__}: {exc})"
+        raise PickleReadError(
+            path,
+            f"data.pkl cannot be unpickled safely ({type(exc).__name__}: {exc})",
+            notes=unpickler.notes + notes,
         ) from None
-    skeleton, records = build_records(root, path)
+    notes = unpickler.notes + notes
+    try:
+        skeleton, records = build_records(root, path)
+    except CorruptCheckpointError as exc:
+        raise PickleReadError(path, exc.reason, notes=notes) from None
+
+    holders: dict[str, list[str]] = {}
+    for rec in records:
+        holders.setdefault(prefix + rec.storage.key, []).append(rec.display_name)
 
     def verify() -> list[str]:
-        return verify_zip_crc(buffer, base, total)
+        return [_named(p, holders) for p in record_problems(buffer, base, total)]
 
-    return skeleton, records, unpickler.notes, [verify]
+    return skeleton, records, notes, [verify]
 
 
 class TorchZipFormat:
