@@ -23,7 +23,7 @@ class TorchLegacyFormat:
 
     def sniff(self, path: str, head: bytes) -> bool:
         # Any pickle protocol: torch.load reads the magic number with a plain pickle.load.
-        return first_pickle(head) == MAGIC_NUMBER
+        return bool(first_pickle(head) == MAGIC_NUMBER)
 
     def open(self, path: str) -> Checkpoint:
         buffer = map_file(path)
