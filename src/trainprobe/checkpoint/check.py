@@ -48,11 +48,11 @@ from trainprobe.checkpoint.formats import open_file
 from trainprobe.checkpoint.numerics import (
     CHUNK_BYTES,
     NonFinite,
-    _all_finite,
-    _bad_mask,
-    _classify,
-    _releaser,
+    all_finite,
+    bad_mask,
+    block_releaser,
     blocks,
+    classify,
     count_nonfinite,
 )
 from trainprobe.errors import CheckpointError, CorruptCheckpointError, UsageError
@@ -834,12 +834,12 @@ class _NonFiniteTally:
 
     def add(self, start: int, block: np.ndarray[Any, Any]) -> None:
         dtype = self.record.dtype
-        if _all_finite(dtype, block):
+        if all_finite(dtype, block):
             return
-        a, b, c = _classify(dtype, block)
+        a, b, c = classify(dtype, block)
         self.nan, self.posinf, self.neginf = self.nan + a, self.posinf + b, self.neginf + c
         if self.first is None:
-            self.first = start + int(np.flatnonzero(_bad_mask(dtype, block))[0])
+            self.first = start + int(np.flatnonzero(bad_mask(dtype, block))[0])
 
     def result(self) -> NonFinite:
         first = self.first
@@ -852,7 +852,7 @@ class _Releaser:
     (numerics' page releaser does the page arithmetic: whole pages only, shared ones kept)."""
 
     def __init__(self, record: TensorRecord, arr: np.ndarray[Any, Any]) -> None:
-        self._release = _releaser(record, arr)
+        self._release = block_releaser(record, arr)
         self._every = max(1, CHUNK_BYTES // max(1, arr.itemsize))
         self._start = self._end = 0
 
