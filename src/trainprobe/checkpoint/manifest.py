@@ -63,9 +63,7 @@ def read_manifest(checkpoint: str) -> Manifest | None:
             data = json.load(fh)
         if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
             raise ValueError("not a trainprobe manifest")
-        return Manifest(
-            mpath, int(data["step"]), data.get("file"), int(data["bytes"]), str(data["sha256"])
-        )
+        return Manifest(mpath, int(data["step"]), data.get("file"), int(data["bytes"]), str(data["sha256"]))
     except (OSError, KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"manifest {mpath} is unreadable ({exc})") from None
 

@@ -1,9 +1,11 @@
-"""``scan``: find NaN/Inf in checkpoints, safely, without torch, in bounded memory.
+"""``scan``: find NaN/Inf in checkpoints, safely, without torch, in bounded memory; one verdict per unit.
 
-Files are opened (pickles read with the safe unpickler, data memory-mapped), then every floating tensor is
-checked in a thread pool (numpy releases the GIL in its loops). The result is a :class:`ScanReport` whose JSON
-form (``to_json``/``from_json``) is the documented, versioned schema ``trainprobe scan --json`` prints and the
-remote scan ships back."""
+Paths become units (:mod:`trainprobe.checkpoint.units`); every part of every unit is opened (pickles read
+with the safe unpickler, data memory-mapped), then every tensor is checked in a thread pool (numpy releases
+the GIL in its loops), its fingerprint taken in the same pass. Non-finite values count only in weights and
+optimizer state; in metadata (a callback's ``inf`` score) they are notes. The result is a
+:class:`ScanReport` whose JSON form (``to_json``/``from_json``) is the documented, versioned schema
+``trainprobe scan --json`` prints and the remote scan ships back."""
 
 from __future__ import annotations
 
@@ -15,22 +17,28 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainprobe.checkpoint.base import Checkpoint, Note, TensorRecord
-from trainprobe.checkpoint.discover import discover
+from trainprobe.checkpoint import verdict as V
+from trainprobe.checkpoint.base import Checkpoint, Note, TensorRecord, notes_of
+from trainprobe.checkpoint.fingerprint import unit_fingerprint
 from trainprobe.checkpoint.formats import open_file
+from trainprobe.checkpoint.frameworks import framework_named
+from trainprobe.checkpoint.identity import StepSource, chosen_step, collect_step_sources, tensor_roles
 from trainprobe.checkpoint.numerics import NonFinite, Stats, compute_stats, count_nonfinite
-from trainprobe.errors import CheckpointError, TrainprobeError, UsageError
+from trainprobe.checkpoint.units import Unit, discover_units
+from trainprobe.checkpoint.unpickler import SUSPICIOUS as SUSPICIOUS_NOTE
+from trainprobe.errors import CheckpointError, CorruptCheckpointError, TrainprobeError, UsageError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-# File verdicts, worst last within each exit class.
+# The verdicts a scan gives (trainprobe.checkpoint.verdict has the whole vocabulary).
 CLEAN, NONFINITE, SUSPICIOUS, CORRUPT, UNREADABLE = (
-    "clean",
-    "nonfinite",
-    "suspicious",
-    "corrupt",
-    "unreadable",
+    V.CLEAN,
+    V.NONFINITE,
+    V.SUSPICIOUS,
+    V.CORRUPT,
+    V.UNREADABLE,
 )
+METADATA_NONFINITE = "metadata-nonfinite"
 
 
 @dataclass
@@ -47,10 +55,17 @@ class TensorResult:
     first_bad_index: list[int] | None = None
     stats: dict[str, float | None] | None = None
     error: str | None = None
+    role: str = "weights"  # weights | optimizer | metadata
+    fingerprint: str | None = None
 
     @property
     def nonfinite(self) -> int:
         return self.nan + self.posinf + self.neginf
+
+    @property
+    def is_finding(self) -> bool:
+        """Non-finite values that count: in weights or optimizer state, not in metadata."""
+        return bool(self.nonfinite) and self.role != "metadata"
 
     @property
     def display_name(self) -> str:
@@ -60,6 +75,7 @@ class TensorResult:
         return {
             "name": self.name,
             "param_name": self.param_name,
+            "role": self.role,
             "dtype": self.dtype,
             "shape": self.shape,
             "numel": self.numel,
@@ -68,6 +84,7 @@ class TensorResult:
             "posinf": self.posinf,
             "neginf": self.neginf,
             "first_bad_index": self.first_bad_index,
+            "fingerprint": self.fingerprint,
             "stats": self.stats,
             "error": self.error,
         }
@@ -87,11 +104,16 @@ class TensorResult:
             first_bad_index=d.get("first_bad_index"),
             stats=d.get("stats"),
             error=d.get("error"),
+            role=d.get("role", "weights"),
+            fingerprint=d.get("fingerprint"),
         )
 
 
 @dataclass
 class FileReport:
+    """One part of a unit as scan read it. ``error`` is why it could not be read; ``error_verdict`` says
+    whether that makes it corrupt (damaged: truncated, a record missing) or unreadable."""
+
     path: str
     format: str | None
     verdict: str = CLEAN
@@ -100,6 +122,9 @@ class FileReport:
     tensors: list[TensorResult] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    role: str = "state"
+    unit: str = ""
+    error_verdict: str = UNREADABLE
 
     @property
     def tensor_count(self) -> int:
@@ -115,27 +140,31 @@ class FileReport:
 
     @property
     def nonfinite(self) -> int:
-        return sum(t.nonfinite for t in self.tensors)
+        """Non-finite values that count (weights and optimizer state)."""
+        return sum(t.nonfinite for t in self.tensors if t.is_finding)
 
     @property
     def bad_tensors(self) -> list[TensorResult]:
-        return [t for t in self.tensors if t.nonfinite]
+        return [t for t in self.tensors if t.is_finding]
 
     def settle_verdict(self) -> None:
+        """The worst of what was found: a suspicious global, non-finite values, damage, not read at all."""
+        found: list[str] = []
+        if any(n.kind == SUSPICIOUS_NOTE for n in self.notes):
+            found.append(SUSPICIOUS)
+        if self.nonfinite:
+            found.append(NONFINITE)
+        if self.problems or any(t.error for t in self.tensors):
+            found.append(CORRUPT)
         if self.error is not None:
-            self.verdict = UNREADABLE
-        elif self.nonfinite:
-            self.verdict = NONFINITE
-        elif any(n.kind == "suspicious-global" for n in self.notes):
-            self.verdict = SUSPICIOUS
-        elif self.problems or any(t.error for t in self.tensors):
-            self.verdict = CORRUPT
-        else:
-            self.verdict = CLEAN
+            found.append(self.error_verdict)
+        self.verdict = V.worst(found)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "path": self.path,
+            "unit": self.unit,
+            "role": self.role,
             "format": self.format,
             "verdict": self.verdict,
             "error": self.error,
@@ -162,47 +191,112 @@ class FileReport:
             tensors=[TensorResult.from_json(t) for t in d["tensors"]],
             notes=[Note(n["kind"], n["message"]) for n in d.get("notes", [])],
             problems=list(d.get("problems", [])),
+            role=d.get("role", "state"),
+            unit=d.get("unit", d["path"]),
+        )
+
+
+@dataclass
+class UnitReport:
+    """One unit: its verdict (the worst of its files'), its files, and what identifies it."""
+
+    path: str
+    framework: str
+    files: list[FileReport] = field(default_factory=list)
+    verdict: str = CLEAN
+    unread: list[str] = field(default_factory=list)
+    listed: list[str] = field(default_factory=list)
+    problem: str | None = None
+    step: int | None = None
+    step_source: str = "nothing"
+    step_sources: list[StepSource] = field(default_factory=list)
+    fingerprint: str | None = None
+    identical_to: list[str] = field(default_factory=list)
+
+    @property
+    def nonfinite(self) -> int:
+        return sum(f.nonfinite for f in self.files)
+
+    def settle_verdict(self) -> None:
+        found = [f.verdict for f in self.files]
+        if self.unread or self.problem is not None:
+            found.append(UNREADABLE)
+        self.verdict = V.worst(found)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "framework": self.framework,
+            "verdict": self.verdict,
+            "problem": self.problem,
+            "files": [f.path for f in self.files],
+            "unread": list(self.unread),
+            "listed": list(self.listed),
+            "step": self.step,
+            "step_source": self.step_source,
+            "step_sources": [s.to_json() for s in self.step_sources],
+            "fingerprint": self.fingerprint,
+            "identical_to": list(self.identical_to),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any], files: dict[str, FileReport]) -> UnitReport:
+        return cls(
+            path=d["path"],
+            framework=d["framework"],
+            files=[files[p] for p in d["files"] if p in files],
+            verdict=d["verdict"],
+            unread=list(d.get("unread", [])),
+            listed=list(d.get("listed", [])),
+            problem=d.get("problem"),
+            step=d.get("step"),
+            step_source=d.get("step_source", "nothing"),
+            step_sources=[StepSource(**s) for s in d.get("step_sources", [])],
+            fingerprint=d.get("fingerprint"),
+            identical_to=list(d.get("identical_to", [])),
         )
 
 
 @dataclass
 class ScanReport:
-    """What ``scan`` found. ``exit_code``: 1 if any file has non-finite values or a suspicious global (a
-    finding wins), else 2 if any file is unreadable or corrupt, else 0."""
+    """What ``scan`` found, per unit. ``exit_code`` follows :func:`trainprobe.checkpoint.verdict.exit_code`:
+    1 for any finding (non-finite, suspicious, corrupt — a CRC mismatch included), else 2 if a unit could
+    not be read, else 0."""
 
-    files: list[FileReport]
+    units: list[UnitReport]
     seconds: float
     stats: bool = False
     verify: bool = False
 
     @property
+    def files(self) -> list[FileReport]:
+        """Every file of every unit, in order."""
+        return [f for u in self.units for f in u.files]
+
+    @property
     def exit_code(self) -> int:
-        verdicts = {f.verdict for f in self.files}
-        if verdicts & {NONFINITE, SUSPICIOUS}:
-            return 1
-        if verdicts & {CORRUPT, UNREADABLE}:
-            return 2
-        return 0
+        return V.exit_code(u.verdict for u in self.units)
 
     @property
     def verdict(self) -> str:
-        for v in (NONFINITE, SUSPICIOUS, UNREADABLE, CORRUPT):
-            if any(f.verdict == v for f in self.files):
-                return v
-        return CLEAN
+        return V.worst(u.verdict for u in self.units)
 
     def totals(self) -> dict[str, Any]:
+        files = self.files
+        counted = [t for f in files for t in f.tensors if t.is_finding]
         return {
-            "files": len(self.files),
-            "files_unreadable": sum(f.verdict == UNREADABLE for f in self.files),
-            "tensors": sum(f.tensor_count for f in self.files),
-            "parameters": sum(f.parameters for f in self.files),
-            "bytes": sum(f.bytes for f in self.files),
-            "nonfinite": sum(f.nonfinite for f in self.files),
-            "nan": sum(t.nan for f in self.files for t in f.tensors),
-            "posinf": sum(t.posinf for f in self.files for t in f.tensors),
-            "neginf": sum(t.neginf for f in self.files for t in f.tensors),
-            "bad_tensors": sum(len(f.bad_tensors) for f in self.files),
+            "units": len(self.units),
+            "units_unreadable": sum(u.verdict == UNREADABLE for u in self.units),
+            "files": len(files),
+            "files_unreadable": sum(f.verdict == UNREADABLE for f in files),
+            "tensors": sum(f.tensor_count for f in files),
+            "parameters": sum(f.parameters for f in files),
+            "bytes": sum(f.bytes for f in files),
+            "nonfinite": sum(f.nonfinite for f in files),
+            "nan": sum(t.nan for t in counted),
+            "posinf": sum(t.posinf for t in counted),
+            "neginf": sum(t.neginf for t in counted),
+            "bad_tensors": len(counted),
             "seconds": round(self.seconds, 6),
         }
 
@@ -213,6 +307,7 @@ class ScanReport:
             "exit_code": self.exit_code,
             "options": {"stats": self.stats, "verify": self.verify},
             "totals": self.totals(),
+            "units": [u.to_json() for u in self.units],
             "files": [f.to_json() for f in self.files],
         }
 
@@ -223,8 +318,9 @@ class ScanReport:
             raise UsageError(
                 f"scan report has schema_version {version!r}; this trainprobe reads {SCHEMA_VERSION}"
             )
+        files = {f["path"]: FileReport.from_json(f) for f in data["files"]}
         return cls(
-            files=[FileReport.from_json(f) for f in data["files"]],
+            units=[UnitReport.from_json(u, files) for u in data["units"]],
             seconds=data["totals"]["seconds"],
             stats=bool(data["options"]["stats"]),
             verify=bool(data["options"]["verify"]),
@@ -245,13 +341,13 @@ def _stats_dict(stats: Stats | None) -> dict[str, float | None] | None:
     }
 
 
-def _reason(exc: TrainprobeError) -> str:
+def reason_of(exc: TrainprobeError) -> str:
     """The message without the path (the report already names the file), with its hint."""
     text = exc.reason if isinstance(exc, CheckpointError) else exc.message
     return f"{text} — {exc.hint}" if exc.hint else text
 
 
-def _check_tensor(record: TensorRecord, stats: bool) -> TensorResult:
+def _check_tensor(record: TensorRecord, stats: bool, role: str) -> TensorResult:
     result = TensorResult(
         name=record.name,
         param_name=record.param_name,
@@ -259,23 +355,59 @@ def _check_tensor(record: TensorRecord, stats: bool) -> TensorResult:
         shape=list(record.shape),
         numel=record.numel,
         bytes=record.nbytes,
+        role=role,
     )
     try:
-        found: NonFinite = count_nonfinite(record)
+        found: NonFinite = count_nonfinite(record, fingerprint=True)
         result.nan, result.posinf, result.neginf = found.nan, found.posinf, found.neginf
         result.first_bad_index = list(found.first_bad_index) if found.first_bad_index is not None else None
+        result.fingerprint = found.fingerprint
         if stats:
             result.stats = _stats_dict(compute_stats(record))
     except CheckpointError as exc:
-        result.error = _reason(exc)
-    except (
-        ValueError,
-        TypeError,
-        OverflowError,
-        MemoryError,
-    ) as exc:  # shapes/strides a damaged pickle made up
+        result.error = reason_of(exc)
+    except (ValueError, TypeError, OverflowError, MemoryError) as exc:  # shapes a damaged pickle made up
         result.error = f"cannot be checked ({type(exc).__name__}: {exc})"
     return result
+
+
+def open_part(path: str) -> tuple[Checkpoint | None, str | None, str, list[Note]]:
+    """Open one part: (checkpoint, error, the error's verdict, notes kept from a failed read). Never
+    raises for a bad file: a damaged one is ``corrupt``, one that is no checkpoint ``unreadable``."""
+    try:
+        return open_file(path), None, UNREADABLE, []
+    except CorruptCheckpointError as exc:
+        return None, reason_of(exc), CORRUPT, notes_of(exc)
+    except TrainprobeError as exc:
+        return None, reason_of(exc), UNREADABLE, notes_of(exc)
+    except Exception as exc:  # a damaged file must not stop the scan of the others
+        return None, f"cannot be read ({type(exc).__name__}: {exc})", CORRUPT, []
+
+
+def metadata_notes(report: FileReport) -> None:
+    """A non-finite value in metadata (a callback's score, a metric) is a note, not a finding."""
+    for t in report.tensors:
+        if t.nonfinite and t.role == "metadata":
+            counts = ", ".join(
+                f"{n} {what}" for n, what in ((t.nan, "NaN"), (t.posinf, "+Inf"), (t.neginf, "-Inf")) if n
+            )
+            report.notes.append(
+                Note(
+                    METADATA_NONFINITE, f"{t.name} holds {counts}: metadata (not weights or optimizer state)"
+                )
+            )
+
+
+def mark_identical(units: list[UnitReport]) -> None:
+    """Units whose tensors have identical fingerprints name each other (two saves of the same state)."""
+    by_fp: dict[str, list[UnitReport]] = {}
+    for unit in units:
+        if unit.fingerprint is not None:
+            by_fp.setdefault(unit.fingerprint, []).append(unit)
+    for group in by_fp.values():
+        if len(group) > 1:
+            for unit in group:
+                unit.identical_to = [u.path for u in group if u is not unit]
 
 
 def scan(
@@ -286,7 +418,7 @@ def scan(
     workers: int | None = None,
     progress: Callable[[float], None] | None = None,
 ) -> ScanReport:
-    """Scan checkpoint files, directories (searched recursively) and globs for NaN/+Inf/−Inf.
+    """Scan checkpoint files, directories (searched recursively for units) and globs for NaN/+Inf/−Inf.
 
     ``stats`` adds per-tensor statistics; ``verify`` checks zip CRC32s and storage sizes. ``progress`` is
     called with fractions of the total work (they add up to 1.0). Unreadable files are reported in the result,
@@ -294,36 +426,49 @@ def scan(
     if not paths:
         raise UsageError("nothing to scan: give at least one file, directory or glob")
     started = time.perf_counter()
-    targets = discover(list(paths))
-    reports = [FileReport(t.path, None, error=t.problem) for t in targets]
-    workers = workers or min(8, (os.cpu_count() or 2) + 2)
+    units = discover_units(list(paths))
+    return scan_units(units, stats=stats, verify=verify, workers=workers, progress=progress, started=started)
 
-    def open_one(report: FileReport) -> Checkpoint | None:
-        if report.error is not None:
-            return None
+
+def scan_units(
+    units: list[Unit],
+    *,
+    stats: bool = False,
+    verify: bool = False,
+    workers: int | None = None,
+    progress: Callable[[float], None] | None = None,
+    started: float | None = None,
+) -> ScanReport:
+    """:func:`scan` of units already discovered."""
+    started = time.perf_counter() if started is None else started
+    workers = workers or min(8, (os.cpu_count() or 2) + 2)
+    reports = [UnitReport(u.path, u.framework, unread=list(u.unread), problem=u.problem) for u in units]
+    jobs_of: list[tuple[UnitReport, Unit, FileReport]] = []
+    for report, unit in zip(reports, units, strict=True):
+        report.listed = [p.path for p in unit.listed]
+        for part in unit.parts:
+            file = FileReport(part.path, None, role=part.role, unit=unit.path)
+            report.files.append(file)
+            jobs_of.append((report, unit, file))
+
+    def open_one(item: tuple[UnitReport, Unit, FileReport]) -> Checkpoint | None:
+        _report, _unit, file = item
         t0 = time.perf_counter()
-        try:
-            ckpt = open_file(report.path)
-        except TrainprobeError as exc:
-            report.error = _reason(exc)
-            return None
-        except Exception as exc:  # a damaged file must not stop the scan of the others
-            report.error = f"cannot be read ({type(exc).__name__}: {exc})"
-            return None
-        finally:
-            report.seconds += time.perf_counter() - t0
-        report.format = ckpt.format
-        report.notes.extend(ckpt.notes)
+        ckpt, file.error, file.error_verdict, file.notes = open_part(file.path)
+        file.seconds += time.perf_counter() - t0
+        if ckpt is not None:
+            file.format = ckpt.format
+            file.notes.extend(ckpt.notes)
         return ckpt
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trainprobe-scan") as pool:
-        opened = list(pool.map(open_one, reports))
+        opened = list(pool.map(open_one, jobs_of))
         total_bytes = sum(r.nbytes for c in opened if c is not None for r in c.records) or 1
         lock = threading.Lock()
 
-        def run(report: FileReport, record: TensorRecord) -> tuple[TensorResult, float]:
+        def run(record: TensorRecord, role: str) -> tuple[TensorResult, float]:
             t0 = time.perf_counter()
-            result = _check_tensor(record, stats)
+            result = _check_tensor(record, stats, role)
             elapsed = time.perf_counter() - t0
             if progress is not None:
                 with lock:
@@ -331,24 +476,59 @@ def scan(
             return result, elapsed
 
         jobs: list[tuple[FileReport, list[Future[Any]]]] = []
-        for report, ckpt in zip(reports, opened, strict=True):
+        for (_report, unit, file), ckpt in zip(jobs_of, opened, strict=True):
             if ckpt is None:
                 continue
-            jobs.append((report, [pool.submit(run, report, rec) for rec in ckpt.records]))
+            framework = _framework_of(unit, ckpt)
+            roles = tensor_roles(ckpt, file.role, framework)  # type: ignore[arg-type]
+            jobs.append(
+                (file, [pool.submit(run, rec, role) for rec, role in zip(ckpt.records, roles, strict=True)])
+            )
             if verify:
-                jobs.append((report, [pool.submit(ckpt.verify)]))
-        for report, futures in jobs:
+                jobs.append((file, [pool.submit(ckpt.verify)]))
+        for file, futures in jobs:
             for fut in futures:
                 value = fut.result()
                 if isinstance(value, list):
-                    report.problems.extend(value)
+                    file.problems.extend(value)
                 else:
                     result, elapsed = value
-                    report.tensors.append(result)
-                    report.seconds += elapsed
+                    file.tensors.append(result)
+                    file.seconds += elapsed
+    by_unit: dict[int, list[tuple[str, str, Checkpoint]]] = {}
+    for (report, _unit, file), ckpt in zip(jobs_of, opened, strict=True):
+        if ckpt is not None:
+            by_unit.setdefault(id(report), []).append((file.path, file.role, ckpt))
+    for report, unit in zip(reports, units, strict=True):
+        parts = by_unit.get(id(report), [])
+        framework = framework_named(report.framework)
+        report.step_sources = collect_step_sources(unit.path, framework, parts)  # type: ignore[arg-type]
+        report.step, report.step_source = chosen_step(report.step_sources)
+        for file in report.files:
+            metadata_notes(file)
+            file.settle_verdict()
+        report.settle_verdict()
+        report.fingerprint = unit_fingerprint(
+            (f"{os.path.relpath(f.path, unit.path) if f.path != unit.path else ''}:{t.name}", t.fingerprint)
+            for f in report.files
+            for t in f.tensors
+            if t.role != "metadata"
+        )
+    mark_identical(reports)
     for ckpt in opened:
         if ckpt is not None:
             ckpt.close()
-    for report in reports:
-        report.settle_verdict()
     return ScanReport(reports, time.perf_counter() - started, stats=stats, verify=verify)
+
+
+def _framework_of(unit: Unit, ckpt: Checkpoint) -> Any:
+    """The framework of a unit; a single file's by what its object is (a Lightning .ckpt)."""
+    if unit.framework != "file":
+        return framework_named(unit.framework)
+    from trainprobe.checkpoint.frameworks import FRAMEWORKS
+
+    for fw in FRAMEWORKS:
+        if fw.knows(ckpt.objects):
+            unit.framework = fw.name
+            return fw
+    return framework_named("file")

@@ -74,7 +74,7 @@ def _sort_parts(unit: Unit) -> Unit:
     for part in unit.parts:
         if os.path.normpath(part.path) in covered:
             continue
-        if os.path.isdir(part.path) or part.path.endswith(".index.json") and _shards_of(part.path):
+        if os.path.isdir(part.path) or (part.path.endswith(".index.json") and _shards_of(part.path)):
             parts.append(part)
         elif os.path.getsize(part.path) == 0 or _NOT_CHECKPOINTS.search(part.path):
             unit.listed.append(part)

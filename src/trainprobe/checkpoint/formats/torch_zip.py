@@ -19,22 +19,52 @@ from trainprobe.errors import CorruptCheckpointError, UnknownFormatError
 ZIP_MAGIC = b"PK\x03\x04"
 
 
+def _declared_sizes(pickle_bytes: bytes) -> dict[str, int]:
+    """Storage key -> bytes, as data.pkl declares them (element count x element size)."""
+    sizes: dict[str, int] = {}
+
+    def persistent_load(pid: Any) -> None:
+        if isinstance(pid, tuple) and len(pid) >= 5 and isinstance(pid[4], int):
+            info = lookup(getattr(pid[1], "dtype", "uint8"))
+            sizes[str(pid[2])] = pid[4] * (info.itemsize if info else 1)
+
+    with contextlib.suppress(*UNPICKLE_ERRORS):
+        SafeUnpickler(pickle_bytes, source="data.pkl", persistent_load=persistent_load).load()
+    return sizes
+
+
 def truncation(buffer: Any, base: int, total: int) -> str | None:
-    """Where a zip archive written front to back (as torch writes it) breaks off: "truncated at byte N of at
-    least M (record X needs bytes up to M)", from its local headers; None when they all fit."""
+    """Where a zip archive written front to back (as torch writes it) breaks off, from its local headers and
+    data descriptors: "truncated at byte N of at least M (...)"; None when every record it starts is whole.
+
+    torch writes each record's size in a data descriptor after its bytes; the size a cut-off storage record
+    needed comes from data.pkl (element count x element size)."""
+    view = memoryview(buffer)[base : base + total]
     pos = 0
-    view = memoryview(buffer)
-    while pos + 30 <= total:
-        header = bytes(view[base + pos : base + pos + 30])
-        if header[:4] != ZIP_MAGIC:
-            return None  # the central directory (or garbage): the records before it are complete
-        (size,) = struct.unpack("<I", header[18:22])
-        name_len, extra_len = struct.unpack("<HH", header[26:30])
-        name = bytes(view[base + pos + 30 : base + pos + 30 + name_len]).decode("utf-8", "replace")
-        end = pos + 30 + name_len + extra_len + size
-        if end > total:
-            return f"truncated at byte {total:,} of at least {end:,} (record {name} ends at byte {end:,})"
-        pos = end
+    sizes: dict[str, int] = {}
+    while pos + 30 <= total and bytes(view[pos : pos + 4]) == ZIP_MAGIC:
+        flags = struct.unpack("<H", view[pos + 6 : pos + 8])[0]
+        (size,) = struct.unpack("<I", view[pos + 18 : pos + 22])
+        name_len, extra_len = struct.unpack("<HH", view[pos + 26 : pos + 30])
+        name = bytes(view[pos + 30 : pos + 30 + name_len]).decode("utf-8", "replace")
+        start = pos + 30 + name_len + extra_len
+        if flags & 0x08:  # the size follows the data, in a descriptor
+            found = buffer.find(b"PK\x07\x08", base + start, base + total) if start < total else -1
+            end = found - base if found >= 0 else -1
+            if end < 0:
+                key = name.rsplit("/data/", 1)[1] if "/data/" in name else None
+                need = start + sizes[key] if key is not None and key in sizes else None
+                of = f" of at least {need:,}" if need is not None else ""
+                return (
+                    f"truncated at byte {total:,}{of} (inside record {name}, which starts at byte {start:,})"
+                )
+            if name.endswith("data.pkl"):
+                sizes = _declared_sizes(bytes(view[start:end]))
+            pos = end + 16
+        else:
+            if start + size > total:
+                return f"truncated at byte {total:,} of at least {start + size:,} (inside record {name})"
+            pos = start + size
     return None
 
 
