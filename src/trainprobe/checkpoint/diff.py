@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from trainprobe.checkpoint.base import Checkpoint, TensorRecord
-from trainprobe.checkpoint.check import _find_optimizers, _label, _scalar, suffix_index
+from trainprobe.checkpoint.check.state import find_optimizers, label_of, scalar, suffix_index
 from trainprobe.checkpoint.formats import open_file
 from trainprobe.checkpoint.numerics import as_float, blocks
 
@@ -258,12 +258,12 @@ def _same_bytes(ra: TensorRecord, rb: TensorRecord) -> bool:
 def _optimizer_steps(ckpt: Checkpoint) -> dict[str, float]:
     """param name -> its step counter, for optimizer state whose parameter the reader could name."""
     out: dict[str, float] = {}
-    for _where, opt in _find_optimizers(ckpt.objects):
+    for _where, opt in find_optimizers(ckpt.objects):
         for pid, entry in opt["state"].items():
             if isinstance(entry, dict) and "step" in entry:
-                value = _scalar(entry["step"])
+                value = scalar(entry["step"])
                 if value is not None:
-                    out[_label(pid, entry)] = value
+                    out[label_of(pid, entry)] = value
     return out
 
 

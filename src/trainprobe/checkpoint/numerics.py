@@ -304,3 +304,54 @@ def compute_stats(record: TensorRecord, chunk_elems: int = 1 << 20) -> Stats | N
     mean = total / count
     var = max(sq / count - mean * mean, 0.0)
     return Stats(lo, hi, mean, math.sqrt(var), amax, math.sqrt(sq), zeros / count)
+
+
+class NonFiniteTally:
+    """count_nonfinite's counts, gathered chunk by chunk inside another pass over the same tensor."""
+
+    def __init__(self, record: TensorRecord) -> None:
+        self.record = record
+        self.nan = self.posinf = self.neginf = 0
+        self.first: int | None = None
+
+    def add(self, start: int, block: np.ndarray[Any, Any]) -> None:
+        dtype = self.record.dtype
+        if all_finite(dtype, block):
+            return
+        a, b, c = classify(dtype, block)
+        self.nan, self.posinf, self.neginf = self.nan + a, self.posinf + b, self.neginf + c
+        if self.first is None:
+            self.first = start + int(np.flatnonzero(bad_mask(dtype, block))[0])
+
+    def result(self) -> NonFinite:
+        first = self.first
+        index = None if first is None else tuple(int(i) for i in np.unravel_index(first, self.record.shape))
+        return NonFinite(self.nan, self.posinf, self.neginf, index)
+
+
+class ChunkReleaser:
+    """Drops the pages of a tensor's elements already checked from the resident set, a few MiB at a time
+    (numerics' page releaser does the page arithmetic: whole pages only, shared ones kept)."""
+
+    def __init__(self, record: TensorRecord, arr: np.ndarray[Any, Any]) -> None:
+        self._release = block_releaser(record, arr)
+        self._every = max(1, CHUNK_BYTES // max(1, arr.itemsize))
+        self._start = self._end = 0
+
+    def done(self, start: int, count: int) -> None:
+        if start != self._end:
+            self.flush()
+            self._start = start
+        self._end = start + count
+        if self._end - self._start >= self._every:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._end > self._start:
+            self._release(self._start, self._end - self._start)
+        self._start = self._end
+
+
+def flat(arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """A contiguous tensor as a 1-D view (cheaper chunks); any other as it is (never copied)."""
+    return arr.reshape(-1) if arr.flags.c_contiguous else arr
