@@ -79,8 +79,9 @@ def render_check_report(console: Console, report: dict[str, Any]) -> None:
         )
         for e in c["evidence"]:
             where = f"[dim]{escape(e['file'])}:[/] " if e.get("file") else ""
+            outcome = _OUTCOME.get(e["outcome"], e["outcome"])
             console.print(
-                f"    {_OUTCOME.get(e['outcome'], e['outcome'])} {e['check']:<22} {where}{escape(e['message'])}",
+                f"    {outcome} {e['check']:<22} {where}{escape(e['message'])}",
                 soft_wrap=True,
             )
         for note in c.get("notes", []):
