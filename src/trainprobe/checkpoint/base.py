@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from trainprobe.checkpoint.dtypes import DType, element_count_factor, lookup
-from trainprobe.errors import CorruptCheckpointError
+from trainprobe.errors import CorruptCheckpointError, UnknownFormatError
 
 
 @dataclass(frozen=True, eq=False)
@@ -229,6 +229,14 @@ def notes_of(exc: BaseException) -> list[Note]:
     """The notes a reader made before it failed (what a pickle named is reported even when it broke off)."""
     notes = getattr(exc, "notes", None)
     return list(notes) if isinstance(notes, list) else []
+
+
+class UnsupportedWithNotes(UnknownFormatError):
+    """A file trainprobe does not read (its tensors), with the notes on what its pickles name."""
+
+    def __init__(self, path: str, message: str, *, notes: list[Note], hint: str | None = None) -> None:
+        super().__init__(path, message, hint=hint)
+        self.notes = notes
 
 
 class PickleReadError(CorruptCheckpointError):

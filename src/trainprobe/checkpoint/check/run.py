@@ -154,7 +154,7 @@ def _pickle_evidence(result: CheckResult) -> None:
             Evidence(
                 "pickle-globals",
                 "fail",
-                f"{len(suspicious)} global(s) that torch.load would run: {suspicious[0]}",
+                f"{len(suspicious)} global(s) that torch.load would run: " + "; ".join(suspicious[:3]),
                 indicates=V.SUSPICIOUS,
                 values={"globals": suspicious},
             ),

@@ -13,7 +13,7 @@ import contextlib
 import io
 import tarfile
 
-from trainprobe.checkpoint.base import Checkpoint, Note, PickleReadError
+from trainprobe.checkpoint.base import Checkpoint, Note, PickleReadError, UnsupportedWithNotes
 from trainprobe.checkpoint.unpickler import UNPICKLE_ERRORS, SafeUnpickler, starts_like_a_pickle
 
 _TAR_MAGIC_AT = 257
@@ -43,7 +43,7 @@ class TorchTarFormat:
                     notes.extend(_notes_of_first_pickle(fh.read(), f"tar member {member.name}"))
         except (tarfile.TarError, OSError, EOFError) as exc:
             raise PickleReadError(path, f"a damaged tar archive ({exc})", notes=notes) from None
-        raise PickleReadError(
+        raise UnsupportedWithNotes(
             path,
             "torch's pre-1.0 tar format: its pickles were read for what they name, its tensors are not read",
             notes=notes,

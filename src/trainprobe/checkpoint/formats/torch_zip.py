@@ -120,6 +120,20 @@ def _named(problem: RecordProblem, holders: dict[str, list[str]]) -> str:
     return f"{problem.message}: it holds {shown}"
 
 
+def _may_be_a_pickle(zf: zipfile.ZipFile, info: zipfile.ZipInfo, prefix: str) -> bool:
+    """Whether a record other than data.pkl may be a pickle torch (or a tool) would load: any ``*.pkl``
+    (TorchScript's constants.pkl), and any small record that starts with a pickle PROTO opcode, except the
+    raw storages under ``data/``."""
+    name = info.orig_filename
+    if name.startswith(prefix + "data/") or info.file_size > (64 << 20):
+        return False
+    if name.endswith(".pkl"):
+        return True
+    with zf.open(info) as fh:
+        head = fh.read(2)
+    return len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5
+
+
 def read_torch_zip(
     buffer: Any, path: str, base: int = 0, length: int | None = None
 ) -> tuple[Any, list[Any], list[Note], list[Any]]:
@@ -155,7 +169,7 @@ def read_torch_zip(
                 raise UnknownFormatError(path, "big-endian checkpoints are not supported")
             pickle_bytes = zf.read(infos[pkl_name])
             for info in zf.infolist():
-                if info.orig_filename.endswith(".pkl") and info is not infos[pkl_name]:
+                if info is not infos[pkl_name] and _may_be_a_pickle(zf, info, prefix):
                     notes.extend(pickle_notes(zf.read(info), info.orig_filename))
         except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError, RuntimeError) as exc:
             raise PickleReadError(path, f"{pkl_name} cannot be read ({exc})", notes=notes) from None
