@@ -144,7 +144,8 @@ def collect_step_sources(
     except (OSError, ValueError, AttributeError):
         pass
     for path, role, ckpt in opened:
-        found = _step_field(ckpt.objects)
+        # A step field of an RNG or config file counts something else (accelerate's random_states "step").
+        found = _step_field(ckpt.objects) if role in ("weights", "optimizer", "state") else None
         if found is not None:
             where = f"{os.path.basename(path)}: {found[0]}"
             out.append(StepSource("step field", found[1], counts.get("step field", UNKNOWN_COUNT), where))

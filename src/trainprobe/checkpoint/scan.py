@@ -501,6 +501,7 @@ def scan_units(
             by_unit.setdefault(id(report), []).append((file.path, file.role, ckpt))
     for report, unit in zip(reports, units, strict=True):
         parts = by_unit.get(id(report), [])
+        report.framework = unit.framework  # a single file's, once its object said (a Lightning .ckpt)
         framework = framework_named(report.framework)
         report.step_sources = collect_step_sources(unit.path, framework, parts)  # type: ignore[arg-type]
         report.step, report.step_source = chosen_step(report.step_sources)
