@@ -223,6 +223,7 @@ class Note:
 
     kind: str  # "suspicious-global", "pickled-class", "metadata-nonfinite", "unsupported", "warning"
     message: str
+    global_name: str = ""  # the pickle global a suspicious-global or pickled-class note is about
 
 
 def notes_of(exc: BaseException) -> list[Note]:

@@ -140,6 +140,9 @@ _CLASSES: dict[tuple[str, str], str] = {
     ("accelerate.utils.dataclasses", "DataLoaderConfiguration"): "accelerate DataLoaderConfiguration",
     ("accelerate.utils.dataclasses", "ProjectConfiguration"): "accelerate ProjectConfiguration",
     ("accelerate.utils.dataclasses", "GradientAccumulationPlugin"): "accelerate GradientAccumulationPlugin",
+    # TrainingArguments (transformers 5) keeps the accelerate state it set up: rebuilt, never initialised.
+    ("accelerate.state", "PartialState"): "accelerate PartialState",
+    ("accelerate.state", "AcceleratorState"): "accelerate AcceleratorState",
     ("lightning.fabric.utilities.data", "AttributeDict"): "Lightning AttributeDict",
     ("lightning_fabric.utilities.data", "AttributeDict"): "Lightning AttributeDict",
     ("pytorch_lightning.utilities.parsing", "AttributeDict"): "Lightning AttributeDict",
@@ -156,7 +159,6 @@ _CLASSES: dict[tuple[str, str], str] = {
     ("deepspeed.runtime.fp16.loss_scaler", "LossScaler"): "DeepSpeed LossScaler",
     ("deepspeed.runtime.fp16.loss_scaler", "DynamicLossScaler"): "DeepSpeed DynamicLossScaler",
     ("deepspeed.utils.tensor_fragment", "fragment_address"): "DeepSpeed fragment_address",
-    ("deepspeed.runtime.zero.config", "ZeroStageEnum"): "DeepSpeed ZeroStageEnum",
     ("torch.optim.lr_scheduler", "LambdaLR"): "torch LambdaLR scheduler",
     ("torch.nn.parameter", "UninitializedParameter"): "torch.nn.UninitializedParameter",
     ("torch.nn.parameter", "UninitializedBuffer"): "torch.nn.UninitializedBuffer",
@@ -179,6 +181,7 @@ _ENUMS: dict[tuple[str, str], str] = {
     ("accelerate.utils.dataclasses", "DynamoBackend"): "accelerate DynamoBackend",
     ("accelerate.utils.dataclasses", "RNGType"): "accelerate RNGType",
     ("accelerate.utils.dataclasses", "ComputeEnvironment"): "accelerate ComputeEnvironment",
+    ("deepspeed.runtime.zero.config", "ZeroStageEnum"): "DeepSpeed ZeroStageEnum",
 }
 
 # TorchScript's pickle helpers (``torch.jit._pickle``), written into a TorchScript archive's data.pkl.

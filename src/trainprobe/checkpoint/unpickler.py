@@ -209,13 +209,18 @@ class SafeUnpickler(pickle.Unpickler):
                         SUSPICIOUS,
                         f"suspicious global {qualified} in {self.source}: called with arguments, so "
                         "torch.load would run its constructor",
+                        qualified,
                     )
                 )
             else:
                 loader = "torch.jit.load" if known.kind == "torchscript" else "torch.load(weights_only=False)"
                 what = known.what if known.what == qualified else f"{known.what} ({qualified})"
                 out.append(
-                    Note(PICKLED_CLASS, f"a pickled {what} in {self.source}: loading it needs {loader}")
+                    Note(
+                        PICKLED_CLASS,
+                        f"a pickled {what} in {self.source}: loading it needs {loader}",
+                        qualified,
+                    )
                 )
         return out
 
@@ -250,7 +255,10 @@ class SafeUnpickler(pickle.Unpickler):
             known = classify_global(module, name)
             self._classes[key] = (placeholder_class(module, name), known)
             if known is None:
-                self._found.append(Note(SUSPICIOUS, f"suspicious global {module}.{name} in {self.source}"))
+                qualified = f"{module}.{name}"
+                self._found.append(
+                    Note(SUSPICIOUS, f"suspicious global {qualified} in {self.source}", qualified)
+                )
         return self._classes[key][0]
 
 

@@ -127,6 +127,8 @@ def check_unit(unit: Unit) -> CheckResult:
                 _check_part(ckpt, role, framework, result, pool, _rel(path, unit), step, counters, stale)
         if counters:
             sources.append(StepSource("optimizer counters", int(max(counters)), OPTIMIZER_STEPS, "optimizer"))
+            if result.step is None:  # accelerate's checkpoint_<i> counts saves: the optimizer says the step
+                result.step, result.step_source = int(max(counters)), "optimizer counters"
         result.step_sources = [s.to_json() for s in sources]
         _pickle_evidence(result)
         _step_source_evidence(sources, step, result.step_source, ev)
@@ -254,6 +256,12 @@ def _check_part(
     )
 
 
+def _adam_only(state: dict[Any, dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+    """The entries of the Adam family (Adafactor keeps an exp_avg_sq for vectors too: not an Adam pair)."""
+    adam = set(families_in(state).get("adam", []))
+    return {pid: entry for pid, entry in state.items() if pid in adam}
+
+
 def _check_with(
     ckpt: Checkpoint,
     role: str,
@@ -272,7 +280,7 @@ def _check_with(
     verified = pool.submit(ckpt.verify)
     optimizers = [(label, opt, *state_of(opt)) for label, opt in find_optimizers(ckpt.objects)]
     # Each (m, v) pair is read once: the Adam pass also counts both tensors' NaN/Inf.
-    plans = [plan_adam(label, state, owner) for label, _opt, state, owner, _cov in optimizers]
+    plans = [plan_adam(label, _adam_only(state), owner) for label, _opt, state, owner, _cov in optimizers]
     fused: dict[int, tuple[Future[PairResult], int]] = {}
     for plan in plans:
         for job in plan.jobs:
@@ -358,6 +366,15 @@ def _check_with(
     ev.extend(optimizer_ev)
     if not optimizers and role in ("optimizer", "state"):
         ev.append(Evidence("optimizer-state", "skip", "no optimizer state in this file"))
+    elif optimizers and not any(state for _l, _o, state, _w, _c in optimizers):
+        ev.append(
+            Evidence(
+                "optimizer-state",
+                "skip",
+                "the optimizer keeps no per-parameter state (plain SGD, or no step taken yet): one file "
+                "cannot show a tear",
+            )
+        )
     elif optimizers and step is None:
         ev.append(
             Evidence(

@@ -39,7 +39,7 @@ def check_optimizer(
         ev.append(
             Evidence("param-groups", "pass", f"{label}: param_groups cover all {len(state)} state entries")
         )
-    check_step_counters(label, state, step_field, ev, behind_is_stale=behind_is_stale)
+    check_step_counters(label, state, step_field, ev, behind_is_stale=behind_is_stale, records=ckpt.records)
     check_shapes(label, state, ckpt, opt, ev)
 
 
@@ -50,25 +50,32 @@ def check_step_counters(
     ev: list[Evidence],
     *,
     behind_is_stale: bool = False,
+    records: list[TensorRecord] | None = None,
 ) -> None:
     counters: dict[float, list[str]] = {}
+    written: list[tuple[int, float, str]] = []  # (record number, counter, parameter): the write order
     for pid, entry in state.items():
         if "step" not in entry:
             continue
         value = scalar(entry["step"])
         if value is not None:
             counters.setdefault(value, []).append(label_of(pid, entry))
+            number = record_number(entry["step"])
+            if number is not None:
+                written.append((number, value, label_of(pid, entry)))
     if not counters:
         return
     n = sum(len(v) for v in counters.values())
     if len(counters) > 1:
         parts = sorted(counters.items(), key=lambda kv: -len(kv[1]))
         desc = ", ".join(f"step {fmt_step(k)} in {len(v)} (e.g. {v[0]})" for k, v in parts[:4])
+        boundary = write_boundary(written, records or [])
         ev.append(
             Evidence(
                 "step-counters",
                 "fail",
-                f"{label}: per-parameter step counters disagree: {desc} — the file mixes optimizer steps",
+                f"{label}: per-parameter step counters disagree: {desc} — the file mixes optimizer steps"
+                + (f"; {boundary}" if boundary else ""),
                 indicates="torn",
                 tensors=[v[0] for _k, v in parts[:MAX_NAMES]],
                 values={
@@ -141,6 +148,37 @@ def check_step_counters(
             f"{label}: all {n} step counters equal ({fmt_step(value)}{also})",
             values={"decisive": n > 1 or step_field is not None, "counter": value},
         )
+    )
+
+
+def record_number(value: Any) -> int | None:
+    """The number of the zip record (``data/113``) a tensor's bytes were written to; None elsewhere."""
+    if isinstance(value, TensorRecord):
+        key = value.storage.key
+        if key.startswith("data/") and key[5:].isdigit():
+            return int(key[5:])
+    return None
+
+
+def write_boundary(written: list[tuple[int, float, str]], records: list[TensorRecord]) -> str | None:
+    """Where the optimizer stepped during the save: torch.save writes records in order, so when every
+    counter before some record holds one value and every one after holds the next, the step happened while
+    the records between were written. None when the counters do not split that way."""
+    if len({v for _n, v, _p in written}) != 2:
+        return None
+    order = sorted(written)
+    first = order[0][1]
+    cut = next(i for i, (_n, v, _p) in enumerate(order) if v != first)
+    if any(v == first for _n, v, _p in order[cut:]):
+        return None  # interleaved: not one boundary
+    last_old, first_new = order[cut - 1][0], order[cut][0]
+    between = [
+        r.display_name for r in records if (n := record_number(r)) is not None and last_old < n < first_new
+    ]
+    during = f": the optimizer stepped while torch.save wrote {', '.join(between[:3])}" if between else ""
+    return (
+        f"counters read {fmt_step(first)} up to record data/{last_old} and {fmt_step(order[cut][1])} from "
+        f"data/{first_new}{during}"
     )
 
 

@@ -120,6 +120,19 @@ def _named(problem: RecordProblem, holders: dict[str, list[str]]) -> str:
     return f"{problem.message}: it holds {shown}"
 
 
+def _first_per_global(notes: list[Note]) -> list[Note]:
+    """One note per (kind, global) over the archive's pickles (TorchScript's debug pickles repeat them)."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for note in notes:
+        key = (note.kind, note.global_name)
+        if note.global_name and key in seen:
+            continue
+        seen.add(key)
+        out.append(note)
+    return out
+
+
 def _may_be_a_pickle(zf: zipfile.ZipFile, info: zipfile.ZipInfo, prefix: str) -> bool:
     """Whether a record other than data.pkl may be a pickle torch (or a tool) would load: any ``*.pkl``
     (TorchScript's constants.pkl), and any small record that starts with a pickle PROTO opcode, except the
@@ -171,6 +184,7 @@ def read_torch_zip(
             for info in zf.infolist():
                 if info is not infos[pkl_name] and _may_be_a_pickle(zf, info, prefix):
                     notes.extend(pickle_notes(zf.read(info), info.orig_filename))
+            notes = _first_per_global(notes)
         except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError, RuntimeError) as exc:
             raise PickleReadError(path, f"{pkl_name} cannot be read ({exc})", notes=notes) from None
 
@@ -223,7 +237,7 @@ def read_torch_zip(
             f"data.pkl cannot be unpickled safely ({type(exc).__name__}: {exc})",
             notes=unpickler.notes + notes,
         ) from None
-    notes = unpickler.notes + notes
+    notes = _first_per_global(unpickler.notes + notes)
     try:
         skeleton, records = build_records(root, path)
     except CorruptCheckpointError as exc:

@@ -12,6 +12,7 @@ from typing import Any
 from trainprobe.checkpoint.optimizers.adafactor import Adafactor
 from trainprobe.checkpoint.optimizers.adagrad import Adagrad
 from trainprobe.checkpoint.optimizers.adam import Adam
+from trainprobe.checkpoint.optimizers.adamax import Adamax
 from trainprobe.checkpoint.optimizers.base import OptimizerFamily
 from trainprobe.checkpoint.optimizers.bnb8bit import Bnb8bit
 from trainprobe.checkpoint.optimizers.lion import Lion
@@ -22,6 +23,7 @@ OPTIMIZERS: tuple[OptimizerFamily, ...] = (
     Bnb8bit(),
     Adafactor(),
     Adam(),
+    Adamax(),
     Lion(),
     RmsProp(),
     Adagrad(),

@@ -74,26 +74,38 @@ class PairResult:
 def plan_adam(label: str, state: dict[Any, dict[str, Any]], owner: dict[str, dict[str, Any]]) -> AdamPlan:
     plan = AdamPlan(label)
     for pid, entry in state.items():
-        m, v = entry.get("exp_avg"), entry.get("exp_avg_sq")
-        if not (isinstance(m, TensorRecord) and isinstance(v, TensorRecord)):
-            continue
-        name = label_of(pid, entry)
-        group = owner.get(str(pid), {})
-        betas = group.get("betas")
-        if not (isinstance(betas, (tuple, list)) and len(betas) == 2):
-            plan.skipped.append(f"{name}: no betas in its param_group")
-            continue
-        beta1, beta2 = float(betas[0]), float(betas[1])
-        bound = adam_bound(beta1, beta2)
-        if m.shape != v.shape or m.dtype not in _BOUND_RTOL or v.dtype not in _BOUND_RTOL:
-            plan.skipped.append(
-                f"{name}: exp_avg {m.dtype}{list(m.shape)}, exp_avg_sq {v.dtype}{list(v.shape)}"
-            )
-            continue
-        if bound is not None:
-            plan.bounds.add(round(bound, 4))
-        plan.jobs.append((name, m, v, bound, beta2))
+        for name, m, v in _pairs(pid, entry):
+            _plan_pair(plan, name, m, v, owner.get(str(pid), {}))
     return plan
+
+
+def _pairs(pid: Any, entry: dict[str, Any]) -> list[tuple[str, TensorRecord, TensorRecord]]:
+    """(name, m, v) of one parameter: one pair, or one per chunk for DCP/FSDP2 state saved in chunks (the
+    reader lists a chunked tensor's chunks in order; m's and v's chunk alike)."""
+    m, v = entry.get("exp_avg"), entry.get("exp_avg_sq")
+    name = label_of(pid, entry)
+    if isinstance(m, TensorRecord) and isinstance(v, TensorRecord):
+        return [(name, m, v)]
+    chunked = isinstance(m, list) and isinstance(v, list) and len(m) == len(v)
+    if chunked and all(isinstance(x, TensorRecord) for x in (*m, *v)):  # type: ignore[misc]
+        chunk = [x.name.rsplit("@", 1)[-1] for x in m]  # type: ignore[union-attr]
+        return [(f"{name}@{c}", a, b) for c, a, b in zip(chunk, m, v, strict=True)]  # type: ignore[arg-type]
+    return []
+
+
+def _plan_pair(plan: AdamPlan, name: str, m: TensorRecord, v: TensorRecord, group: dict[str, Any]) -> None:
+    betas = group.get("betas")
+    if not (isinstance(betas, (tuple, list)) and len(betas) == 2):
+        plan.skipped.append(f"{name}: no betas in its param_group")
+        return
+    beta1, beta2 = float(betas[0]), float(betas[1])
+    bound = adam_bound(beta1, beta2)
+    if m.shape != v.shape or m.dtype not in _BOUND_RTOL or v.dtype not in _BOUND_RTOL:
+        plan.skipped.append(f"{name}: exp_avg {m.dtype}{list(m.shape)}, exp_avg_sq {v.dtype}{list(v.shape)}")
+        return
+    if bound is not None:
+        plan.bounds.add(round(bound, 4))
+    plan.jobs.append((name, m, v, bound, beta2))
 
 
 def report_adam(plan: AdamPlan, ev: list[Evidence]) -> None:

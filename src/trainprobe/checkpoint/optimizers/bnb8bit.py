@@ -10,17 +10,23 @@ from typing import Any
 from trainprobe.checkpoint.check.report import Evidence
 from trainprobe.checkpoint.optimizers.base import nonnegative_evidence
 
+_NESTED = "__bnb_optimizer_quant_state__"
+
 
 class Bnb8bit:
     name = "bitsandbytes-8bit"
     shaped_like_param = False
 
     def matches(self, keys: Set[str]) -> bool:
-        return "state1" in keys or "absmax1" in keys or "qmap1" in keys
+        return bool(keys & {"state1", "absmax1", "qmap1", _NESTED})
 
     def evidence(self, label: str, state: dict[Any, dict[str, Any]]) -> list[Evidence]:
-        keys = {k for entry in state.values() for k in entry}
-        out = [nonnegative_evidence(label, state, k, "8-bit") for k in ("absmax1", "absmax2") if k in keys]
+        # bitsandbytes >= 0.44 keeps its tensors in a nested dict under __bnb_optimizer_quant_state__.
+        flat = {
+            pid: {**e, **(e[_NESTED] if isinstance(e.get(_NESTED), dict) else {})} for pid, e in state.items()
+        }
+        keys = {k for entry in flat.values() for k in entry}
+        out = [nonnegative_evidence(label, flat, k, "8-bit") for k in ("absmax1", "absmax2") if k in keys]
         out.append(
             Evidence(
                 "adam-bound",

@@ -13,13 +13,14 @@ class Lion:
     shaped_like_param = True
 
     def matches(self, keys: Set[str]) -> bool:
-        return "exp_avg" in keys and not keys & {"exp_avg_sq", "exp_avg_sq_row", "RMS", "state1"}
+        return keys - {"step"} == {"exp_avg"}
 
     def evidence(self, label: str, state: dict[Any, dict[str, Any]]) -> list[Evidence]:
         return [
             Evidence(
-                "adam-bound",
+                "optimizer-steps",
                 "skip",
-                f"{label}: Lion keeps one moment (exp_avg) and no second: the Adam relations do not apply",
+                f"{label}: Lion keeps one moment (exp_avg), no second moment and no step counter: the Adam "
+                "relations do not apply and one file cannot show whether it mixes steps",
             )
         ]
