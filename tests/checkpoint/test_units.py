@@ -314,3 +314,12 @@ def test_bf16_updates_below_resolution_are_a_note(tmp_path: Path) -> None:
     assert report.below_resolution
     assert "below bfloat16's resolution" in report.below_resolution[0]
     assert report.exit_code == 0
+
+
+def test_framework_marks_without_checkpoint_data_are_no_unit(tmp_path: Path) -> None:
+    folder = tmp_path / "checkpoint-3"
+    folder.mkdir()
+    (folder / "trainer_state.json").write_text(json.dumps({"global_step": 3}))
+    (unit,) = discover_units([str(tmp_path)])
+    assert unit.problem == "no checkpoint found in this directory"
+    assert scan([str(tmp_path)]).exit_code == 2  # nothing read is never reported healthy

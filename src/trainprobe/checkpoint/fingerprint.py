@@ -3,14 +3,16 @@
 A tensor whose bytes the container already checksums (a torch zip record's stored CRC32) is fingerprinted by
 that CRC and the view's geometry: free. Any other tensor (safetensors, legacy files) gets the CRC32 of its
 elements in C order, chunk by chunk as the NaN pass reads them: zlib-ng's CRC32 when installed (measured at
-memory speed, about the cost of the NaN check itself), else a numpy sum of 64-bit words (``sum64``, as cheap;
-weaker, never compared with a CRC). A fingerprint is a string; two tensors are identical (as far as a 32- or
-64-bit digest can tell) when their fingerprints are equal. Stdlib + numpy only.
+memory speed, about the cost of the NaN check itself), else the standard library's (the same values, a few
+times slower), so a far machine with only numpy fingerprints exactly as this one does. A fingerprint is a
+string; two tensors are identical (as far as a 32-bit CRC and the size can tell) when their fingerprints are
+equal. Stdlib + numpy only.
 """
 
 from __future__ import annotations
 
 import hashlib
+import zlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,17 +21,16 @@ import numpy as np
 from trainprobe.checkpoint.base import TensorRecord
 
 
-def _fast_crc32() -> Any:
+def _fastest_crc32() -> tuple[str, Any]:
     try:
         from zlib_ng import zlib_ng
     except ImportError:
-        return None
-    return zlib_ng.crc32
+        return "zlib", zlib.crc32
+    return "zlib-ng", zlib_ng.crc32
 
 
-_CRC32 = _fast_crc32()
-#: "crc32" (zlib-ng) or "sum64" (numpy): how computed fingerprints are made on this machine.
-ALGORITHM = "crc32" if _CRC32 is not None else "sum64"
+#: "zlib-ng" or "zlib": which CRC32 computes fingerprints here (the values are the same).
+CRC32_BACKEND, _CRC32 = _fastest_crc32()
 
 
 class Fingerprinter:
@@ -37,7 +38,6 @@ class Fingerprinter:
 
     def __init__(self) -> None:
         self._crc = 0
-        self._sum = 0
         self._bytes = 0
 
     def update(self, block: np.ndarray[Any, Any]) -> None:
@@ -47,22 +47,10 @@ class Fingerprinter:
             block = np.ascontiguousarray(block)
         raw = block.reshape(-1).view(np.uint8)
         self._bytes += raw.size
-        if _CRC32 is not None:
-            self._crc = _CRC32(raw, self._crc)
-            return
-        whole = raw.size // 8 * 8
-        if whole:
-            self._sum = (self._sum + int(raw[:whole].view(np.uint64).sum(dtype=np.uint64))) & (2**64 - 1)
-        if whole < raw.size:  # the tail, weighted by its position so that it cannot cancel a word
-            tail = raw[whole:].astype(np.uint64)
-            self._sum = (self._sum + int((tail << (np.arange(tail.size, dtype=np.uint64) * 8)).sum())) & (
-                2**64 - 1
-            )
+        self._crc = _CRC32(raw, self._crc)
 
     def digest(self) -> str:
-        if _CRC32 is not None:
-            return f"crc32:{self._crc:08x}:{self._bytes}"
-        return f"sum64:{self._sum:016x}:{self._bytes}"
+        return f"crc32:{self._crc:08x}:{self._bytes}"
 
 
 def stored_fingerprint(record: TensorRecord) -> str | None:

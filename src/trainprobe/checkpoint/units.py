@@ -97,7 +97,10 @@ def _walk(root: str) -> list[Unit]:
             layout = fw.layout(folder, files, dirs)
             if layout is None:
                 continue
-            found.append(_sort_parts(Unit(folder, layout.framework, list(layout.parts))))
+            unit = _sort_parts(Unit(folder, layout.framework, list(layout.parts)))
+            if not unit.parts and not unit.unread:
+                continue  # the framework's marks, but no checkpoint data (a trainer_state.json alone)
+            found.append(unit)
             claimed = {os.path.basename(d) for d in layout.claimed_dirs}
             dirs[:] = [] if fw.name == "dcp" else [d for d in dirs if d not in claimed]
             break
