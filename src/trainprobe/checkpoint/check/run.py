@@ -13,7 +13,7 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
-from trainprobe.checkpoint.base import Checkpoint, Note
+from trainprobe.checkpoint.base import Checkpoint, Note, TensorRecord
 from trainprobe.checkpoint.check.containers import dcp_coverage_problems
 from trainprobe.checkpoint.check.master import check_master_weights
 from trainprobe.checkpoint.check.report import (
@@ -130,6 +130,7 @@ def check_unit(unit: Unit) -> CheckResult:
             if result.step is None:  # accelerate's checkpoint_<i> counts saves: the optimizer says the step
                 result.step, result.step_source = int(max(counters)), "optimizer counters"
         result.step_sources = [s.to_json() for s in sources]
+        _cover_evidence(opened, ev, unit)
         _pickle_evidence(result)
         _step_source_evidence(sources, step, result.step_source, ev)
     finally:
@@ -146,6 +147,53 @@ def _file_frameworks() -> tuple[Framework, ...]:
 
 def _rel(path: str, unit: Unit) -> str:
     return "" if path == unit.path else os.path.relpath(path, unit.path)
+
+
+def _cover_evidence(opened: list[tuple[str, str, Checkpoint]], ev: list[Evidence], unit: Unit) -> None:
+    """Across a unit's files: every parameter's optimizer state is shaped like some weight of the unit's
+    model (an optimizer.pt saved for another model, or another run, does not fit). Flat partitions
+    (DeepSpeed ZeRO) and factored or quantized state are not shaped like weights: not compared."""
+    weights = [(p, c) for p, r, c in opened if r == "weights"]
+    optims = [(p, c) for p, r, c in opened if r == "optimizer"]
+    if not weights or not optims or unit.framework == "deepspeed":
+        return
+    shapes = {rec.shape for _p, c in weights for rec in c.records}
+    misfit: list[str] = []
+    entries = 0
+    for path, ckpt in optims:
+        for _label, opt in find_optimizers(ckpt.objects):
+            state, _owner, _cov = state_of(opt)
+            shaped = families_in(state)
+            for name in ("adam", "adamax", "sgd", "adagrad", "rmsprop", "lion"):
+                for pid in shaped.get(name, []):
+                    entries += 1
+                    tensors = [
+                        v for v in state[pid].values() if isinstance(v, TensorRecord) and v.shape != ()
+                    ]
+                    if tensors and tensors[0].shape not in shapes:
+                        misfit.append(f"{os.path.basename(path)} state {pid}: {list(tensors[0].shape)}")
+    if not entries:
+        return
+    names = ", ".join(os.path.basename(p) for p, _c in weights)
+    if misfit:
+        ev.append(
+            Evidence(
+                "optimizer-fits-model",
+                "fail",
+                f"{len(misfit)} optimizer state entr(ies) shaped like no weight of {names}, e.g. "
+                f"{misfit[0]} — the optimizer state was saved for another model",
+                indicates=V.CORRUPT,
+                tensors=misfit[:MAX_NAMES],
+            )
+        )
+    else:
+        ev.append(
+            Evidence(
+                "optimizer-fits-model",
+                "pass",
+                f"all {entries} optimizer state entries fit a weight of {names}",
+            )
+        )
 
 
 def _pickle_evidence(result: CheckResult) -> None:
