@@ -72,7 +72,18 @@ class Summary:
 # -- one function per tool: (document) -> Summary ------------------------------------------------------------
 
 
+def _finding(f: dict[str, Any]) -> list[str]:
+    line = (
+        f"- {f.get('severity')} {f.get('kind')} {f.get('run')}/{f.get('metric')} step {_step(f.get('step'))}"
+    )
+    lines = [f"{line}: {_short(f.get('message'))}"]
+    if f.get("suggestion"):
+        lines.append(f"    → {_short(f['suggestion'], 200)}")
+    return lines
+
+
 def triage(doc: dict[str, Any]) -> Summary:
+    """In the order users ask: what is broken where, what the logs show, what caused what, where to resume."""
     s = Summary()
     where = f" on {doc['target']}" if doc.get("target") else ""
     checkpoints = doc.get("checkpoints") or []
@@ -86,17 +97,25 @@ def triage(doc: dict[str, Any]) -> Summary:
     s.items(
         skipped, lambda k: [f"NOT READ {k.get('path')}: {_short(k.get('why'))}"], limit=5, what="skipped logs"
     )
-    resume = doc.get("resume_from")
-    if resume:
-        s.add(
-            f"resume from {resume.get('path')} (step {_step(resume.get('step'))}): "
-            f"{_short(resume.get('why'))}"
-        )
-    else:
-        s.add("no checkpoint to resume from")
+    unhealthy = [c for c in checkpoints if c.get("verdict") != "clean"]
+    if unhealthy:
+        s.add(f"broken: {len(unhealthy)} checkpoint(s) not clean:")
+    s.items(
+        unhealthy,
+        lambda c: [
+            f"- {c.get('relpath') or c.get('path')} step {_step(c.get('step'))} ({c.get('step_source')}): "
+            f"{c.get('verdict')} — {_short(c.get('reason'), 200)}"
+        ],
+        limit=10,
+        what="checkpoints that are not clean",
+    )
+    findings = (doc.get("logs") or {}).get("findings") or []
+    if findings:
+        s.add(f"the logs show {len(findings)} finding(s), most severe first:")
+    s.items(findings, _finding, limit=5, what="log findings")
     conclusions = doc.get("conclusions") or []
     if conclusions:
-        s.add(f"{len(conclusions)} conclusion(s), most likely cause first:")
+        s.add(f"causes: {len(conclusions)} conclusion(s), most likely first:")
 
     def conclusion(c: dict[str, Any]) -> list[str]:
         lines = [
@@ -111,18 +130,14 @@ def triage(doc: dict[str, Any]) -> Summary:
         return lines
 
     s.items(conclusions, conclusion, limit=5, what="conclusions")
-    unhealthy = [c for c in checkpoints if c.get("verdict") != "clean"]
-    if unhealthy:
-        s.add(f"{len(unhealthy)} checkpoint(s) not clean:")
-    s.items(
-        unhealthy,
-        lambda c: [
-            f"- {c.get('relpath') or c.get('path')} step {_step(c.get('step'))} ({c.get('step_source')}): "
-            f"{c.get('verdict')} — {_short(c.get('reason'), 200)}"
-        ],
-        limit=10,
-        what="checkpoints that are not clean",
-    )
+    resume = doc.get("resume_from")
+    if resume:
+        s.add(
+            f"resume from {resume.get('path')} (step {_step(resume.get('step'))}): "
+            f"{_short(resume.get('why'))}"
+        )
+    else:
+        s.add("no checkpoint to resume from")
     return s
 
 
@@ -228,16 +243,6 @@ def diff(doc: dict[str, Any]) -> Summary:
         other, lambda t: [f"- {t.get('status')}: {t.get('name')}"], limit=10, what="added/removed/reshaped"
     )
     return s
-
-
-def _finding(f: dict[str, Any]) -> list[str]:
-    line = (
-        f"- {f.get('severity')} {f.get('kind')} {f.get('run')}/{f.get('metric')} step {_step(f.get('step'))}"
-    )
-    lines = [f"{line}: {_short(f.get('message'))}"]
-    if f.get("suggestion"):
-        lines.append(f"    → {_short(f['suggestion'], 200)}")
-    return lines
 
 
 def logs(doc: dict[str, Any]) -> Summary:
