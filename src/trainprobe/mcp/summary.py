@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 MAX_CHARS = 6000
 MAX_LINE = 300
+_CUT_NOTE_CHARS = 120  # room kept for the line that says the summary was cut
 RUN_OUTPUT_CHARS = 3000  # of the script's stdout shown by `run`; stderr gets half
 
 
@@ -51,13 +52,14 @@ class Summary:
             self.lines.append(f"… {len(items) - limit} more {what} in the full report")
 
     def text(self, report: Path | None, report_bytes: int = 0) -> str:
-        footer = (
-            f"full report (JSON, {report_bytes:,} bytes): {report}" if report else "full report: not written"
-        )
+        footer = "full report: not written"
+        if report is not None:
+            footer = f"full report (JSON, {report_bytes:,} bytes): {report}"
+        budget = MAX_CHARS - len(footer) - _CUT_NOTE_CHARS
         kept: list[str] = []
-        used = len(footer)
         for i, line in enumerate(self.lines):
-            if used + len(line) + 1 > MAX_CHARS:
+            budget -= len(line) + 1
+            if budget < 0:
                 rest = self.lines[i:]
                 kept.append(
                     f"… summary cut here: {len(rest)} more line(s), {sum(len(x) + 1 for x in rest):,} "
@@ -65,7 +67,6 @@ class Summary:
                 )
                 break
             kept.append(line)
-            used += len(line) + 1
         return "\n".join([*kept, footer])
 
 
