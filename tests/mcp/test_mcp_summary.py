@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
 
 from trainprobe.mcp import summary
 from trainprobe.mcp.tasks import read_tail
@@ -47,3 +50,18 @@ def test_lists_say_how_many_more_there_are() -> None:
     assert text.count("- error spike") == 10
     assert "… 15 more findings in the full report" in text
     assert text.endswith("full report: not written")
+
+
+def test_a_document_the_summary_cannot_read_is_still_the_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainprobe.mcp.server import answer
+
+    monkeypatch.setenv("TRAINPROBE_RUNS_DIR", str(tmp_path))
+    document = {"verdict": "clean", "totals": {"parameters": "many"}}  # a field whose type changed
+    result = answer("scan", lambda: document)
+    assert not result.is_error
+    assert result.structured_content == document
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert text.startswith("(no summary: ValueError: ")
+    assert json.loads(Path(text.splitlines()[-1].split(": ", 1)[1]).read_text()) == document

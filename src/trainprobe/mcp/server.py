@@ -99,7 +99,7 @@ def triage(
     non-finite / torn / corrupt / unreadable), joins them on one step timeline and names the likely cause of
     each anomaly with its evidence, and the last healthy checkpoint to resume from. A log it could not read is
     listed first as NOT READ."""
-    return _answer(
+    return answer(
         "triage",
         lambda: tasks.triage(
             target,
@@ -128,7 +128,7 @@ def scan(
     Face sharded checkpoints (*.index.json) and torch.distributed.checkpoint directories, detected by content.
     Per file: verdict (clean, nonfinite, suspicious pickle global, corrupt, unreadable) and each bad tensor's
     counts and first bad index."""
-    return _answer("scan", lambda: tasks.scan(target, paths, stats=stats, verify=verify, timeout=timeout_s))
+    return answer("scan", lambda: tasks.scan(target, paths, stats=stats, verify=verify, timeout=timeout_s))
 
 
 def check(paths: Paths, target: Target = tasks.LOCAL, timeout_s: Timeout = 1800) -> CallToolResult:
@@ -140,7 +140,7 @@ def check(paths: Paths, target: Target = tasks.LOCAL, timeout_s: Timeout = 1800)
     |m|/sqrt(v), state shaped like its parameter, bf16/fp16 weights equal the cast of their fp32 master,
     zip CRC32s, DCP chunks tiling each tensor, HF index entries, the CheckpointWriter manifest; and
     NaN/Inf."""
-    return _answer("check", lambda: tasks.check(target, paths, timeout=timeout_s))
+    return answer("check", lambda: tasks.check(target, paths, timeout=timeout_s))
 
 
 def diff(
@@ -153,7 +153,7 @@ def diff(
     change ||A-B||/||A|| and max |A-B|), added, removed, shape or dtype changed; per module; and for two
     checkpoints of one run, parameters that did not move and parameters whose optimizer step moved while
     their weights did not (or the reverse) — what a save that mixed steps leaves behind."""
-    return _answer("diff", lambda: tasks.diff(target, a, b, timeout=timeout_s))
+    return answer("diff", lambda: tasks.diff(target, a, b, timeout=timeout_s))
 
 
 def logs(
@@ -192,7 +192,7 @@ def logs(
         "event_patterns": list(events),
         "checkpoints": checkpoints,
     }
-    return _answer("logs", lambda: tasks.logs(target, paths, timeout=timeout_s, **options))
+    return answer("logs", lambda: tasks.logs(target, paths, timeout=timeout_s, **options))
 
 
 def watch_tail(
@@ -217,7 +217,7 @@ def watch_tail(
         "threshold": threshold,
         "event_patterns": list(events),
     }
-    return _answer("watch_tail", lambda: tasks.watch_tail(target, path, timeout=timeout_s, **options))
+    return answer("watch_tail", lambda: tasks.watch_tail(target, path, timeout=timeout_s, **options))
 
 
 def probe(
@@ -230,7 +230,7 @@ def probe(
     """What is on a machine: Python interpreters in discovery order (versions; numpy, torch, CUDA), GPUs
     (nvidia-smi), free disk, load, memory, and running Python processes (training ones flagged). Use it first
     on an unknown target to pick the interpreter (then name it in the target: `//venv=...`)."""
-    return _answer("probe", lambda: tasks.probe(target, cuda=cuda, timeout=timeout_s))
+    return answer("probe", lambda: tasks.probe(target, cuda=cuda, timeout=timeout_s))
 
 
 def run(
@@ -255,9 +255,7 @@ def run(
     main(), its JSON-serialisable return value comes back as `result`. The summary shows the end of stdout
     and stderr and says how much was left out and where the whole output is. An uncaught exception, a
     timeout or an unreachable target is an error result with the one-line reason (and the document)."""
-    return _answer(
-        "run", lambda: tasks.run(target, script, list(args), need=list(need), timeout=timeout_s)[0]
-    )
+    return answer("run", lambda: tasks.run(target, script, list(args), need=list(need), timeout=timeout_s)[0])
 
 
 TOOLS: tuple[Callable[..., CallToolResult], ...] = (triage, scan, check, diff, logs, watch_tail, probe, run)
@@ -292,7 +290,7 @@ def build_server() -> MCPServer:
 # -- answering -----------------------------------------------------------------------------------------------
 
 
-def _answer(tool: str, work: Callable[[], dict[str, Any]]) -> CallToolResult:
+def answer(tool: str, work: Callable[[], dict[str, Any]]) -> CallToolResult:
     """Run one tool's work; its document, kept in full on disk, and its summary; a TrainprobeError as an error
     result worded as the CLI words it."""
     try:
@@ -300,7 +298,12 @@ def _answer(tool: str, work: Callable[[], dict[str, Any]]) -> CallToolResult:
     except TrainprobeError as exc:
         return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
     report, size, problem = save_report(tool, document)
-    text = summary.SUMMARIES[tool](document).text(report, size)
+    try:
+        text = summary.SUMMARIES[tool](document).text(report, size)
+    except Exception as exc:
+        # The document is the answer: a summary that trips on a field the library renamed must not lose it.
+        note = f"(no summary: {type(exc).__name__}: {exc}; the structured content is complete)"
+        text = note + "\n" + summary.Summary().text(report, size)
     if problem:
         text += f"\n({problem})"
     error = document.get("error") if tool == "run" else None
