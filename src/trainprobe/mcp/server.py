@@ -39,7 +39,7 @@ A fleet runs on many targets at once: a host range (`ssh=node[01-16]`), a group 
 `ssh=login1//slurm=JOBID` (every node of a job); the answer is one outcome per target."""
 
 RESULT_HELP = """\
-The answer: structured content is the JSON document `trainprobe {command} --json` prints; the text is a \
+The answer: structured content is {document}; the text is a \
 short summary (verdict, counts, the worst findings first) ending with the path of the full report on this \
 machine. `timeout_s` is a hard limit: the work is killed there when it runs over."""
 
@@ -63,7 +63,8 @@ Target = Annotated[
 Paths = Annotated[
     list[str],
     Field(
-        min_length=1, description="Files, directories (searched recursively) or quoted globs, on the target."
+        min_length=1,
+        description="Files, directories (searched recursively) or globs, expanded on the target.",
     ),
 ]
 Events = Annotated[
@@ -255,11 +256,18 @@ def run(
     main(), its JSON-serialisable return value comes back as `result`. The summary shows the end of stdout
     and stderr and says how much was left out and where the whole output is. An uncaught exception, a
     timeout or an unreachable target is an error result with the one-line reason (and the document)."""
-    return answer("run", lambda: tasks.run(target, script, list(args), need=list(need), timeout=timeout_s)[0])
+    return answer(
+        "run",
+        lambda: tasks.run(target, script, list(args), need=list(need), timeout=timeout_s),
+        failure=tasks.run_failure,
+    )
 
 
 TOOLS: tuple[Callable[..., CallToolResult], ...] = (triage, scan, check, diff, logs, watch_tail, probe, run)
 FLEET_TOOLS = ("probe", "run")
+DOCUMENTS = {
+    "watch_tail": "the summary document `trainprobe watch --json` ends with, plus `tail` (the bytes read)"
+}
 READ_ONLY = ("triage", "scan", "check", "diff", "logs", "watch_tail", "probe")
 
 
@@ -268,7 +276,8 @@ def description(tool: Callable[..., Any]) -> str:
     parts = [inspect.cleandoc(tool.__doc__ or ""), TARGET_HELP]
     if name in FLEET_TOOLS:
         parts.append(FLEET_HELP)
-    parts.append(RESULT_HELP.format(command=name.replace("watch_tail", "watch")))
+    document = DOCUMENTS.get(name, f"the JSON document `trainprobe {name} --json` prints")
+    parts.append(RESULT_HELP.format(document=document))
     return "\n\n".join(parts)
 
 
@@ -290,9 +299,14 @@ def build_server() -> MCPServer:
 # -- answering -----------------------------------------------------------------------------------------------
 
 
-def answer(tool: str, work: Callable[[], dict[str, Any]]) -> CallToolResult:
-    """Run one tool's work; its document, kept in full on disk, and its summary; a TrainprobeError as an error
-    result worded as the CLI words it."""
+def answer(
+    tool: str,
+    work: Callable[[], dict[str, Any]],
+    failure: Callable[[dict[str, Any]], str | None] = lambda _document: None,
+) -> CallToolResult:
+    """Run one tool's work: its document as structured content, kept in full on disk, and its summary as
+    text. A TrainprobeError, or a document that ``failure`` finds failed, is an error result whose text
+    starts with the sentence the CLI prints."""
     try:
         document = work()
     except TrainprobeError as exc:
@@ -306,11 +320,11 @@ def answer(tool: str, work: Callable[[], dict[str, Any]]) -> CallToolResult:
         text = note + "\n" + summary.Summary().text(report, size)
     if problem:
         text += f"\n({problem})"
-    error = document.get("error") if tool == "run" else None
-    if isinstance(error, dict):
-        text = f"{error.get('message')}\n{text}"
+    failed = failure(document)
+    if failed:
+        text = f"{failed}\n{text}"
     return CallToolResult(
-        content=[TextContent(type="text", text=text)], structured_content=document, is_error=bool(error)
+        content=[TextContent(type="text", text=text)], structured_content=document, is_error=bool(failed)
     )
 
 

@@ -69,7 +69,12 @@ def place(target: str, tool: str) -> Place:
             f"{target}: names {len(targets)} targets, and {tool} takes one",
             hint="call it once per target (run and probe take fleets)",
         )
-    return Place(engine_target(targets[0]), None if targets[0] == LOCAL else targets[0])
+    return place_of(targets[0])
+
+
+def place_of(target: str) -> Place:
+    """Where one canonical target (from :func:`targets_of`) runs, and how it is shown."""
+    return Place(engine_target(target), None if target == LOCAL else target)
 
 
 def engine_target(target: str) -> str:
@@ -204,16 +209,15 @@ def probe(target: str, *, cuda: bool, timeout: float) -> dict[str, Any]:
     targets = targets_of(target)
     if is_fleet(targets):
         return probe_fleet(targets, cuda=cuda, timeout=timeout, connect_timeout=CONNECT_TIMEOUT_S).to_json()
-    where = Place(engine_target(targets[0]), None if targets[0] == LOCAL else targets[0])
+    where = place_of(targets[0])
     with presented(where):
         return probe_one(where.engine, cuda=cuda, timeout=timeout, connect_timeout=CONNECT_TIMEOUT_S)
 
 
-def run(
-    target: str, script: str, args: list[str], *, need: list[str], timeout: float
-) -> tuple[dict[str, Any], bool]:
-    """``run --json``'s document and whether it is a fleet's. A run that failed (the script raised, timed
-    out, the target is unreachable) is a document whose ``error`` says so, as the CLI prints it."""
+def run(target: str, script: str, args: list[str], *, need: list[str], timeout: float) -> dict[str, Any]:
+    """``run --json``'s document (a fleet's for a fleet). A run that failed (the script raised, timed out, the
+    target is unreachable) is a document whose ``error`` says so, as the CLI prints it; see
+    :func:`run_failure`."""
     from trainprobe.remote import run as run_one
     from trainprobe.remote.fanout import run_fleet
 
@@ -224,8 +228,8 @@ def run(
         fleet = run_fleet(
             targets, source, args, timeout=timeout, connect_timeout=CONNECT_TIMEOUT_S, need=need
         )
-        return fleet.to_json(), True
-    where = Place(engine_target(targets[0]), None if targets[0] == LOCAL else targets[0])
+        return fleet.to_json()
+    where = place_of(targets[0])
     with presented(where):
         result = run_one(
             where.engine, source, args, timeout=timeout, connect_timeout=CONNECT_TIMEOUT_S, need=need
@@ -233,9 +237,18 @@ def run(
     document = result.to_json()
     document["stdout_log"] = str(result.stdout_path)
     document["stderr_log"] = str(result.stderr_path)
-    if result.error is not None:
-        document["error"]["message"] = shown_message(result.error, where)
-    return document, False
+    return document
+
+
+def run_failure(document: dict[str, Any]) -> str | None:
+    """The sentence for a single run that failed (None when it ran to its end), without the target for the
+    local default, as the CLI without ``--on`` words its errors."""
+    error = document.get("error")
+    if not isinstance(error, dict):
+        return None
+    message = str(error.get("message"))
+    local = engine_target(LOCAL) + ": "
+    return message[len(local) :] if message.startswith(local) else message
 
 
 # -- run far side --------------------------------------------------------------------------------------------
