@@ -79,10 +79,11 @@ def printable(line: str, limit: int = 200) -> str:
 
 
 def line_with(transport_log: str, needles: Sequence[str]) -> str | None:
-    """The last line of ``transport_log`` that holds one of ``needles`` (lowercase), shown printable."""
+    """The last line of ``transport_log`` that holds one of ``needles`` (any case), shown printable."""
+    lowered_needles = [needle.lower() for needle in needles]
     for line in reversed(transport_log.splitlines()):
         lowered = line.lower()
-        if any(needle in lowered for needle in needles):
+        if any(needle in lowered for needle in lowered_needles):
             return printable(line)
     return None
 
