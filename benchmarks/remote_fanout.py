@@ -240,6 +240,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="50,1000", help="numbers of targets, comma-separated")
     parser.add_argument("--repeat", type=int, default=3, help="runs of the smallest size (larger: one run)")
+    parser.add_argument("--kex", help="KexAlgorithms for every OpenSSH client (pdsh's and trainprobe's), e.g. "
+                        "curve25519-sha256 to see the cost beyond the key exchange; default: OpenSSH's own")  # fmt: skip
     parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.worker:
@@ -251,6 +253,9 @@ def main() -> None:
         sys.exit("needs pdsh: apt-get install pdsh")
     sizes = sorted(int(n) for n in options.sizes.split(","))
     setup = make_setup()
+    if options.kex:
+        with setup.ssh_config.open("a") as config:
+            config.write(f"  KexAlgorithms {options.kex}\n")
     work = Path(tempfile.mkdtemp(prefix="tp-fanout-bench-"))
     port = free_port("0.0.0.0")
     firewall(port, add=True)

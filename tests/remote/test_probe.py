@@ -85,7 +85,7 @@ def test_probe_leaves_out_trainprobes_own_processes(tmp_path: Path) -> None:
     The checks live for a moment only; here each is held at start-up by a ``sitecustomize`` that sleeps, so
     its command line is exactly the real one while the probe looks.
     """
-    from trainprobe.remote import _stage1
+    from trainprobe.remote import _discovery as _stage1
     from trainprobe.remote._probe_script import INSPECT
     from trainprobe.remote.api import run
 

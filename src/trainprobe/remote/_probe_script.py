@@ -150,10 +150,10 @@ def python_processes(own_code: tuple[str, ...], boot: str) -> list[dict[str, Any
 
 
 def main() -> dict[str, Any]:
-    import trainprobe_stage1  # type: ignore[import-not-found]  # shipped from memory by remote.probe
+    import trainprobe_discovery  # type: ignore[import-not-found]  # shipped from memory by remote.probe
 
     cuda = "--cuda" in sys.argv
-    candidates = trainprobe_stage1.discovery_order()
+    candidates = trainprobe_discovery.discovery_order()
     with ThreadPoolExecutor(max_workers=8) as pool:
         interpreters = list(pool.map(lambda p: inspect_python(p, cuda), candidates))
     return {
@@ -167,6 +167,6 @@ def main() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "memory": memory(),
         "processes": python_processes(
-            (INSPECT, trainprobe_stage1.NEED_CHECK), trainprobe_stage1.OUR_BOOT.decode()
+            (INSPECT, trainprobe_discovery.NEED_CHECK), trainprobe_discovery.OUR_BOOT.decode()
         ),
     }

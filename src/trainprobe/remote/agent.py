@@ -1,6 +1,7 @@
 """The far-side agent: runs one user script in a child process group and streams everything back in frames.
 
-Shipped as source over stdin by stage 1 (:mod:`trainprobe.remote._stage1`) and started with :func:`serve`; it
+Shipped over stdin (as code, or source for another Python version) to stage 1
+(:mod:`trainprobe.remote._stage1`) and started with :func:`serve`; it
 uses only the standard library, runs on Python 3.7 or newer, and on the common path imports only built-in
 modules (``json``, ``re``, ``selectors``, ``signal`` and ``linecache`` would cost every run milliseconds: the
 result is JSON-encoded only when ``main()`` returned something, tracebacks import what they need). Importing
@@ -8,13 +9,15 @@ this module locally is harmless (the local side takes the frame constants from h
 
 Frames, both ways: one type byte, a 4-byte big-endian length, the data.
 
-local → far, written only after stage 1's hello: ``A`` the agent (read by stage 1), ``C`` config (a
+local → far, written only after stage 1's hello: ``D`` discovery and ``A`` the agent (read by stage 1), ``C``
+config (a
 :mod:`marshal`-ed dict: args, filename, timeout, env, cwd, heartbeat), ``S`` the script's bytes, ``M`` a
 module to import from memory (``name\\0filename\\0is_package\\0zlib(source)``), ``G`` go; then ``B``
 heartbeats until the run ends. Missing heartbeats for ``heartbeat`` seconds, or EOF on stdin, mean the link
 was lost or the local side gave up, and the run is killed.
 
-far → local (after the magic line of stage 1): ``H`` hello, ``F`` interpreter not found (JSON), ``R`` ready
+far → local (after the magic line of stage 1): ``H`` hello (the far Python's bytecode magic number), ``F``
+interpreter not found (JSON), ``R`` ready
 (JSON), ``1``/``2`` stdout/stderr bytes, ``X`` exit (JSON: exit_code, signal, result, exception, timed_out,
 killed, start_error). The far side never sends marshal: the local side parses only JSON from it.
 """
@@ -43,8 +46,6 @@ STDOUT, STDERR, READY, EXIT = b"1", b"2", b"R", b"X"
 HEARTBEAT = b"B"
 CHUNK = 1 << 16
 RESULT_NAME = "__trainprobe_result__"
-#: the file name stage 1 compiles this agent under
-AGENT_FILENAME = "<trainprobe-agent>"
 #: seconds between SIGTERM to the process group and SIGKILL
 KILL_GRACE_S = 1.0
 #: seconds to keep reading the script's pipes after it exited on its own (a grandchild's last words)
@@ -247,7 +248,7 @@ def run_user(
 
         remember_sources({filename: script, **{f: s for f, _, s in modules.values()}})
         tb = exc.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename == AGENT_FILENAME:
+        while tb is not None and tb.tb_frame.f_code.co_filename == run_user.__code__.co_filename:
             tb = tb.tb_next  # the user's frames only, as if python had run the script itself
         text = "".join(traceback.format_exception(type(exc), exc, tb))
         sys.stderr.write(text)

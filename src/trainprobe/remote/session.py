@@ -36,7 +36,7 @@ from trainprobe.errors import (
     UnreachableError,
 )
 from trainprobe.remote._record import field, record
-from trainprobe.remote.argv import agent_source, explain_bootstrap_failure, last_words
+from trainprobe.remote.argv import explain_bootstrap_failure, last_words, program_frame
 from trainprobe.remote.hops.base import EXIT_CONNECTION, EXIT_NO_PROGRAM
 from trainprobe.remote.logs import new_run_dir
 
@@ -136,15 +136,20 @@ def _frame(kind: bytes, data: bytes) -> bytes:
 
 
 class _Feeder(threading.Thread):
-    """Writes the frames once stage 1 said hello, then a heartbeat every HEARTBEAT_S until told to stop;
-    then closes the far side's stdin."""
+    """Writes the frames once stage 1 said hello (``payload(far_magic)`` builds them for the far Python's
+    bytecode), then a heartbeat every HEARTBEAT_S until told to stop; then closes the far side's stdin."""
 
-    def __init__(self, pipe: IO[bytes], payload: bytes) -> None:
+    def __init__(self, pipe: IO[bytes], payload: Callable[[bytes], bytes]) -> None:
         super().__init__(daemon=True, name="trainprobe-feed")
         self.pipe = pipe
         self.payload = payload
         self.hello = threading.Event()
+        self.far_magic = b""
         self.closing = threading.Event()
+
+    def said_hello(self, far_magic: bytes) -> None:
+        self.far_magic = far_magic
+        self.hello.set()
 
     def run(self) -> None:
         try:
@@ -152,7 +157,7 @@ class _Feeder(threading.Thread):
                 if self.closing.is_set():
                     return
             if not self.closing.is_set():
-                self.pipe.write(self.payload)
+                self.pipe.write(self.payload(self.far_magic))
                 self.pipe.flush()
                 while not self.closing.wait(HEARTBEAT_S):
                     self.pipe.write(HEARTBEAT_FRAME)
@@ -311,13 +316,17 @@ def execute(
     settings = target.settings
     config = {"args": list(args), "filename": filename, "timeout": timeout, "env": dict(settings.env),
               "cwd": settings.cwd, "heartbeat": LINK_LOST_S}  # fmt: skip
-    payload = b"".join([
-        _frame(b"A", agent_source()),
-        _frame(b"C", marshal.dumps(config, 4)),
-        _frame(b"S", script),
-        *(_frame(b"M", module.frame()) for module in modules),
-        _frame(b"G", b""),
-    ])  # fmt: skip
+
+    def payload(far_magic: bytes) -> bytes:
+        return b"".join([
+            _frame(b"D", program_frame("_discovery", far_magic, with_source=False)),
+            _frame(b"A", program_frame("agent", far_magic, with_source=True)),
+            _frame(b"C", marshal.dumps(config, 4)),
+            _frame(b"S", script),
+            *(_frame(b"M", module.frame()) for module in modules),
+            _frame(b"G", b""),
+        ])  # fmt: skip
+
     meta: dict[str, Any] = {"target": run.name, "argv": list(argv), "script": filename, "args": list(args),
                             "started": time.time()}  # fmt: skip
     result = RunResult(target=run.name, exit_code=EXIT_CONNECTION, log_dir=run_dir)
@@ -422,7 +431,7 @@ def _pump(
                 elif kind == HELLO:
                     run.hello_at = time.monotonic()
                     meta["hello_after"] = round(run.hello_at - run.start, 4)
-                    feeder.hello.set()
+                    feeder.said_hello(data)
                 elif kind == READY:
                     run.ready = json.loads(data)
                     meta["ready"] = run.ready
