@@ -7,6 +7,7 @@ themselves; ``group.seconds()`` is the CPU time used so far. Removed (its proces
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -38,10 +39,8 @@ class CpuGroup:
 
     def add(self, pid: int) -> None:
         if self.path is not None:
-            try:
+            with contextlib.suppress(OSError):
                 (self.path / "cgroup.procs").write_text(f"{pid}\n")
-            except OSError:
-                pass
 
     def seconds(self) -> float:
         if self.path is None:
@@ -56,10 +55,8 @@ class CpuGroup:
             return
         try:
             for pid in (self.path / "cgroup.procs").read_text().split():
-                try:
+                with contextlib.suppress(OSError):
                     (self.root / "cgroup.procs").write_text(pid + "\n")
-                except OSError:
-                    pass
             self.path.rmdir()
         except OSError:
             pass

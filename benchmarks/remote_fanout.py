@@ -9,7 +9,10 @@ Same targets, same work (the far side's ``python3`` prints its host name), the s
   *warm*, the next call, through those masters. *cold, no reuse* (``TRAINPROBE_CONTROL_DIR=``) for reference.
 
 Goals (ratios to pdsh in the same run): cold ≤ 1.0×, warm ≤ 0.5×; trainprobe's peak RSS ≤ 512 MB and it works
-under ``ulimit -n 1024`` (each tool runs under that limit; peak open files are sampled from /proc).
+under ``ulimit -n 1024`` (each tool runs under that limit; peak open files are sampled from /proc). Besides
+wall time, the CPU each tool cost is reported, client side (the tool and its ssh processes, ControlMasters
+included) and server side (sshd and everything under it: login shells, Pythons), each from a cgroup of its
+own: on a shared machine wall times move with everybody else's load, CPU time much less.
 
 The targets are 127.0.X.Y: one sshd, made by the test suite's sshd fixture code, listens on the port on every
 address (a firewall rule, while the benchmark runs, drops that port on every interface but loopback), and the
@@ -36,7 +39,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from _cgroup_cpu import CpuGroup  # noqa: E402
 from fixtures.sshd import SshSetup, free_port, make_setup, remove_setup  # noqa: E402
 
 PARALLEL = 32
@@ -87,18 +92,24 @@ class Sample:
     rss_mb: float
     open_files: int
     ok: int
+    cpu_client: float = 0.0
+    cpu_server: float = 0.0
 
 
-def limit_open_files() -> None:
-    resource.setrlimit(resource.RLIMIT_NOFILE, (OPEN_FILES, OPEN_FILES))
+def measure(
+    argv: list[str], env: dict[str, str], expect: int, count_ok: object, group: CpuGroup, server: CpuGroup
+) -> Sample:
+    """Run ``argv`` to its end in ``group``: wall time, peak RSS of its largest process (and its children),
+    peak open files of the process itself (sampled), CPU of the client and server sides."""
 
+    def in_group_with_limit() -> None:
+        group.add(os.getpid())
+        resource.setrlimit(resource.RLIMIT_NOFILE, (OPEN_FILES, OPEN_FILES))
 
-def measure(argv: list[str], env: dict[str, str], expect: int, count_ok: object) -> Sample:
-    """Run ``argv`` to its end: wall time, peak RSS of its largest process (and its children), peak open
-    files of the process itself (sampled)."""
+    cpu_client, cpu_server = group.seconds(), server.seconds()
     start = time.perf_counter()
     proc = subprocess.Popen(
-        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limit_open_files
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=in_group_with_limit
     )
     streams: dict[str, bytes] = {}
     peak_files = 0
@@ -121,6 +132,7 @@ def measure(argv: list[str], env: dict[str, str], expect: int, count_ok: object)
         thread.start()
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
+    cpu_client, cpu_server = group.seconds() - cpu_client, server.seconds() - cpu_server
     done.set()
     proc.returncode = os.waitstatus_to_exitcode(status)
     for thread in threads[:2]:
@@ -130,7 +142,7 @@ def measure(argv: list[str], env: dict[str, str], expect: int, count_ok: object)
         raise RuntimeError(
             f"{argv[:4]}: {ok} of {expect} targets answered\n{streams['stderr'].decode()[-3000:]}"
         )
-    return Sample(seconds, usage.ru_maxrss / 1024, peak_files, ok)
+    return Sample(seconds, usage.ru_maxrss / 1024, peak_files, ok, cpu_client, cpu_server)
 
 
 def pdsh_ok(out: str) -> int:
@@ -147,6 +159,7 @@ class Bench:
     port: int
     work: Path
     repeat: int
+    groups: dict[str, CpuGroup]
     results: dict[tuple[str, int], list[Sample]] = field(default_factory=dict)
 
     @property
@@ -161,13 +174,13 @@ class Bench:
         env = self.env(PDSH_SSH_ARGS=f"-F {self.setup.ssh_config} -p {self.port} -2 -a -x -l%u %h")
         argv = ["pdsh", "-R", "ssh", "-f", str(PARALLEL), "-l", self.user, "-w", ",".join(hosts),
                 f"python3 -c '{WORK}'"]  # fmt: skip
-        return measure(argv, env, len(hosts), pdsh_ok)
+        return measure(argv, env, len(hosts), pdsh_ok, self.groups["pdsh"], self.groups["sshd"])
 
     def worker(self, tool: str, spec: dict[str, object], expect: int, **env: str) -> Sample:
         path = self.work / f"{tool}-spec.json"
         path.write_text(json.dumps(spec))
         argv = [sys.executable, __file__, "--worker", tool, str(path)]
-        return measure(argv, self.env(**env), expect, json_ok)
+        return measure(argv, self.env(**env), expect, json_ok, self.groups[tool], self.groups["sshd"])
 
     def trainprobe(self, hosts: list[str], control: str) -> Sample:
         targets = [f"ssh={self.user}@{host}:{self.port}" for host in hosts]
@@ -209,24 +222,33 @@ MAX_RSS_MB = 512
 def report(bench: Bench, sizes: list[int]) -> None:
     print(f"fan-out, {PARALLEL} at a time, under ulimit -n {OPEN_FILES}, {os.cpu_count()} CPUs, "
           f"medians of the runs; ratios to pdsh in the same run")  # fmt: skip
-    print(
-        f"{'tool':28} {'targets':>7} {'runs':>4} {'wall':>8} {'× pdsh':>7} {'peak RSS':>9} {'files':>6}  goal"
+    print("CPU per target: the tool and its ssh clients (and ControlMasters) + sshd and all below it")
+    head = (
+        f"{'tool':26} {'targets':>7} {'runs':>4} {'wall':>8} {'× pdsh':>7} {'CPU/target':>15} {'× pdsh':>7}"
     )
+    print(f"{head} {'peak RSS':>9} {'files':>6}  goal (wall)")
     for size in sizes:
         base = statistics.median(s.seconds for s in bench.results[("pdsh", size)])
+        pdsh = bench.results[("pdsh", size)]
+        base_cpu = statistics.median(s.cpu_client + s.cpu_server for s in pdsh)
         for (name, n), samples in bench.results.items():
             if n != size:
                 continue
             wall = statistics.median(s.seconds for s in samples)
-            ratio = wall / base
+            client = statistics.median(s.cpu_client for s in samples) / size * 1000
+            server = statistics.median(s.cpu_server for s in samples) / size * 1000
+            cpu = statistics.median(s.cpu_client + s.cpu_server for s in samples)
             rss = max(s.rss_mb for s in samples)
             files = max(s.open_files for s in samples)
             goal = ""
             if name in GOALS:
-                met = ratio <= GOALS[name] and rss <= MAX_RSS_MB
+                met = wall / base <= GOALS[name] and rss <= MAX_RSS_MB
                 goal = f"≤ {GOALS[name]:g}× pdsh, ≤ {MAX_RSS_MB} MB: {'met' if met else 'MISSED'}"
-            print(f"{name:28} {size:>7} {len(samples):>4} {wall:>7.2f}s {ratio:>6.2f}× {rss:>7.0f}MB "
-                  f"{files:>6}  {goal}")  # fmt: skip
+            row = f"{name:26} {size:>7} {len(samples):>4} {wall:>7.2f}s {wall / base:>6.2f}× "
+            row += (
+                f"{client:>5.0f}+{server:>4.0f} ms {cpu / base_cpu:>6.2f}× {rss:>7.0f}MB {files:>6}  {goal}"
+            )
+            print(row)
 
 
 def firewall(port: int, add: bool) -> None:
@@ -240,8 +262,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="50,1000", help="numbers of targets, comma-separated")
     parser.add_argument("--repeat", type=int, default=3, help="runs of the smallest size (larger: one run)")
-    parser.add_argument("--kex", help="KexAlgorithms for every OpenSSH client (pdsh's and trainprobe's), e.g. "
-                        "curve25519-sha256 to see the cost beyond the key exchange; default: OpenSSH's own")  # fmt: skip
+    kex = "KexAlgorithms for every OpenSSH client (pdsh's and trainprobe's), e.g. curve25519-sha256 to see"
+    parser.add_argument("--kex", help=kex + " the cost beyond the key exchange; default: OpenSSH's own")
     parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.worker:
@@ -259,13 +281,19 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="tp-fanout-bench-"))
     port = free_port("0.0.0.0")
     firewall(port, add=True)
+    groups = {name: CpuGroup(name) for name in ("sshd", "pdsh", "pssh", "trainprobe")}
     try:
-        setup.start("0.0.0.0", port)
-        bench = Bench(setup, port, work, options.repeat)
+        for group in groups.values():
+            group.__enter__()
+        server = setup.start("0.0.0.0", port)
+        groups["sshd"].add(server.process.pid)
+        bench = Bench(setup, port, work, options.repeat, groups)
         for size in sizes:
             run_size(bench, size, options.repeat if size == sizes[0] else 1)
         report(bench, sizes)
     finally:
+        for group in groups.values():
+            group.__exit__()
         firewall(port, add=False)
         remove_setup(setup)
         shutil.rmtree(work, ignore_errors=True)
