@@ -534,9 +534,18 @@ def _settle(run: _Run, result: RunResult, returncode: int | None, transport_text
     if stopped is not None:
         result.error, result.exit_code = stopped
     elif run.ready is not None:
-        why = (f"the connection was lost mid-run; the far side kills the run once {LINK_LOST_S:g} s pass "
-               "without a heartbeat")  # fmt: skip
-        result.error = RemoteKilledError(name, why, hint="check the network to the target")
+        lost = next(
+            (f for hop in run.target.wrapping if (f := hop.explain_failure(transport_text, returncode))), None
+        )
+        if lost is not None:
+            why = (f"the connection was lost mid-run ({lost.reason}); the far side kills the run once "
+                   f"{LINK_LOST_S:g} s pass without a heartbeat")  # fmt: skip
+            result.error = RemoteKilledError(name, why, hint="check the network to the target")
+        else:  # the channel closed in order, without a report: the agent itself was killed
+            why = (f"the far side's agent ended without a report (exit status {returncode}); its guard "
+                   "killed the script's process group")  # fmt: skip
+            hint = "killed from outside (the OOM killer? an admin?); the script's output so far is in the log"
+            result.error = RemoteKilledError(name, why, hint=hint)
         result.exit_code = EXIT_CONNECTION
     else:
         result.error, result.exit_code = explain_transport(run.target, returncode, transport_text)
