@@ -7,7 +7,7 @@ import pytest
 
 from trainprobe.errors import AuthenticationError, InterpreterNotFoundError, RemoteError, UnreachableError
 from trainprobe.remote import parse_target
-from trainprobe.remote.session import explain_transport
+from trainprobe.remote.run_errors import explain_transport
 
 LOCALE = "bash: warning: setlocale: LC_ALL: cannot change locale (xx)\n"
 REFUSED = "ssh: connect to host h port 1: Connection refused"

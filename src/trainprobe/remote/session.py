@@ -27,18 +27,13 @@ import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from trainprobe.errors import (
-    InterpreterNotFoundError,
-    RemoteError,
-    RemoteExceptionError,
-    RemoteKilledError,
-    RemoteTimeoutError,
-    UnreachableError,
-)
+from trainprobe.errors import RemoteError, RemoteExceptionError
+from trainprobe.remote import run_errors
 from trainprobe.remote._record import field, record
-from trainprobe.remote.argv import explain_bootstrap_failure, last_words, program_frame
-from trainprobe.remote.hops.base import EXIT_CONNECTION, EXIT_NO_PROGRAM
+from trainprobe.remote.argv import program_frame
+from trainprobe.remote.hops.base import EXIT_CONNECTION
 from trainprobe.remote.logs import new_run_dir
+from trainprobe.remote.run_errors import RunState, cannot_start, settle
 
 TYPE_CHECKING = False  # no typing at run time: every run imports this module
 if TYPE_CHECKING:
@@ -56,15 +51,9 @@ MAX_FRAME = 1 << 30
 
 #: after closing stdin (timeout, Ctrl-C), how long the far side gets to report before ssh is killed
 STOP_GRACE_S = 5.0
-#: seconds between heartbeats to the agent, and the silence after which it kills the run (the link is gone)
+#: seconds between heartbeats to the agent (it kills the run after run_errors.LINK_LOST_S without one)
 HEARTBEAT_S = 2.0
-LINK_LOST_S = 15.0
 
-#: exit codes of a run that did not get to finish on its own (documented in docs/remote.md)
-EXIT_TIMEOUT = 124
-EXIT_CANNOT_START = 126
-EXIT_INTERPRETER = EXIT_NO_PROGRAM
-EXIT_INTERRUPTED = 130
 
 Sink = Callable[[bytes], None]
 
@@ -263,35 +252,6 @@ def _wait_or_kill(proc: subprocess.Popen[bytes], grace: float) -> None:
         proc.wait()
 
 
-class _Run:
-    """One run's state while it goes: the process, the frames seen so far, why it was stopped."""
-
-    def __init__(self, target: Target, timeout: float | None, connect_timeout: float) -> None:
-        self.target = target
-        self.name = str(target)
-        self.timeout = timeout
-        self.connect_timeout = connect_timeout
-        self.start = time.monotonic()
-        self.parser = _Frames()
-        self.report: dict[str, Any] | None = None
-        self.failure: dict[str, Any] | None = None
-        self.ready: dict[str, Any] | None = None
-        self.hello_at: float | None = None
-        self.stop_reason: str | None = None
-        self.signum = 0
-        self.corrupted = ""
-
-    def deadline(self) -> tuple[str, float] | None:
-        """The next limit that would stop the run, and why."""
-        if self.hello_at is None:
-            return "connect", self.start + self.connect_timeout
-        if self.ready is None and self.report is None and self.failure is None:
-            by = self.hello_at + self.connect_timeout
-            if self.timeout is None or by < self.start + self.timeout:
-                return "ready", by
-        return ("timeout", self.start + self.timeout) if self.timeout else None
-
-
 def execute(
     target: Target,
     argv: Sequence[str],
@@ -309,13 +269,14 @@ def execute(
 ) -> RunResult:
     """Run one script through ``argv`` (built for ``target``); every failure of the run comes back in
     ``RunResult.error``, never raised. Raises UsageError only when no run directory can be made."""
-    run = _Run(target, timeout, connect_timeout)
+    run = RunState(target, timeout, connect_timeout)
+    parser = _Frames()
     run_dir = Path(log_dir) if log_dir else new_run_dir(target.slug)
     if log_dir:
         run_dir.mkdir(parents=True, exist_ok=True)
     settings = target.settings
     config = {"args": list(args), "filename": filename, "timeout": timeout, "env": dict(settings.env),
-              "cwd": settings.cwd, "heartbeat": LINK_LOST_S}  # fmt: skip
+              "cwd": settings.cwd, "heartbeat": run_errors.LINK_LOST_S}  # fmt: skip
 
     def payload(far_magic: bytes) -> bytes:
         return b"".join([
@@ -341,7 +302,7 @@ def execute(
                 start_new_session=True,
             )  # fmt: skip
         except OSError as exc:
-            result.error, result.exit_code = _cannot_start(target, argv[0], exc)
+            result.error, result.exit_code = cannot_start(target, argv[0], exc)
             _finish(result, meta, run.start, run_dir)
             return result
         assert proc.stdin is not None
@@ -350,24 +311,25 @@ def execute(
         feeder.start()
         try:
             with _StopSignals():
-                _pump(run, proc, feeder, cancel, out_file, err_file, stdout, stderr, meta)
+                _pump(run, parser, proc, feeder, cancel, out_file, err_file, stdout, stderr, meta)
         finally:
             feeder.stop()
             _wait_or_kill(proc, 0.0 if run.stop_reason in ("connect", "ready", "corrupt") else STOP_GRACE_S)
             proc.stdout.close()
         transport.seek(0)
-        before_agent = run.parser.before_agent()
+        before_agent = parser.before_agent()
         transport_text = (before_agent + transport.read()).decode("utf-8", "replace")
         if before_agent:  # what login scripts printed on stdout: kept out of the output, kept here
             transport.write(b"\n[stdout before the agent started]\n" + before_agent)
     meta["exit_status"] = proc.returncode
-    _settle(run, result, proc.returncode, transport_text)
+    settle(run, result, proc.returncode, transport_text)
     _finish(result, meta, run.start, run_dir)
     return result
 
 
 def _pump(
-    run: _Run,
+    run: RunState,
+    parser: _Frames,
     proc: subprocess.Popen[bytes],
     feeder: _Feeder,
     cancel: threading.Event | None,
@@ -414,7 +376,7 @@ def _pump(
             if not chunk:
                 break
             try:
-                frames = run.parser.feed(chunk)
+                frames = parser.feed(chunk)
             except StreamCorrupted as exc:
                 run.corrupted = str(exc)
                 stop("corrupt", time.monotonic())
@@ -447,147 +409,6 @@ def _pump(
         run.stop_reason, run.signum = "signal", exc.signum
     finally:
         selector.close()
-
-
-def _cannot_start(target: Target, program: str, exc: OSError) -> tuple[RemoteError, int]:
-    """The local program of the outermost hop (ssh, docker, kubectl, srun...), or for a local target the
-    interpreter itself, would not start."""
-    name = str(target)
-    if all(hop.kind == "local" for hop in target.wrapping):  # the bootstrap itself: python= or sh
-        why = f"no Python interpreter at {program}" if program != "sh" else "no sh on this machine"
-        hint = "name an existing one with python=, venv= or conda="
-        return InterpreterNotFoundError(name, f"{why} ({exc.strerror})", hint=hint), EXIT_INTERPRETER
-    if isinstance(exc, FileNotFoundError):
-        why = f"{program} is not installed on this machine (not found on PATH)"
-        return UnreachableError(name, why, hint=f"install {program}, or add its directory to PATH"), 127
-    if isinstance(exc, PermissionError):
-        why = f"cannot run {program} here: {exc.strerror}"
-        return UnreachableError(name, why, hint=f"check the permissions of {program}"), EXIT_CANNOT_START
-    why = f"cannot start {program}: {exc.strerror or exc}"
-    return RemoteError(name, why, hint="a process limit on this machine? (ulimit -u)"), EXIT_CONNECTION
-
-
-def explain_transport(target: Target, returncode: int | None, transport_log: str) -> tuple[RemoteError, int]:
-    """What ssh, the container/cluster tools and the login shell said before the agent started, as one error
-    and the run's exit code: the innermost hop that recognises its tool's words, then the bootstrap, else
-    the far side's exit status with the last line worth quoting."""
-    name = str(target)
-    for hop in reversed(target.wrapping):
-        found = hop.explain_failure(transport_log, returncode)
-        if found is not None:
-            return found.to_error(name), found.exit_code
-    found = explain_bootstrap_failure(transport_log, returncode)
-    if found is not None:
-        return found.to_error(name), found.exit_code
-    said = last_words(transport_log) or "no message"
-    if returncode == EXIT_CONNECTION:
-        return UnreachableError(name, f"connection failed: {said}"), EXIT_CONNECTION
-    why = f"the far side exited with {returncode} before the agent started: {said}"
-    hint = "a ForceCommand or a login script may have replaced the command; see transport.log in the run log"
-    return RemoteError(name, why, hint=hint), EXIT_CONNECTION
-
-
-def _settle(run: _Run, result: RunResult, returncode: int | None, transport_text: str) -> None:
-    """The run's outcome (exit code, error, result) from what it said and why it was stopped."""
-    name, report = run.name, run.report
-    if run.ready is not None:
-        result.python, result.host = run.ready.get("python"), run.ready.get("host")
-    if report is not None and report.get("start_error"):
-        why = f"the far side could not start the script: {report['start_error']}"
-        result.exit_code = int(report.get("exit_code") or EXIT_CANNOT_START)
-        result.error = RemoteError(name, why, hint="a process or file limit there? (ulimit -u, ulimit -n)")
-        return
-    stopped = _stopped(run)
-    if report is not None:
-        result.result = report.get("result")
-        result.exit_code = int(report.get("exit_code", 1))
-        result.extra["report"] = report
-        exception = report.get("exception")
-        if stopped is not None:
-            result.error, result.exit_code = stopped
-        elif report.get("killed"):
-            result.exit_code = EXIT_CONNECTION
-            why = f"the link went silent for {LINK_LOST_S:g} s; the far side killed the run"
-            result.error = RemoteKilledError(name, why, hint="check the network to the target")
-        elif exception:
-            why, traceback = f"{exception['type']}: {exception['message']}", exception.get("traceback", "")
-            result.error = RemoteExceptionError(name, why, remote_traceback=traceback)
-        elif report.get("signal"):
-            result.error = _died_of_signal(name, int(report["signal"]))
-        return
-    if run.failure is not None:
-        if run.failure.get("error") == "corrupt":
-            result.error = RemoteError(name, run.failure["message"], hint=_CORRUPT_HINT)
-            return
-        result.exit_code = EXIT_INTERPRETER
-        tried = "; ".join(
-            f"{t['python']} ({t.get('version') or '?'}) lacks {', '.join(t['missing'])}"
-            for t in run.failure.get("tried", [])
-        )
-        result.error = InterpreterNotFoundError(
-            name,
-            run.failure["message"] + (f" — tried: {tried}" if tried else ""),
-            hint="install the module into one of them, or name an interpreter with python=, venv= or conda=",
-        )
-        result.extra["tried"] = run.failure.get("tried", [])
-        return
-    if stopped is not None:
-        result.error, result.exit_code = stopped
-    elif run.ready is not None:
-        lost = next(
-            (f for hop in run.target.wrapping if (f := hop.explain_failure(transport_text, returncode))), None
-        )
-        if lost is not None:
-            why = (f"the connection was lost mid-run ({lost.reason}); the far side kills the run once "
-                   f"{LINK_LOST_S:g} s pass without a heartbeat")  # fmt: skip
-            result.error = RemoteKilledError(name, why, hint="check the network to the target")
-        else:  # the channel closed in order, without a report: the agent itself was killed
-            why = (f"the far side's agent ended without a report (exit status {returncode}); its guard "
-                   "killed the script's process group")  # fmt: skip
-            hint = "killed from outside (the OOM killer? an admin?); the script's output so far is in the log"
-            result.error = RemoteKilledError(name, why, hint=hint)
-        result.exit_code = EXIT_CONNECTION
-    else:
-        result.error, result.exit_code = explain_transport(run.target, returncode, transport_text)
-
-
-_CORRUPT_HINT = "a login script that reads stdin, or an rc file that execs another shell? see transport.log"
-
-
-def _stopped(run: _Run) -> tuple[RemoteError, int] | None:
-    """The error of a run stopped from this side (a limit, Ctrl-C, cancel, a signal), else None."""
-    name, reason = run.name, run.stop_reason
-    if reason == "connect":
-        why = f"no answer within the connect timeout ({run.connect_timeout:g} s)"
-        hint = ("the host may be down or filtered, or a login script hangs, reads stdin or execs a shell; "
-                "try a longer --connect-timeout")  # fmt: skip
-        return UnreachableError(name, why, hint=hint), EXIT_CONNECTION
-    if reason == "ready":
-        why = f"the far side's Python started but the agent was not ready within {run.connect_timeout:g} s"
-        return UnreachableError(name, why, hint=_CORRUPT_HINT), EXIT_CONNECTION
-    if reason == "corrupt":
-        why = f"the stream from the far side was corrupted ({run.corrupted})"
-        return RemoteError(name, why, hint=_CORRUPT_HINT), EXIT_CONNECTION
-    if reason == "timeout" or (run.report or {}).get("timed_out"):
-        why = f"timed out after {run.timeout:g} s; the far side was killed"
-        return RemoteTimeoutError(name, why), EXIT_TIMEOUT
-    if reason in ("interrupt", "cancel"):
-        return RemoteKilledError(name, "interrupted; the far side was killed"), EXIT_INTERRUPTED
-    if reason == "signal":
-        what = signal.Signals(run.signum).name
-        return RemoteKilledError(name, f"stopped by {what}; the far side was killed"), 128 + run.signum
-    return None
-
-
-def _died_of_signal(name: str, signum: int) -> RemoteError:
-    try:
-        what = signal.Signals(signum).name
-    except ValueError:
-        what = f"signal {signum}"
-    hint = "a crash in native code (see the script's stderr; python -X faulthandler shows where)"
-    if what == "SIGKILL":
-        hint = "killed from outside: the kernel's out-of-memory killer? (dmesg on the far side)"
-    return RemoteExceptionError(name, f"the script died of {what}", hint=hint)
 
 
 def _finish(result: RunResult, meta: dict[str, Any], start: float, run_dir: Path) -> None:
