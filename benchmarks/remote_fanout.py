@@ -137,7 +137,10 @@ def measure(
     proc.returncode = os.waitstatus_to_exitcode(status)
     for thread in threads[:2]:
         thread.join()
-    ok = count_ok(streams["stdout"].decode(errors="replace"))  # type: ignore[operator]
+    try:
+        ok = count_ok(streams["stdout"].decode(errors="replace"))  # type: ignore[operator]
+    except (ValueError, IndexError, KeyError):
+        ok = -1
     if ok != expect:
         raise RuntimeError(
             f"{argv[:4]}: {ok} of {expect} targets answered\n{streams['stderr'].decode()[-3000:]}"

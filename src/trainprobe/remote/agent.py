@@ -9,10 +9,10 @@ this module locally is harmless (the local side takes the frame constants from h
 
 Frames, both ways: one type byte, a 4-byte big-endian length, the data.
 
-local → far, written only after stage 1's hello: ``D`` discovery and ``A`` the agent (read by stage 1), ``C``
-config (a
-:mod:`marshal`-ed dict: args, filename, timeout, env, cwd, heartbeat), ``S`` the script's bytes, ``M`` a
-module to import from memory (``name\\0filename\\0is_package\\0zlib(source)``), ``G`` go; then ``B``
+local → far, written only after stage 1's hello: ``D`` discovery and ``A`` the agent (read by stage 1),
+``C`` config (a :mod:`marshal`-ed dict: args, filename, timeout, env, cwd, heartbeat), ``S`` the script's
+bytes, ``M`` a module to import from memory (``name\\0filename\\0is_package\\0`` then ``magic codelen
+zlib(code) zlib(source)``: the code is used when ``magic`` is this interpreter's), ``G`` go; then ``B``
 heartbeats until the run ends. Missing heartbeats for ``heartbeat`` seconds, or EOF on stdin, mean the link
 was lost or the local side gave up, and the run is killed.
 
@@ -55,6 +55,7 @@ KILLED_DRAIN_S = 0.2
 #: the most a frame from the local side may claim (a shipped package is a few MB)
 MAX_FRAME = 1 << 30
 MODULE_TYPE = type(sys)
+PYC_MAGIC = sys.modules["_frozen_importlib_external"].MAGIC_NUMBER
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -117,8 +118,9 @@ class MemoryImporter:
     """Imports shipped modules from memory, ahead of anything installed on the far side; hands their source to
     ``linecache`` on demand (``get_source``), so tracebacks show the local file's lines."""
 
-    def __init__(self, modules: dict[str, tuple[str, bool, bytes]]) -> None:
+    def __init__(self, modules: dict[str, tuple[str, bool, bytes]], codes: dict[str, bytes]) -> None:
         self.modules = modules
+        self.codes = codes
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if name not in self.modules:
@@ -134,7 +136,11 @@ class MemoryImporter:
     def exec_module(self, module: types.ModuleType) -> None:
         filename, _, source = self.modules[module.__name__]
         module.__file__ = filename
-        exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
+        code = self.codes.get(module.__name__)
+        exec(
+            marshal.loads(code) if code else compile(source, filename, "exec", dont_inherit=True),
+            module.__dict__,
+        )
 
     def get_source(self, name: str) -> str | None:
         found = self.modules.get(name)
@@ -198,7 +204,11 @@ def prepare(source: bytes, filename: str) -> tuple[types.CodeType, bool]:
 
 
 def run_user(
-    cfg: dict[str, Any], script: bytes, modules: dict[str, tuple[str, bool, bytes]], result_fd: int
+    cfg: dict[str, Any],
+    script: bytes,
+    modules: dict[str, tuple[str, bool, bytes]],
+    codes: dict[str, bytes],
+    result_fd: int,
 ) -> int:
     """In the child: run the script as ``__main__``; write the report (marshal: result as JSON text,
     exception) to ``result_fd``, which only this agent reads."""
@@ -215,7 +225,7 @@ def run_user(
         if modules:
             import importlib.util  # before the finder is in place, which would otherwise be asked for it  # noqa: F401
 
-            sys.meta_path.insert(0, MemoryImporter(modules))
+            sys.meta_path.insert(0, MemoryImporter(modules, codes))
         sys.argv = [filename, *cfg.get("args", [])]
         sys.path[0] = os.getcwd()
         module = MODULE_TYPE("__main__")
@@ -311,6 +321,7 @@ def serve(stage1_cfg: dict[str, Any]) -> None:
     cfg: dict[str, Any] = {}
     script = b""
     modules: dict[str, tuple[str, bool, bytes]] = {}
+    codes: dict[str, bytes] = {}
     try:
         while True:
             kind, data = read_frame()
@@ -319,8 +330,15 @@ def serve(stage1_cfg: dict[str, Any]) -> None:
             elif kind == b"S":
                 script = data
             elif kind == b"M":
-                name, filename, is_package, source = data.split(b"\0", 3)
-                modules[name.decode()] = (filename.decode(), is_package == b"1", zlib.decompress(source))
+                name, filename, is_package, rest = data.split(b"\0", 3)
+                codelen = int.from_bytes(rest[4:8], "big")
+                modules[name.decode()] = (
+                    filename.decode(),
+                    is_package == b"1",
+                    zlib.decompress(rest[8 + codelen :]),
+                )
+                if codelen and rest[:4] == PYC_MAGIC:  # compiled for this very bytecode
+                    codes[name.decode()] = zlib.decompress(rest[8 : 8 + codelen])
             else:
                 break
     except EOFError:  # the local side gave up before the go
@@ -353,7 +371,7 @@ def serve(stage1_cfg: dict[str, Any]) -> None:
             os.dup2(null, 0)
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
-            code = run_user(cfg, script, modules, res_w)
+            code = run_user(cfg, script, modules, codes, res_w)
         finally:
             os._exit(code)
     try:  # the child may have got there first  # noqa: SIM105  (far side: no contextlib import)

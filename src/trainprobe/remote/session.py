@@ -30,7 +30,7 @@ from pathlib import Path
 from trainprobe.errors import RemoteError, RemoteExceptionError
 from trainprobe.remote import run_errors
 from trainprobe.remote._record import field, record
-from trainprobe.remote.argv import program_frame
+from trainprobe.remote.far_code import LOCAL_MAGIC, module_code, program_frame
 from trainprobe.remote.hops.base import EXIT_CONNECTION
 from trainprobe.remote.logs import new_run_dir
 from trainprobe.remote.run_errors import RunState, cannot_start, settle
@@ -67,9 +67,14 @@ class Module:
     source: bytes
     is_package: bool = False
 
-    def frame(self) -> bytes:
+    def frame(self, far_magic: bytes = b"") -> bytes:
+        """``name\\0filename\\0flag\\0`` then ``magic codelen zlib(code) zlib(source)``: the code object
+        goes when the far Python's bytecode magic number is this one's (compiling a shipped package there
+        costs more than sending it); the agent takes it only if the magic is its own."""
         flag = b"1" if self.is_package else b"0"
-        return b"\0".join([self.name.encode(), self.filename.encode(), flag, zlib.compress(self.source)])
+        code = zlib.compress(module_code(self.filename, self.source), 6) if far_magic == LOCAL_MAGIC else b""
+        head = b"\0".join([self.name.encode(), self.filename.encode(), flag, b""])
+        return head + LOCAL_MAGIC + len(code).to_bytes(4, "big") + code + zlib.compress(self.source)
 
 
 @record()
@@ -284,7 +289,7 @@ def execute(
             _frame(b"A", program_frame("agent", far_magic, with_source=True)),
             _frame(b"C", marshal.dumps(config, 4)),
             _frame(b"S", script),
-            *(_frame(b"M", module.frame()) for module in modules),
+            *(_frame(b"M", module.frame(far_magic)) for module in modules),
             _frame(b"G", b""),
         ])  # fmt: skip
 
