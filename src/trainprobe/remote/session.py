@@ -27,7 +27,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from trainprobe.errors import RemoteError, RemoteExceptionError
+from trainprobe.errors import RemoteError, RemoteExceptionError, UsageError
 from trainprobe.remote import run_errors
 from trainprobe.remote._record import field, record
 from trainprobe.remote.far_code import LOCAL_MAGIC, module_code, program_frame
@@ -278,7 +278,10 @@ def execute(
     parser = _Frames()
     run_dir = Path(log_dir) if log_dir else new_run_dir(target.slug)
     if log_dir:
-        run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot create the log directory {run_dir}: {exc.strerror}") from None
     settings = target.settings
     config = {"args": list(args), "filename": filename, "timeout": timeout, "env": dict(settings.env),
               "cwd": settings.cwd, "heartbeat": run_errors.LINK_LOST_S}  # fmt: skip
