@@ -80,14 +80,26 @@ def far_leftovers(user: str) -> list[str]:
     return [line for line in found.splitlines() if not line.split(None, 1)[-1].startswith("sshd")]
 
 
+#: processes below the test session that were there before the current test (session fixtures' daemons)
+_before: set[int] = set()
+
+
+def remember_processes() -> None:
+    """Called before each test (tests/remote/conftest.py): what runs now is not the test's to clean up."""
+    _before.clear()
+    _before.update(descendants(os.getpid()))
+
+
 def local_leftovers() -> list[str]:
-    """Processes below this test but ControlMasters and the fixture's sshd (the far side, checked by user)."""
-    below = descendants(os.getpid()).items()
+    """Processes below this test that it started (not the session's daemons) but ControlMasters and the
+    fixture's sshd (the far side, checked by user)."""
+    below = [(pid, cmd) for pid, cmd in descendants(os.getpid()).items() if pid not in _before]
     return [f"{pid} {cmd}" for pid, cmd in below if cmd and "[mux]" not in cmd and not cmd.startswith("sshd")]
 
 
 def assert_nothing_left(*users: str, within: float = 2.0) -> None:
-    """Nothing of the run on either side ``within`` seconds from now."""
+    """Nothing of the run on either side ``within`` seconds from now (processes the test started itself
+    have to be gone too)."""
     deadline = time.monotonic() + within
     while True:
         left = [*local_leftovers(), *(line for user in users for line in far_leftovers(user))]

@@ -36,7 +36,8 @@ def make_venv(path: Path, module: str, owner: str | None = None) -> Path:
 
 
 def as_user(user: str, *argv: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(["runuser", "-u", user, "--", *argv], stdin=subprocess.DEVNULL)
+    """``argv`` running as ``user`` (the process itself, so that killing it leaves nothing behind)."""
+    return subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, user=user, group="users", cwd="/")
 
 
 @pytest.fixture

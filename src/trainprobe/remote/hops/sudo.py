@@ -37,8 +37,9 @@ class SudoHop:
     def explain_failure(self, transport_log: str, returncode: int | None = None) -> HopFailure | None:
         """sudo's own refusals (``sudo: ...`` lines), each quoted as sudo wrote it."""
         user = self.user or "root"
-        if (line := line_with(transport_log, ("sudo: a password is required", "sudo: a terminal is required",
-                                               "no tty present"))):  # fmt: skip
+        if line_with(
+            transport_log, ("sudo: a password is required", "sudo: a terminal is required", "no tty")
+        ):
             return HopFailure(
                 AuthenticationError,
                 "sudo refused: a password is required (trainprobe runs sudo -n, which never prompts)",
