@@ -109,7 +109,9 @@ def settle(run: RunState, result: RunResult, returncode: int | None, transport_t
     if report is not None and report.get("start_error"):
         why = f"the far side could not start the script: {report['start_error']}"
         result.exit_code = int(report.get("exit_code") or EXIT_CANNOT_START)
-        result.error = RemoteError(name, why, hint="a process or file limit there? (ulimit -u, ulimit -n)")
+        limits = "a process or file limit there? (ulimit -u, ulimit -n)"
+        hint = limits if result.exit_code == EXIT_CANNOT_START else _CORRUPT_HINT
+        result.error = RemoteError(name, why, hint=hint)
         return
     stopped = _stopped(run)
     if report is not None:
