@@ -129,7 +129,7 @@ def check(
     out = Output(json_mode=json_mode, quiet=quiet)
     with reported_errors(out):
         if on:
-            from trainprobe.remote.tasks import check_on
+            from trainprobe.tasks import check_on
 
             targets = expand_specs(on, config)
             if is_fleet(targets):

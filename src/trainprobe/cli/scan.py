@@ -281,7 +281,7 @@ def scan(
     with reported_errors(out):
         if on:
             try:
-                from trainprobe.remote.tasks import scan_on
+                from trainprobe.tasks import scan_on
             except ImportError:  # an installation with the checkpoint readers only
                 raise UsageError("remote scanning (--on) is not available in this installation") from None
             targets = expand_specs(on, config)
