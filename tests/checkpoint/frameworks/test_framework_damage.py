@@ -152,3 +152,21 @@ def test_resave_keeps_the_archive_name(tmp_path: Path) -> None:
     damage.resave({"w": torch.zeros(2)}, path, "archive")
     assert damage.archive_name(path) == "archive"
     assert torch.equal(torch.load(path, weights_only=True)["w"], torch.zeros(2))
+
+
+def test_spread_over_node_local_directories(framework_units: Any, tmp_path: Path) -> None:
+    from fixtures.frameworks.node_local import spread_over_nodes, writer_rank
+
+    assert writer_rank("bf16_zero_pp_rank_3_mp_rank_00_optim_states.pt") == 3
+    assert writer_rank("zero_to_fp32.py") is None
+    nodes = [tmp_path / f"node{k}" for k in range(4)]
+    held = spread_over_nodes(framework_units.path("dcp/fsdp2-4ranks/step_3"), nodes, ranks_per_node=1)
+    assert held == {
+        nodes[0]: [".metadata", "__0_0.distcp"],
+        nodes[1]: ["__1_0.distcp"],
+        nodes[2]: ["__2_0.distcp"],
+        nodes[3]: ["__3_0.distcp"],
+    }
+    ds = spread_over_nodes(framework_units.path("deepspeed/zero2/global_step4"), nodes[:2], ranks_per_node=1)
+    assert ds[nodes[1]] == ["zero_pp_rank_1_mp_rank_00_optim_states.pt"]
+    assert (nodes[1] / "global_step4" / "zero_pp_rank_1_mp_rank_00_optim_states.pt").exists()
