@@ -1,27 +1,85 @@
-"""Turn a TrainprobeError into one sentence and an exit code; tracebacks only with TRAINPROBE_DEBUG=1."""
+"""How a command ends: its exit code, or one line on stderr and the documented code; never a traceback.
+
+::
+
+    TrainprobeError (a usage error too)   error: what failed — why — what to try    its exit_code (2, 1, ...)
+    stdout or stderr closed (| head)      nothing                                   141 (128 + SIGPIPE)
+    the output cannot be written (ENOSPC) error: cannot write to stdout: ...        2
+    Ctrl-C                                error: interrupted                         130
+
+``TRAINPROBE_DEBUG=1`` lets a TrainprobeError through with its traceback.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+import sys
+from collections.abc import Callable
 
-import typer
-
-from trainprobe.cli._output import Output
 from trainprobe.errors import TrainprobeError
 
+EXIT_BROKEN_PIPE = 141
+EXIT_INTERRUPTED = 130
 
-@contextmanager
-def reported_errors(out: Output) -> Iterator[None]:
-    """Run a command body; a TrainprobeError becomes one clear line on stderr and its documented exit code."""
+
+def guarded(command: Callable[[], int]) -> int:
+    """Run ``command`` and return its exit code; every way it can fail becomes one line and a code."""
     try:
-        yield
+        try:
+            code = command()
+        finally:
+            _flush(sys.stdout, "stdout")
+        return code
+    except BrokenPipeError:
+        _detach(sys.stdout)
+        _detach(sys.stderr)
+        return EXIT_BROKEN_PIPE
     except TrainprobeError as exc:
-        if os.environ.get("TRAINPROBE_DEBUG"):
+        from trainprobe.cli._output import OutputError
+
+        if isinstance(exc, OutputError):
+            _detach(sys.stdout if exc.stream == "stdout" else sys.stderr)
+        elif os.environ.get("TRAINPROBE_DEBUG"):
             raise
-        out.error(str(exc))
-        raise typer.Exit(exc.exit_code) from None
+        report(str(exc))
+        return exc.exit_code
     except KeyboardInterrupt:
-        out.error("interrupted")
-        raise typer.Exit(130) from None
+        report("interrupted")
+        return EXIT_INTERRUPTED
+
+
+def report(message: str) -> None:
+    """``error: message`` on stderr, if stderr still takes it."""
+    from trainprobe.cli._output import Output
+
+    try:
+        Output().error(message)
+    except (OSError, TrainprobeError):
+        _detach(sys.stderr)
+
+
+def _flush(stream: object, name: str) -> None:
+    from trainprobe.cli._output import OutputError
+
+    try:
+        stream.flush()  # type: ignore[attr-defined]
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputError(name, exc) from None
+    except ValueError:  # closed
+        pass
+
+
+def _detach(stream: object) -> None:
+    """Point the stream's descriptor at /dev/null: what is still buffered cannot fail again when the
+    interpreter flushes it at exit (which would print 'Exception ignored ...' and exit 120)."""
+    try:
+        fd = stream.fileno()  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
