@@ -18,7 +18,12 @@ in :mod:`trainprobe.cli._errors`.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+
+# Not typing.TYPE_CHECKING: importing typing (it imports re, collections, contextlib) costs more than the
+# rest of `trainprobe --version`, which imports nothing but this package and cli._errors.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 #: every command and its one-line summary, in the order ``trainprobe --help`` lists them (the whole
 #: diagnosis first, then its parts); each is ``trainprobe.cli.<name>``, imported only when it runs
@@ -63,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(words: list[str]) -> int:
-    from trainprobe.cli._output import write_stderr, write_stdout
+    from trainprobe.cli._errors import write_stderr, write_stdout
 
     first = words[0] if words else None
     if first is None:

@@ -134,7 +134,7 @@ def build_parser(name: str, summary: str, command: Command) -> CommandParser:
 def run_command(name: str, summary: str, words: Sequence[str]) -> int:
     """Import the command's module, parse ``words`` for it and run it. A command that needs words and got
     none shows its help (on stderr: it is a usage error, exit 2)."""
-    from trainprobe.cli._output import write_stderr, write_stdout
+    from trainprobe.cli._errors import write_stderr, write_stdout
 
     command: Command = importlib.import_module(f"trainprobe.cli.{name}").COMMAND
     parser = build_parser(name, summary, command)

@@ -14,12 +14,44 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 
 from trainprobe.errors import TrainprobeError
 
+TYPE_CHECKING = False  # not typing's: this module is on every path, `trainprobe --version` included
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import IO
+
 EXIT_BROKEN_PIPE = 141
 EXIT_INTERRUPTED = 130
+
+
+class OutputError(TrainprobeError):
+    """Writing the command's own output failed (not a closed pipe: that is ``BrokenPipeError``)."""
+
+    def __init__(self, stream: str, error: OSError) -> None:
+        super().__init__(f"cannot write to {stream}: {error.strerror or error}")
+        self.stream = stream
+
+
+def write(stream: IO[str], name: str, text: str) -> None:
+    """``text`` to ``stream``, flushed; a failure is ``BrokenPipeError`` or :class:`OutputError`."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputError(name, exc) from None
+
+
+def write_stdout(text: str) -> None:
+    """Plain text to stdout (help, the version): never through rich, whatever the stream."""
+    write(sys.stdout, "stdout", text)
+
+
+def write_stderr(text: str) -> None:
+    write(sys.stderr, "stderr", text)
 
 
 def guarded(command: Callable[[], int]) -> int:
@@ -35,8 +67,6 @@ def guarded(command: Callable[[], int]) -> int:
         _detach(sys.stderr)
         return EXIT_BROKEN_PIPE
     except TrainprobeError as exc:
-        from trainprobe.cli._output import OutputError
-
         if isinstance(exc, OutputError):
             _detach(sys.stdout if exc.stream == "stdout" else sys.stderr)
         elif os.environ.get("TRAINPROBE_DEBUG"):
@@ -58,11 +88,9 @@ def report(message: str) -> None:
         _detach(sys.stderr)
 
 
-def _flush(stream: object, name: str) -> None:
-    from trainprobe.cli._output import OutputError
-
+def _flush(stream: IO[str], name: str) -> None:
     try:
-        stream.flush()  # type: ignore[attr-defined]
+        stream.flush()
     except BrokenPipeError:
         raise
     except OSError as exc:
@@ -71,11 +99,11 @@ def _flush(stream: object, name: str) -> None:
         pass
 
 
-def _detach(stream: object) -> None:
+def _detach(stream: IO[str]) -> None:
     """Point the stream's descriptor at /dev/null: what is still buffered cannot fail again when the
     interpreter flushes it at exit (which would print 'Exception ignored ...' and exit 120)."""
     try:
-        fd = stream.fileno()  # type: ignore[attr-defined]
+        fd = stream.fileno()
     except (AttributeError, OSError, ValueError):  # not a real file (a test's capture)
         return
     devnull = os.open(os.devnull, os.O_WRONLY)

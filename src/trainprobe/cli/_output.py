@@ -8,36 +8,28 @@ and rich is never imported. ``--json`` writes exactly one JSON document to stdou
 valid JSON). Progress bars go to stderr, on a terminal only.
 
 Every write is flushed at once (a finding ``watch`` prints reaches a pipe when it is found) and a failed write
-is one error: a closed pipe raises ``BrokenPipeError`` (the program exits 141, see
-:mod:`trainprobe.cli._errors`), anything else (a full disk) :class:`OutputError`.
+is one error: a closed pipe raises ``BrokenPipeError`` (the program exits 141), anything else (a full disk)
+:class:`~trainprobe.cli._errors.OutputError` (see :mod:`trainprobe.cli._errors`).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
+from trainprobe.cli._errors import OutputError, write
 from trainprobe.cli._plain import Table, escape, render_markup, sgr
-from trainprobe.errors import TrainprobeError
 
 if TYPE_CHECKING:
+    import threading
+
     import rich.console
 
-__all__ = ["Console", "LiveOutput", "Output", "OutputError", "Table", "escape", "json_text"]
-
-
-class OutputError(TrainprobeError):
-    """Writing the command's own output failed (not a closed pipe: that is ``BrokenPipeError``)."""
-
-    def __init__(self, stream: str, error: OSError) -> None:
-        super().__init__(f"cannot write to {stream}: {error.strerror or error}")
-        self.stream = stream
+__all__ = ["Console", "LiveOutput", "Output", "Table", "escape", "json_text"]
 
 
 def styled(stream: IO[str] | IO[bytes]) -> bool:
@@ -47,25 +39,6 @@ def styled(stream: IO[str] | IO[bytes]) -> bool:
     except (AttributeError, ValueError):
         return False
     return tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
-
-
-def _write(stream: IO[str], name: str, text: str) -> None:
-    try:
-        stream.write(text)
-        stream.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        raise OutputError(name, exc) from None
-
-
-def write_stdout(text: str) -> None:
-    """Plain text to stdout (help, the version): never through rich, whatever the stream."""
-    _write(sys.stdout, "stdout", text)
-
-
-def write_stderr(text: str) -> None:
-    _write(sys.stderr, "stderr", text)
 
 
 class Console:
@@ -133,7 +106,7 @@ class Console:
         text = sep.join(_plain(o, markup is not False, ansi) for o in objects)
         if ansi and style:
             text = f"{sgr(style)}{text}\x1b[0m"
-        _write(self.file, self.name, text + end)
+        write(self.file, self.name, text + end)
 
     def _print_rich(
         self, objects: tuple[object, ...], *, sep: str, end: str, style: str | None, markup: bool | None
@@ -168,6 +141,8 @@ def json_text(data: Any, *, indent: int | None = 2) -> str:
     """``data`` as JSON text that any JSON reader accepts: a value JSON cannot hold — NaN or ±Infinity, an
     integer beyond Python's int-to-text limit (4300 digits), a non-string key — is written as ``null``, the
     integer's hex string, the key's text; anything else unknown as its ``str``."""
+    import json
+
     try:
         return json.dumps(data, indent=indent, default=str, allow_nan=False)
     except ValueError:
@@ -251,7 +226,7 @@ class Output:
 
     def json(self, data: Any, *, indent: int | None = 2) -> None:
         """One JSON document on stdout (``indent=None``: one line, as JSON Lines)."""
-        _write(sys.stdout, "stdout", json_text(data, indent=indent) + "\n")
+        write(sys.stdout, "stdout", json_text(data, indent=indent) + "\n")
 
     def note(self, message: str, *, markup: bool = False) -> None:
         """A side remark for people (where a log was kept, what to try); stderr, never in JSON. Plain text
