@@ -60,11 +60,16 @@ was closed (| head), 130 when interrupted. TRAINPROBE_DEBUG=1 shows a traceback 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line ``argv`` (default: ``sys.argv[1:]``) and return its exit code."""
-    from trainprobe.cli._errors import guarded
+    """Run the command line ``argv`` and return its exit code. Without ``argv`` this is the program
+    (``sys.argv[1:]``, the ``trainprobe`` script, ``python -m trainprobe``): it ends the process itself
+    (:func:`~trainprobe.cli._errors.exit_now`)."""
+    from trainprobe.cli._errors import exit_now, guarded
 
     words = list(sys.argv[1:] if argv is None else argv)
-    return guarded(lambda: _dispatch(words))
+    code = guarded(lambda: _dispatch(words))
+    if argv is None:
+        exit_now(code)
+    return code
 
 
 def _dispatch(words: list[str]) -> int:

@@ -78,6 +78,27 @@ def guarded(command: Callable[[], int]) -> int:
         return EXIT_INTERRUPTED
 
 
+def exit_now(code: int) -> None:
+    """End the program without the interpreter's teardown, which frees every module's objects one by one:
+    ~10 ms after a ``run``, ~60 ms once numpy is loaded (more than many commands' own work). Everything the
+    commands write is closed by then; only our streams need flushing. The normal exit is kept when it does
+    more than free memory: a thread still working, a tracer or coverage that saves its data at exit, or a
+    stream that cannot be flushed (the normal exit then reports it)."""
+    if sys.gettrace() is not None or "coverage" in sys.modules:
+        return
+    threading = sys.modules.get("threading")
+    if threading is not None and any(
+        t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()
+    ):
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)
+
+
 def report(message: str) -> None:
     """``error: message`` on stderr, if stderr still takes it."""
     from trainprobe.cli._output import Output
