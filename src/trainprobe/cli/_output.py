@@ -176,11 +176,12 @@ class LiveOutput:
     """A binary stream for output that arrives while work runs (a run's live output, a fleet's lines).
 
     Every chunk is written and flushed at once. The first failure (a closed pipe, a full disk) sets
-    ``cancel`` — the work stops, the far side is killed — and drops what follows; :meth:`raise_failure`
-    raises it once the work has returned, so the command ends the way any failed write ends it.
+    ``cancel`` (if given: the work stops, the far side is killed) and drops what follows;
+    :meth:`raise_failure` raises it once the work has returned, so the command ends the way any failed write
+    ends it.
     """
 
-    def __init__(self, stream: IO[bytes], name: str, cancel: threading.Event) -> None:
+    def __init__(self, stream: IO[bytes], name: str, cancel: threading.Event | None = None) -> None:
         self.stream = stream
         self.name = name
         self.cancel = cancel
@@ -194,7 +195,8 @@ class LiveOutput:
             self.stream.flush()
         except OSError as exc:  # in a worker thread too: never raised where it happens
             self.failure = exc
-            self.cancel.set()
+            if self.cancel is not None:
+                self.cancel.set()
 
     __call__ = write
 
@@ -237,7 +239,7 @@ class Output:
     def error(self, message: str) -> None:
         self.err.print(f"[bold red]error:[/] {escape(message)}")
 
-    def live(self, cancel: threading.Event, *, stderr: bool = False) -> LiveOutput:
+    def live(self, cancel: threading.Event | None = None, *, stderr: bool = False) -> LiveOutput:
         """A :class:`LiveOutput` on stdout (or stderr) whose failure sets ``cancel``."""
         stream, name = (sys.stderr, "stderr") if stderr else (sys.stdout, "stdout")
         return LiveOutput(stream.buffer, name, cancel)

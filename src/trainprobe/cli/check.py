@@ -137,12 +137,10 @@ def _check_fleet(
     parallel: int,
 ) -> int:
     """One check report per target, then the table of targets; the exit code summarises the fleet."""
-    import threading
-
     from trainprobe.checkpoint.check import check_paths_json
     from trainprobe.remote.fanout import call_fleet
 
-    progress = None if out.quiet or out.json_mode else out.live(threading.Event(), stderr=True)
+    progress = None if out.quiet or out.json_mode else out.live(stderr=True)
     _, _, on_done = live_reporter(targets, None, progress)
     fleet = call_fleet(
         targets,

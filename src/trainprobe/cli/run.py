@@ -124,10 +124,8 @@ def run_command(
         )
     from trainprobe.remote.fanout import run_fleet
 
-    cancel = threading.Event()
-    live_out = None if quiet else out.live(cancel, stderr=json_mode)
-    live_err = None if quiet else out.live(cancel, stderr=True)
-    on_output, on_plan, on_done = live_reporter(targets, live_out, live_err)
+    live = LiveStreams(out)
+    on_output, on_plan, on_done = live_reporter(targets, live.stdout, live.stderr)
     fleet = run_fleet(
         targets,
         script,
@@ -139,11 +137,9 @@ def run_command(
         on_output=on_output,
         on_plan=on_plan,
         on_done=on_done,
-        cancel=cancel,
+        cancel=live.cancel,
     )
-    for live in (live_out, live_err):
-        if live is not None:
-            live.raise_failure()
+    live.raise_failure()
     out.result(fleet.to_json(), lambda console: render_fleet(console, fleet))
     return fleet.exit_code
 
@@ -162,9 +158,7 @@ def run_single(
     the log is. Returns the exit code. A closed or full stdout stops the run (the far side is killed)."""
     from trainprobe.remote import run
 
-    cancel = threading.Event()
-    live_out = None if out.quiet else out.live(cancel, stderr=out.json_mode)
-    live_err = None if out.quiet else out.live(cancel, stderr=True)
+    live = LiveStreams(out)
     result = run(
         target,
         script,
@@ -172,13 +166,11 @@ def run_single(
         timeout=timeout,
         connect_timeout=connect_timeout,
         need=need,
-        stdout=live_out,
-        stderr=live_err,
-        cancel=cancel,
+        stdout=live.stdout,
+        stderr=live.stderr,
+        cancel=live.cancel,
     )
-    for live in (live_out, live_err):
-        if live is not None:
-            live.raise_failure()
+    live.raise_failure()
     if out.json_mode:
         data = result.to_json()
         data["stdout_log"] = str(result.stdout_path)
@@ -186,10 +178,24 @@ def run_single(
         out.json(data)
     if result.error is not None:
         out.error(str(result.error))
-    out.note(
-        f"[dim]log: {escape(str(result.log_dir))}[/]", markup=True
-    )  # never wrapped: people copy the path
+    out.note(f"[dim]log: {escape(str(result.log_dir))}[/]", markup=True)  # one line: people copy the path
     return result.exit_code
+
+
+class LiveStreams:
+    """Where a run's live output goes: ``stdout`` (stderr under ``--json``: stdout holds the document) and
+    ``stderr``, none with ``-q``. The first write that fails (``| head`` exited, a full disk) sets ``cancel``,
+    which stops the run; :meth:`raise_failure` then ends the command the way that write would have."""
+
+    def __init__(self, out: Output) -> None:
+        self.cancel = threading.Event()
+        self.stdout = None if out.quiet else out.live(self.cancel, stderr=out.json_mode)
+        self.stderr = None if out.quiet else out.live(self.cancel, stderr=True)
+
+    def raise_failure(self) -> None:
+        for stream in (self.stdout, self.stderr):
+            if stream is not None:
+                stream.raise_failure()
 
 
 COMMAND = Command(RUN_HELP, "TARGET SCRIPT [options] [-- ARGS...]", add_arguments, run_command, RUN_EPILOG)

@@ -151,12 +151,10 @@ def _scan_fleet(
     connect_timeout: float,
     parallel: int,
 ) -> int:
-    import threading
-
     from trainprobe.checkpoint.scan import ScanReport, scan
     from trainprobe.remote.fanout import call_fleet
 
-    progress = None if out.quiet or out.json_mode else out.live(threading.Event(), stderr=True)
+    progress = None if out.quiet or out.json_mode else out.live(stderr=True)
     _, _, on_done = live_reporter(targets, None, progress)
     fleet = call_fleet(
         targets,
