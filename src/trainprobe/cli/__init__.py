@@ -1,18 +1,23 @@
 """Command-line interface: parses arguments, calls one library function, hands the result to the output sink.
 
 Lean start: an agent calls the CLI dozens of times per diagnosis, so each call imports only what its command
-needs. The dispatcher (:func:`main`) knows the command names and their summaries (:data:`COMMANDS`) without
-importing any command module; ``--version`` and ``--help`` stop there. The chosen command's module alone is
-imported and builds its argparse parser (:mod:`trainprobe.cli._command`); the library modules it calls are
-imported inside the command function, after the options are checked, so a usage error never imports numpy.
-rich is imported only to draw on a terminal (:mod:`trainprobe.cli._output`); piped output is plain text.
-numpy comes with the library code that reads tensors or series (``scan``, ``check``, ``diff``, ``logs``,
-``watch``, ``triage``), never for ``run`` or ``probe``. ``trainprobe run`` is this same path: it needs
-neither typer (gone), rich, numpy nor dataclasses (guarded by ``tests/cli/test_import_budget.py`` and
-``tests/remote/test_import_time.py``).
+needs (``tests/cli/test_import_budget.py`` names what each must not import; ``benchmarks/scan.py`` times it).
 
-How a command ends — its exit code, one error line, 141 when stdout is closed, 130 on Ctrl-C — is decided
-in :mod:`trainprobe.cli._errors`.
+- The dispatcher (:func:`main`) knows the command names and summaries (:data:`COMMANDS`) without importing
+  any command module; ``--version`` imports nothing but this package and :mod:`~trainprobe.cli._errors`.
+- The chosen command's module alone is imported; it builds its argparse parser
+  (:mod:`~trainprobe.cli._command`) and checks values as argument types, so a usage error is reported before
+  any library is imported. The library modules a command calls are imported inside its function.
+- Output that does not go to a terminal is plain text and never imports rich; on a terminal, markup is
+  styled by us and rich only draws tables and progress bars (:mod:`~trainprobe.cli._output`).
+- numpy comes only with the library code that reads tensors or series (``scan``, ``check``, ``diff``,
+  ``logs``, ``watch``, ``triage``); never for ``run``, ``probe``, help or a usage error.
+- ``trainprobe run`` has one implementation, :mod:`trainprobe.cli.run`, which imports neither rich, numpy
+  nor dataclasses for a single target (``tests/remote/test_import_time.py``).
+- The program ends without the interpreter's teardown (:func:`~trainprobe.cli._errors.exit_now`).
+
+How a command ends — its exit code, one error line, 141 when its output is closed, 130 on Ctrl-C — is
+decided in :mod:`trainprobe.cli._errors`.
 """
 
 from __future__ import annotations

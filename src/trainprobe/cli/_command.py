@@ -62,12 +62,12 @@ class CommandParser(argparse.ArgumentParser):
             allow_abbrev=False,
         )
         self.register("action", "help", _HelpAction)
-        self._arguments = self.add_argument_group("arguments")
+        self._arguments_group = self.add_argument_group("arguments")
 
     def add_argument(self, *names: str, **kwargs: Any) -> argparse.Action:
         """As argparse's; a positional argument goes to the "arguments" section of the help."""
         if names and not names[0].startswith("-"):
-            return self._arguments.add_argument(*names, **kwargs)
+            return self._arguments_group.add_argument(*names, **kwargs)
         return super().add_argument(*names, **kwargs)
 
     def error(self, message: str) -> NoReturn:
@@ -85,13 +85,7 @@ def _reworded(message: str) -> str:
         if options:
             return f"no such option: {options[0]}"
         return f"unexpected argument{'s' if len(words) > 1 else ''}: {extra.group(1)}"
-    invalid = re.fullmatch(r"argument (\S+?)(?:/\S+)?: invalid (\w+) value: (.*)", message)
-    if invalid:
-        return f"{invalid.group(1)}: {invalid.group(3)} is not {_KIND.get(invalid.group(2), 'valid')}"
     return re.sub(r"^argument (\S+?)(?:/\S+)?: ", r"\1: ", message)
-
-
-_KIND = {"int": "a whole number", "float": "a number"}
 
 
 class HelpFormatter(argparse.HelpFormatter):

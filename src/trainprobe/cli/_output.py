@@ -139,13 +139,14 @@ def _plain(o: object, markup: bool, ansi: bool) -> str:
 
 def json_text(data: Any, *, indent: int | None = 2) -> str:
     """``data`` as JSON text that any JSON reader accepts: a value JSON cannot hold — NaN or ±Infinity, an
-    integer beyond Python's int-to-text limit (4300 digits), a non-string key — is written as ``null``, the
-    integer's hex string, the key's text; anything else unknown as its ``str``."""
+    integer beyond Python's int-to-text limit (4300 digits), a key that is not a string or a number — is
+    written as ``null``, the integer's hex string, the key's text; any other value JSON has no type for as its
+    ``str``."""
     import json
 
     try:
         return json.dumps(data, indent=indent, default=str, allow_nan=False)
-    except ValueError:
+    except (ValueError, TypeError):  # TypeError: a key JSON cannot have (a tuple)
         return json.dumps(_json_safe(data), indent=indent, default=str, allow_nan=False)
 
 
