@@ -173,3 +173,16 @@ def test_bad_timeouts_and_counts_are_usage_errors(args: list[str], cli: Any) -> 
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"error: {args[0]}: --")
     assert line.endswith(f"— see 'trainprobe {args[0]} --help'")
+
+
+@pytest.mark.parametrize("option", ["--html", "--png"])
+def test_a_report_file_that_cannot_be_written_is_one_line_and_exit_2(
+    files: Path, tmp_path: Path, option: str, cli: Any
+) -> None:
+    target = tmp_path / "no-such-dir" / "report"
+    result = cli("logs", str(files / "train.jsonl"), option, str(target), "-q")
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: ")
+    assert str(target) in line
+    assert "No such file or directory" in line

@@ -5,9 +5,11 @@
     TrainprobeError (a usage error too)   error: what failed — why — what to try    its exit_code (2, 1, ...)
     stdout or stderr closed (| head)      nothing                                   141 (128 + SIGPIPE)
     the output cannot be written (ENOSPC) error: cannot write to stdout: ...        2
+    another OSError (no such directory)   error: PATH: No such file or directory    2
     Ctrl-C                                error: interrupted                         130
 
-``TRAINPROBE_DEBUG=1`` lets a TrainprobeError through with its traceback.
+``TRAINPROBE_DEBUG=1`` lets a TrainprobeError or OSError through with its traceback. Any other exception is
+a bug in trainprobe and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -76,6 +78,12 @@ def guarded(command: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         report("interrupted")
         return EXIT_INTERRUPTED
+    except OSError as exc:  # the machine said no (a directory that is not there, a permission, a full disk)
+        if os.environ.get("TRAINPROBE_DEBUG"):
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        report(f"{where}{exc.strerror or exc}")
+        return 2
 
 
 def exit_now(code: int) -> None:
