@@ -126,9 +126,9 @@ def test_ctrl_c_during_a_run_exits_130_with_one_line(files: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
-    assert [line for line in err.splitlines() if "error" in line] == [
-        line for line in err.splitlines() if line.startswith("error: ") and "interrupted" in line
-    ]
+    (error,) = [line for line in err.splitlines() if "error" in line]
+    assert error.startswith("error: ")
+    assert "interrupted" in error
 
 
 def test_ctrl_c_anywhere_in_a_command_is_error_interrupted_and_130(
