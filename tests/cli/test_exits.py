@@ -186,3 +186,27 @@ def test_a_report_file_that_cannot_be_written_is_one_line_and_exit_2(
     assert line.startswith("error: ")
     assert str(target) in line
     assert "No such file or directory" in line
+
+
+def test_the_program_skips_the_teardown_but_not_a_wrappers_finally(files: Path) -> None:
+    """main() as the program ends the process from an exit handler: after the code around it has run."""
+    wrapper = (
+        "import sys\n"
+        "from trainprobe.cli import main\n"
+        "sys.argv[1:] = ['scan', 'small.safetensors']\n"
+        "try:\n"
+        "    sys.exit(main())\n"
+        "finally:\n"
+        "    print('the wrapper finished', file=sys.stderr)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", wrapper],
+        capture_output=True,
+        text=True,
+        cwd=files,
+        env=env(files),
+        timeout=120,
+    )
+    assert proc.returncode == 1  # NaN found: the command's code, not 0
+    assert "✗ NON-FINITE" in proc.stdout
+    assert proc.stderr == "the wrapper finished\n"

@@ -14,7 +14,7 @@ needs (``tests/cli/test_import_budget.py`` names what each must not import; ``be
   ``logs``, ``watch``, ``triage``); never for ``run``, ``probe``, help or a usage error.
 - ``trainprobe run`` has one implementation, :mod:`trainprobe.cli.run`, which imports neither rich, numpy
   nor dataclasses for a single target (``tests/remote/test_import_time.py``).
-- The program ends without the interpreter's teardown (:func:`~trainprobe.cli._errors.exit_now`).
+- The program ends without the interpreter's teardown (:func:`~trainprobe.cli._errors.skip_teardown`).
 
 How a command ends — its exit code, one error line, 141 when its output is closed, 130 on Ctrl-C — is
 decided in :mod:`trainprobe.cli._errors`.
@@ -66,14 +66,15 @@ was closed (| head), 130 when interrupted. TRAINPROBE_DEBUG=1 shows a traceback 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` and return its exit code. Without ``argv`` this is the program
-    (``sys.argv[1:]``, the ``trainprobe`` script, ``python -m trainprobe``): it ends the process itself
-    (:func:`~trainprobe.cli._errors.exit_now`)."""
-    from trainprobe.cli._errors import exit_now, guarded
+    (``sys.argv[1:]``: the ``trainprobe`` script, ``python -m trainprobe``), which then exits without the
+    interpreter's teardown (:func:`~trainprobe.cli._errors.skip_teardown`)."""
+    from trainprobe.cli._errors import guarded, skip_teardown
 
+    record_exit_code = skip_teardown() if argv is None else None
     words = list(sys.argv[1:] if argv is None else argv)
     code = guarded(lambda: _dispatch(words))
-    if argv is None:
-        exit_now(code)
+    if record_exit_code is not None:
+        record_exit_code(code)
     return code
 
 

@@ -86,25 +86,33 @@ def guarded(command: Callable[[], int]) -> int:
         return 2
 
 
-def exit_now(code: int) -> None:
-    """End the program without the interpreter's teardown, which frees every module's objects one by one:
-    ~10 ms after a ``run``, ~60 ms once numpy is loaded (more than many commands' own work). Everything the
-    commands write is closed by then; only our streams need flushing. The normal exit is kept when it does
-    more than free memory: a thread still working, a tracer or coverage that saves its data at exit, or a
-    stream that cannot be flushed (the normal exit then reports it)."""
-    if sys.gettrace() is not None or "coverage" in sys.modules:
-        return
-    threading = sys.modules.get("threading")
-    if threading is not None and any(
-        t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()
-    ):
-        return
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        return
-    os._exit(code)
+def skip_teardown() -> Callable[[int], None]:
+    """Let the program end without the interpreter's teardown, which frees every module's objects one by one:
+    ~10 ms after a ``run``, ~60 ms once numpy is loaded (more than many commands' own work). Returns the
+    function that records the exit code.
+
+    An exit handler registered now — before any library registers one, so it runs after all of them (they
+    run last-registered first) — flushes our streams and ends the process with that code. Everything else
+    a normal exit does has happened by then: the caller's ``finally`` blocks (a wrapper around ``main``),
+    non-daemon threads joined, the other exit handlers run. Under a tracer or coverage (which save their data
+    at exit, maybe after us) or when a stream cannot be flushed (the normal exit then reports it), the normal
+    exit is kept."""
+    import atexit
+
+    recorded = [0]
+
+    def end() -> None:
+        if sys.gettrace() is not None or "coverage" in sys.modules:
+            return
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            return
+        os._exit(recorded[0])
+
+    atexit.register(end)
+    return lambda code: recorded.__setitem__(0, code)
 
 
 def report(message: str) -> None:
