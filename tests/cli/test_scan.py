@@ -69,11 +69,13 @@ def test_json_schema(run_dir: Path, run_scan: Any) -> None:
     result = run_scan(str(run_dir / "step3.pt"), str(run_dir / "missing.pt"), "--json", "--stats")
     assert result.exit_code == 1
     data = json.loads(result.stdout)
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     assert data["exit_code"] == 1
     assert data["verdict"] == "nonfinite"
     assert data["options"] == {"stats": True, "verify": False}
     assert set(data["totals"]) == {
+        "units",
+        "units_unreadable",
         "files",
         "files_unreadable",
         "tensors",
@@ -87,14 +89,19 @@ def test_json_schema(run_dir: Path, run_scan: Any) -> None:
         "seconds",
     }
     assert (data["totals"]["nan"], data["totals"]["posinf"], data["totals"]["neginf"]) == (1, 1, 1)
-    bad, missing = data["files"]
-    assert set(bad) == {"path", "format", "verdict", "error", "totals", "notes", "problems", "tensors"}
+    (bad,) = data["files"]
+    missing = data["units"][1]
+    assert set(bad) == {
+        "path", "unit", "role", "format", "verdict", "error", "totals", "notes", "problems", "tensors"
+    }  # fmt: skip
+    assert [u["verdict"] for u in data["units"]] == ["nonfinite", "unreadable"]
     assert missing["verdict"] == "unreadable"
-    assert missing["error"] == "no such file or directory"
+    assert missing["problem"] == "no such file or directory"
     tensor = next(t for t in bad["tensors"] if t["name"] == "optimizer.state.0.exp_avg_sq")
     assert tensor == {
         "name": "optimizer.state.0.exp_avg_sq",
         "param_name": "weight",
+        "role": "optimizer",
         "dtype": "float32",
         "shape": [2, 3],
         "numel": 6,
@@ -103,6 +110,7 @@ def test_json_schema(run_dir: Path, run_scan: Any) -> None:
         "posinf": 1,
         "neginf": 1,
         "first_bad_index": [0, 0],
+        "fingerprint": tensor["fingerprint"],
         "stats": tensor["stats"],
         "error": None,
     }
@@ -114,8 +122,8 @@ def test_unreadable_only_exits_2_with_one_clear_line(tmp_path: Path, run_scan: A
     bad = tmp_path / "broken.pt"
     bad.write_bytes(b"PK\x03\x04 not really a zip")
     result = run_scan(str(bad))
-    assert result.exit_code == 2
-    assert f"! unreadable  {bad}  not a complete zip archive" in result.stdout.replace("\n", "")
+    assert result.exit_code == 1  # damaged is a finding; only what cannot be judged exits 2
+    assert f"✗ CORRUPT  {bad}  not a complete zip archive" in result.stdout.replace("\n", "")
 
 
 def test_glob_and_no_match(run_dir: Path, run_scan: Any) -> None:
@@ -124,7 +132,7 @@ def test_glob_and_no_match(run_dir: Path, run_scan: Any) -> None:
     assert [Path(f["path"]).name for f in json.loads(result.stdout)["files"]] == ["step1.pt", "step2.pt"]
     result = run_scan(str(run_dir / "*.safetensors"), "--json")
     assert result.exit_code == 2
-    assert json.loads(result.stdout)["files"][0]["error"] == "no file matches this pattern"
+    assert json.loads(result.stdout)["units"][0]["problem"] == "no file matches this pattern"
 
 
 def test_verify_and_stats_in_human_output(run_dir: Path, run_scan: Any) -> None:

@@ -104,7 +104,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path, cli: Any) -> N
     assert 'data-cause="save-race"' in dom
     assert 'data-cause="gradient-explosion"' in dom
     assert dom.count('class="ckpt torn"') >= 1
-    assert dom.count('class="ckpt non-finite"') == 1
+    assert dom.count('class="ckpt nonfinite"') == 1
     assert dom.count('class="ckpt-row"') == 4
     console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
     assert console == []

@@ -35,27 +35,48 @@ _CHECK_EPILOG = (
 
 _MARK = {
     "consistent": "[green]✓ consistent[/]",
+    "clean": "[green]✓ clean[/]",
+    "suspicious": "[bold red]✗ SUSPICIOUS[/]",
+    "nonfinite": "[bold red]✗ NON-FINITE[/]",
     "torn": "[bold red]✗ TORN[/]",
     "corrupt": "[bold red]✗ CORRUPT[/]",
     "unknown": "[yellow]? unknown[/]",
     "unreadable": "[yellow]! unreadable[/]",
 }
-_OUTCOME = {"pass": "[green]pass[/]", "fail": "[bold red]FAIL[/]", "skip": "[dim]skip[/]"}
+_OUTCOME = {
+    "pass": "[green]pass[/]",
+    "fail": "[bold red]FAIL[/]",
+    "skip": "[dim]skip[/]",
+    "note": "[dim]note[/]",
+}
 
 
 def render_check_report(console: Console, report: dict[str, Any]) -> None:
     """The human form of a check report's JSON (identical for local and remote checks)."""
     for c in report["checkpoints"]:
-        console.print(f"{_MARK.get(c['verdict'], c['verdict'])}  [bold]{escape(c['path'])}[/]")
+        files = c.get("files") or []
+        extra = ""
+        if len(files) > 1 or (files and files[0]["path"] != c["path"]):
+            extra = f"  [dim]{c.get('framework', '')} · {len(files)} file(s)"
+            extra += (
+                f" · step {c['step']} ({c.get('step_source', '')})[/]" if c.get("step") is not None else "[/]"
+            )
+        console.print(f"{_MARK.get(c['verdict'], c['verdict'])}  [bold]{escape(c['path'])}[/]{extra}")
         console.print(
             f"    {escape(c['reason'])}",
             style="dim" if c["verdict"] == "consistent" else None,
             soft_wrap=True,
         )
         for e in c["evidence"]:
+            where = f"[dim]{escape(e['file'])}:[/] " if e.get("file") else ""
+            outcome = _OUTCOME.get(e["outcome"], e["outcome"])
             console.print(
-                f"    {_OUTCOME[e['outcome']]} {e['check']:<22} {escape(e['message'])}", soft_wrap=True
+                f"    {outcome} {e['check']:<22} {where}{escape(e['message'])}",
+                soft_wrap=True,
             )
+        for note in c.get("notes", []):
+            style = "bold red" if note["kind"] == "suspicious-global" else "dim"
+            console.print(f"    [{style}]{escape(note['message'])}[/]", soft_wrap=True)
         for bad in c["nonfinite"][:10]:
             counts = f"{bad['nan']} NaN, {bad['posinf']} +Inf, {bad['neginf']} -Inf"
             console.print(f"    [red]{escape(bad['name'])}: {counts}[/]")

@@ -42,18 +42,20 @@ def _num(x: Any) -> str:
     return f"{x:.3g}"
 
 
+def _order(x: Any) -> float:
+    """A rel change as a sort key: numbers as they are, "nan"/"inf" (as JSON carries them) first."""
+    if isinstance(x, (int, float)):
+        return float(x)
+    return float("inf") if x in ("inf", "nan") else 0.0
+
+
 def render_diff_report(console: Console, report: dict[str, Any], show_all: bool, limit: int) -> None:
     console.print(f"[bold]A[/] {escape(report['a'])}\n[bold]B[/] {escape(report['b'])}")
     steps = report["optimizer_steps"]
     if steps["a"] is not None:
         console.print(f"optimizer step {_num(steps['a'])} -> {_num(steps['b'])}")
     rows = [t for t in report["tensors"] if show_all or t["status"] != "identical"]
-    rows.sort(
-        key=lambda t: (
-            t["status"] != "changed",
-            -(t.get("rel_change") or 0) if t["status"] == "changed" else 0,
-        )
-    )
+    rows.sort(key=lambda t: (t["status"] != "changed", -_order(t.get("rel_change"))))
     if rows:
         table = Table(show_edge=False, box=None, padding=(0, 1), pad_edge=False)
         # Numbers and types keep their width; a long tensor name folds instead.
@@ -106,6 +108,17 @@ def render_diff_report(console: Console, report: dict[str, Any], show_all: bool,
         console.print(f"[bold red]optimizer stepped, weights identical:[/] {escape(line)}", soft_wrap=True)
     for line in same["weights_moved_step_did_not"][:10]:
         console.print(f"[bold red]weights moved, optimizer step did not:[/] {escape(line)}", soft_wrap=True)
+    for line in same.get("below_resolution", [])[:5]:
+        console.print(f"[dim]note: {escape(line)}[/]", soft_wrap=True)
+    for note in report.get("notes", []):
+        style = "bold red" if note["kind"] == "suspicious-global" else "dim"
+        console.print(f"[{style}]{escape(note['message'])}[/]", soft_wrap=True)
+    changed_nonfinite = [t for t in report["tensors"] if t.get("nonfinite_a", 0) != t.get("nonfinite_b", 0)]
+    for t in changed_nonfinite[:10]:
+        console.print(
+            f"[red]{escape(t['name'])}: {t['nonfinite_a']} NaN/Inf in A, {t['nonfinite_b']} in B[/]",
+            soft_wrap=True,
+        )
     summary = ", ".join(f"{n} {status}" for status, n in report["summary"].items())
     console.print(f"{sum(report['summary'].values())} tensor(s): {summary}")
 

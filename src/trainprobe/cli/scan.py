@@ -10,7 +10,7 @@ from trainprobe.cli._fleet import add_fleet_options, expand_specs, is_fleet, liv
 from trainprobe.cli._output import Console, Output
 
 if TYPE_CHECKING:
-    from trainprobe.checkpoint.scan import FileReport, ScanReport
+    from trainprobe.checkpoint.scan import FileReport, ScanReport, UnitReport
     from trainprobe.remote.fanout import FleetResult
 
 _SCAN_HELP = (
@@ -54,69 +54,102 @@ def _count(n: int) -> str:
     return str(n)
 
 
-_MARK = {  # by trainprobe.checkpoint.scan's verdicts (not imported here: it pulls in numpy)
+_MARK = {  # trainprobe.checkpoint.verdict's words (not imported here: it pulls in numpy)
     "clean": "[green]✓ clean[/]",
+    "consistent": "[green]✓ consistent[/]",
+    "unknown": "[yellow]? unknown[/]",
     "nonfinite": "[bold red]✗ NON-FINITE[/]",
     "suspicious": "[bold red]✗ SUSPICIOUS[/]",
-    "corrupt": "[yellow]! corrupt[/]",
+    "torn": "[bold red]✗ TORN[/]",
+    "corrupt": "[bold red]✗ CORRUPT[/]",
     "unreadable": "[yellow]! unreadable[/]",
 }
+_NOTE_STYLE = {"suspicious-global": "bold red", "pickled-class": "dim", "metadata-nonfinite": "dim"}
 
 
 def _fmt(v: float | None) -> str:
     return "—" if v is None else f"{v:.4g}"
 
 
-def _render_file(console: Console, f: FileReport, stats: bool) -> None:
+def _render_file(console: Console, f: FileReport, stats: bool, indent: str = "") -> None:
     from trainprobe.cli._output import escape
 
-    head = f"{_MARK.get(f.verdict, f.verdict)}  [bold]{escape(f.path)}[/]"
+    head = f"{indent}{_MARK.get(f.verdict, f.verdict)}  [bold]{escape(f.path)}[/]"
     if f.error is not None:
         console.print(f"{head}  {escape(f.error)}")
-        return
-    console.print(
-        f"{head}  [dim]{f.format} · {f.tensor_count} tensors · {_count(f.parameters)} params · "
-        f"{_size(f.bytes)} · {f.nonfinite} non-finite · {f.seconds:.2f} s[/]"
-    )
+    else:
+        console.print(
+            f"{head}  [dim]{f.format} · {f.role} · {f.tensor_count} tensors · {_count(f.parameters)} "
+            f"params · {_size(f.bytes)} · {f.nonfinite} non-finite · {f.seconds:.2f} s[/]"
+        )
+    pad = indent + "    "
     for note in f.notes:
-        style = "bold red" if note.kind == "suspicious-global" else "yellow"
-        console.print(f"    [{style}]{escape(note.message)}[/]")
+        console.print(f"{pad}[{_NOTE_STYLE.get(note.kind, 'yellow')}]{escape(note.message)}[/]")
     for problem in f.problems:
-        console.print(f"    [yellow]{escape(problem)}[/]")
+        console.print(f"{pad}[yellow]{escape(problem)}[/]")
     for t in f.tensors:
         if t.error:
-            console.print(f"    [yellow]{escape(t.display_name)}: {escape(t.error)}[/]")
+            console.print(f"{pad}[yellow]{escape(t.display_name)}: {escape(t.error)}[/]")
     for t in f.bad_tensors:
         console.print(
-            f"    [red]{escape(t.display_name)}[/]  {t.dtype} {t.shape}  "
+            f"{pad}[red]{escape(t.display_name)}[/]  {t.dtype} {t.shape}  "
             f"[bold red]NaN {t.nan} · +Inf {t.posinf} · −Inf {t.neginf}[/]  first bad at {t.first_bad_index}"
         )
     if stats:
         for t in f.tensors:
             s = t.stats
-            console.print(f"    [bold]{escape(t.display_name)}[/]  [dim]{t.dtype} {t.shape}[/]")
+            console.print(f"{pad}[bold]{escape(t.display_name)}[/]  [dim]{t.dtype} {t.shape}[/]")
             if s is None:
-                console.print("        [dim](not a numeric dtype)[/]")
+                console.print(f"{pad}    [dim](not a numeric dtype)[/]")
                 continue
             zeros = s.get("zero_fraction")
             console.print(
-                f"        min {_fmt(s.get('min'))}  max {_fmt(s.get('max'))}  mean {_fmt(s.get('mean'))}  "
+                f"{pad}    min {_fmt(s.get('min'))}  max {_fmt(s.get('max'))}  mean {_fmt(s.get('mean'))}  "
                 f"std {_fmt(s.get('std'))}  absmax {_fmt(s.get('absmax'))}  L2 {_fmt(s.get('l2'))}  "
                 f"zeros {'—' if zeros is None else f'{zeros:.1%}'}",
                 highlight=False,
             )
 
 
+def _render_unit(console: Console, u: UnitReport, stats: bool) -> None:
+    """A single-file unit prints as its file; a directory unit as a headline with its files under it."""
+    from trainprobe.cli._output import escape
+
+    if u.problem is not None or (not u.files and u.unread):
+        why = u.problem or "looks like a checkpoint, but no reader claims it: not read"
+        console.print(f"{_MARK.get(u.verdict, u.verdict)}  [bold]{escape(u.path)}[/]  {escape(why)}")
+        return
+    single = len(u.files) == 1 and u.files[0].path == u.path and not u.unread
+    if single:
+        _render_file(console, u.files[0], stats)
+        indent = "    "
+    else:
+        step = f" · step {u.step} ({u.step_source})" if u.step is not None else ""
+        console.print(
+            f"{_MARK.get(u.verdict, u.verdict)}  [bold]{escape(u.path)}[/]  "
+            f"[dim]{u.framework} · {len(u.files)} file(s){step}[/]"
+        )
+        indent = "    "
+        for f in u.files:
+            _render_file(console, f, stats, indent)
+        for path in u.unread:
+            console.print(
+                f"{indent}{_MARK['unreadable']}  {escape(path)}  no reader claims this file: not read"
+            )
+    if u.identical_to:
+        console.print(f"{indent}[yellow]identical tensors to {escape(', '.join(u.identical_to))}[/]")
+
+
 def render_scan_report(console: Console, report: ScanReport) -> None:
     """The human form of a scan report (identical for local and remote scans)."""
     from trainprobe.checkpoint.scan import SUSPICIOUS
 
-    for f in report.files:
-        _render_file(console, f, report.stats)
+    for u in report.units:
+        _render_unit(console, u, report.stats)
     t = report.totals()
     summary = (
-        f"{t['files']} file(s), {t['tensors']} tensors, {_count(t['parameters'])} params, "
-        f"{_size(t['bytes'])} in {t['seconds']:.2f} s: "
+        f"{t['units']} checkpoint(s), {t['files']} file(s), {t['tensors']} tensors, "
+        f"{_count(t['parameters'])} params, {_size(t['bytes'])} in {t['seconds']:.2f} s: "
     )
     if t["nonfinite"]:
         summary += (
@@ -125,11 +158,14 @@ def render_scan_report(console: Console, report: ScanReport) -> None:
         )
     else:
         summary += "[green]no NaN or Inf[/]"
-    suspicious = sum(f.verdict == SUSPICIOUS for f in report.files)
+    suspicious = sum(u.verdict == SUSPICIOUS for u in report.units)
     if suspicious:
         summary += f", [bold red]{suspicious} with suspicious pickle globals[/]"
-    if t["files_unreadable"]:
-        summary += f", [yellow]{t['files_unreadable']} unreadable[/]"
+    corrupt = sum(u.verdict == "corrupt" for u in report.units)
+    if corrupt:
+        summary += f", [bold red]{corrupt} corrupt[/]"
+    if t["units_unreadable"]:
+        summary += f", [yellow]{t['units_unreadable']} unreadable[/]"
     console.print(summary)
 
 

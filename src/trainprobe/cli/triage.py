@@ -39,7 +39,8 @@ Exit codes: 0 healthy (no anomaly, every checkpoint clean); 1 problems found (or
 _CAUSE_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
 _VERDICT_STYLE = {
     "clean": "green",
-    "non-finite": "bold red",
+    "nonfinite": "bold red",
+    "suspicious": "bold red",
     "torn": "bold yellow",
     "corrupt": "yellow",
     "unreadable": "dim",
