@@ -145,7 +145,7 @@ def test_verify_and_stats_in_human_output(run_dir: Path, run_scan: Any) -> None:
 def test_on_without_remote_support_is_a_usage_error(
     run_dir: Path, monkeypatch: pytest.MonkeyPatch, run_scan: Any
 ) -> None:
-    monkeypatch.setitem(sys.modules, "trainprobe.remote.tasks", None)  # makes the import fail
+    monkeypatch.setitem(sys.modules, "trainprobe.tasks", None)  # makes the import fail
     result = run_scan(str(run_dir), "--on", "user@host")
     assert result.exit_code == 2
     assert "remote scanning (--on) is not available" in result.stderr

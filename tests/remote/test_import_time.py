@@ -70,5 +70,5 @@ def test_the_far_side_adds_nothing_heavy_to_the_script_process(env: Path) -> Non
         [sys.executable, "-c", REPORT_MODULES], capture_output=True, text=True, check=True
     ).stdout
     added = with_agent - set(json.loads(bare))
-    assert "selectors" in added  # the agent did run in this interpreter
+    assert "select" in added  # the agent did run in this interpreter (it waits on select, a built-in)
     assert sorted(set(FAR_HEAVY) & added) == []

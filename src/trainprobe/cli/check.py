@@ -130,7 +130,7 @@ def check(
 ) -> int:
     out = Output(json_mode=json_mode, quiet=quiet)
     if on:
-        from trainprobe.remote.tasks import check_on
+        from trainprobe.tasks import check_on
 
         targets = expand_specs(on, config)
         if is_fleet(targets):

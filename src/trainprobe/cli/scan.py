@@ -284,7 +284,7 @@ def scan(
     out = Output(json_mode=json_mode, quiet=quiet)
     if on:
         try:
-            from trainprobe.remote.tasks import scan_on
+            from trainprobe.tasks import scan_on
         except ImportError:  # an installation with the checkpoint readers only
             raise UsageError("remote scanning (--on) is not available in this installation") from None
         targets = expand_specs(on, config)

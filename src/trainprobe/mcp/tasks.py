@@ -5,13 +5,12 @@ Every call goes through the remote engine, the local default too (``local//pytho
 the engine's timeout kills the work when it runs over (a thread of the server could not be stopped), a crash
 or a large memory map stays in a child process, and the engine keeps the full output in the runs directory.
 
-What each tool calls (today's APIs; repoint here when ``trainprobe.remote.tasks`` moves to
-``trainprobe.tasks`` or the readers change):
+What each tool calls (repoint here when the library's entry points change):
 
 =============  ==========================================================================================
 triage         ``trainprobe.triage.collect_on`` then ``trainprobe.triage.conclude`` (what ``triage`` does)
-scan           ``trainprobe.remote.tasks.scan_on`` (``trainprobe.checkpoint.scan`` far side)
-check          ``trainprobe.remote.tasks.check_on`` (``trainprobe.checkpoint.check.check_paths_json``)
+scan           ``trainprobe.tasks.scan_on`` (``trainprobe.checkpoint.scan`` far side)
+check          ``trainprobe.tasks.check_on`` (``trainprobe.checkpoint.check.check_paths_json``)
 diff           ``trainprobe.remote.call`` of ``trainprobe.checkpoint.diff.diff_paths_json``
 logs           ``trainprobe.remote.call`` of :func:`analyze_logs_json` (``trainprobe.metrics.analyze``)
 probe          ``trainprobe.remote.probe.probe`` / ``probe_fleet``
@@ -141,7 +140,7 @@ def triage(
 
 
 def scan(target: str, paths: list[str], *, stats: bool, verify: bool, timeout: float) -> dict[str, Any]:
-    from trainprobe.remote.tasks import scan_on
+    from trainprobe.tasks import scan_on
 
     where = place(target, "scan")
     with presented(where):
@@ -157,7 +156,7 @@ def scan(target: str, paths: list[str], *, stats: bool, verify: bool, timeout: f
 
 
 def check(target: str, paths: list[str], *, timeout: float) -> dict[str, Any]:
-    from trainprobe.remote.tasks import check_on
+    from trainprobe.tasks import check_on
 
     where = place(target, "check")
     with presented(where):
@@ -181,7 +180,7 @@ def watch_tail(target: str, path: str, *, timeout: float, **options: Any) -> dic
 def _call(
     tool: str, target: str, function: Callable[..., Any], *args: Any, timeout: float, **kwargs: Any
 ) -> dict[str, Any]:
-    """``function(*args, **kwargs)`` where the files are, as ``remote/tasks.py`` does for scan and check."""
+    """``function(*args, **kwargs)`` where the files are, as ``trainprobe.tasks`` does for scan and check."""
     from trainprobe.remote import call
 
     where = place(target, tool)
