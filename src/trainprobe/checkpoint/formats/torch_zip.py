@@ -9,7 +9,7 @@ import struct
 import zipfile
 from typing import Any
 
-from trainprobe.checkpoint.base import Checkpoint, Note, PickleReadError, Storage, map_file
+from trainprobe.checkpoint.base import Checkpoint, Note, PickleReadError, ReaderLimitError, Storage, map_file
 from trainprobe.checkpoint.dtypes import lookup
 from trainprobe.checkpoint.formats._torchpickle import PendingStorage, build_records, parse_storage_pid
 from trainprobe.checkpoint.unpickler import SUSPICIOUS, UNPICKLE_ERRORS, SafeUnpickler
@@ -239,9 +239,13 @@ def read_torch_zip(
         ) from None
     notes = _first_per_global(unpickler.notes + notes)
     try:
-        skeleton, records = build_records(root, path)
+        skeleton, records, walk_notes = build_records(root, path, unpickler.tensors)
+    except ReaderLimitError as exc:
+        exc.notes = notes + exc.notes
+        raise
     except CorruptCheckpointError as exc:
         raise PickleReadError(path, exc.reason, notes=notes) from None
+    notes.extend(walk_notes)
 
     holders: dict[str, list[str]] = {}
     for rec in records:
