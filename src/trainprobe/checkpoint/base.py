@@ -13,6 +13,7 @@ machines that may have neither torch nor trainprobe installed).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import mmap
 import os
 import reprlib
@@ -31,6 +32,9 @@ MAX_NDIM = 32
 #: 350 MB and 10 s for ``scan`` on 2 cores); a header of a million empty tensors is refused instead of read.
 #: ``TRAINPROBE_MAX_TENSORS`` raises it.
 MAX_TENSORS = 100_000
+#: A view may show each stored element at most this many times on average before :meth:`TensorRecord.array`
+#: refuses to walk it (a 1.5 kB ``expand`` of 10^15 elements would take days).
+MAX_REPEAT = 16
 # An element offset or byte size this large is no file's (and would overflow numpy's strides).
 _MAX_EXTENT = 1 << 62
 
@@ -203,12 +207,36 @@ class TensorRecord:
                 hint="the file is truncated or its header lies about sizes",
             )
 
+    def collapsed(self) -> tuple[TensorRecord, int]:
+        """This tensor with every axis of stride 0 (``expand``) cut to size 1, and how many times each of
+        the remaining elements repeats: (record, repeats). A tensor without such axes is itself, 1."""
+        if not any(st == 0 and d > 1 for d, st in self._axes()):
+            return self, 1
+        repeats = 1
+        shape = []
+        for d, st in self._axes():
+            if st == 0 and d > 1:
+                repeats *= d
+                d = 1
+            shape.append(d)
+        return dataclasses.replace(self, shape=tuple(shape)), repeats
+
     def array(self) -> np.ndarray[Any, Any]:
         """A read-only strided numpy view of the elements, straight into the mapped file.
 
         bfloat16 and float8 come back as uint16/uint8 views (numpy lacks them); complex32 as float16 pairs
-        with a trailing axis of 2."""
+        with a trailing axis of 2. A view of far more elements than its storage holds (:data:`MAX_REPEAT`
+        times, with strides of 0 or that overlap) raises CorruptCheckpointError instead of being walked
+        element by element: the NaN/Inf count reads such a tensor through :meth:`collapsed`."""
         self.check_bounds()
+        stored = self.storage.nbytes // max(1, self.itemsize)
+        if self.numel > max(MAX_REPEAT * stored, 1 << 24):
+            raise CorruptCheckpointError(
+                self.file,
+                f"tensor {self.name} views {self.numel:,} elements of a storage that holds {stored:,}: more "
+                "than trainprobe reads element by element",
+                hint="its elements repeat (strides of 0 or that overlap); scan counts its NaN/Inf",
+            )
         info = self.dtype_info
         assert info is not None  # check_bounds refused unknown dtypes
         np_dtype = np.dtype(info.numpy)
