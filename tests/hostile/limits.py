@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import resource
-import signal
 import subprocess
 import sys
 import tempfile
@@ -108,6 +107,3 @@ def run_trainprobe(
         signal=sig,
         timed_out=timed_out.is_set(),
     )
-
-
-__all__ = ["ADDRESS_SPACE", "CPU_SECONDS", "Outcome", "limit_resources", "run_trainprobe", "signal"]

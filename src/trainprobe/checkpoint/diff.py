@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from trainprobe.checkpoint import verdict as V
-from trainprobe.checkpoint.base import Checkpoint, Note, TensorRecord
+from trainprobe.checkpoint.base import Checkpoint, Note, TensorRecord, suspicious_beats_unreadable
 from trainprobe.checkpoint.check.state import find_optimizers, label_of, scalar, suffix_index
 from trainprobe.checkpoint.formats import open_file
 from trainprobe.checkpoint.numerics import as_float, blocks
@@ -225,8 +225,11 @@ def open_unit(path: str) -> Checkpoint:
 def diff_paths(a: str, b: str) -> DiffReport:
     """Compare unit ``a`` (the reference) with ``b`` (files or directory units of any kind);
     CheckpointError when either cannot be read."""
-    with open_unit(a) as ca, open_unit(b) as cb:
-        return diff_checkpoints(ca, cb)
+    try:
+        with open_unit(a) as ca, open_unit(b) as cb:
+            return diff_checkpoints(ca, cb)
+    except CheckpointError as exc:  # a global that would run code is named even when the file cannot be read
+        raise suspicious_beats_unreadable(exc) from None
 
 
 def diff_paths_json(a: str, b: str) -> dict[str, Any]:

@@ -81,9 +81,12 @@ class PickleShapeError(pickle.UnpicklingError):
     the offset (from the pickle's start) of the opcode that says so. The opcodes before it are sound, and
     ``torch.load`` would have run them: they are still unpickled, for their globals."""
 
-    def __init__(self, message: str, at: int) -> None:
+    def __init__(self, message: str, at: int, *, impossible: bool = True) -> None:
         super().__init__(message)
         self.at = at
+        # True: the pickle declares something no pickle holds (a length, a memo index, an integer that
+        # size); False: the bytes stop being a pickle (an unknown opcode, no STOP, a line without its end).
+        self.impossible = impossible
 
 
 def _name(code: int) -> str:
@@ -160,10 +163,14 @@ def walk_pickle(data: bytes | bytearray | mmap.mmap, start: int = 0, end: int | 
                 )
             pos += 1
         elif kind == _UNKNOWN:
-            raise PickleShapeError(f"invalid {_name(code)} at byte {pos - 1 - start:,}", pos - 1 - start)
+            raise PickleShapeError(
+                f"invalid {_name(code)} at byte {pos - 1 - start:,}", pos - 1 - start, impossible=False
+            )
         else:
             pos = _text_argument(data, pos, end, code, kind, start)
-    raise PickleShapeError(f"the pickle ends at byte {length:,} without its STOP opcode", length)
+    raise PickleShapeError(
+        f"the pickle ends at byte {length:,} without its STOP opcode", length, impossible=False
+    )
 
 
 def _text_argument(
@@ -172,10 +179,16 @@ def _text_argument(
     """Past the newline-terminated argument(s) of the opcode before ``pos``, checking integers and memo
     indices written as text."""
     at = pos - 1 - start
+    numeric = kind in (_INT_LINE, _PUT_LINE)
+    if (
+        numeric
+        and data.find(b"\n", pos, min(end, pos + MAX_INT_DIGITS + 2)) < 0 < end - pos - MAX_INT_DIGITS - 2
+    ):
+        raise PickleShapeError(f"an integer of more than {MAX_INT_DIGITS:,} digits at byte {at:,}", at)
     pos = _line_end(data, pos, end, code, at, end - start)
     if kind == _TWO_LINES:
         return _line_end(data, pos, end, code, at, end - start)
-    if kind in (_INT_LINE, _PUT_LINE):
+    if numeric:
         digits = bytes(data[at + start + 1 : pos - 1]).strip()
         if len(digits) > MAX_INT_DIGITS:
             raise PickleShapeError(f"an integer of {len(digits):,} digits at byte {at:,}", at)
@@ -204,9 +217,13 @@ def _line_end(
     if found < 0:
         if stop < end:
             raise PickleShapeError(
-                f"{_name(code)} at byte {at:,} has a text argument over {MAX_LINE:,} bytes", at
+                f"{_name(code)} at byte {at:,} has a text argument over {MAX_LINE:,} bytes",
+                at,
+                impossible=False,
             )
         raise PickleShapeError(
-            f"the pickle ends at byte {length:,} inside the text argument of {_name(code)}", at
+            f"the pickle ends at byte {length:,} inside the text argument of {_name(code)}",
+            at,
+            impossible=False,
         )
     return int(found) + 1

@@ -372,8 +372,21 @@ def first_pickle(head: bytes) -> Any:
 
 
 def starts_like_a_pickle(head: bytes) -> bool:
-    """Whether ``head`` opens with a pickle: a PROTO opcode (protocols 2-5), or a complete protocol-0/1
-    pickle (text that merely starts with an opcode letter does not parse to the end)."""
+    """Whether ``head`` opens with something ``torch.load`` would unpickle: a PROTO opcode (protocols 2-5), a
+    complete protocol-0/1 pickle, or protocol-0/1 opcodes that go wrong the way only a hostile pickle does
+    (a memo index or length it cannot hold, after sound opcodes) or that name a global before they break
+    off. Text that merely starts with an opcode letter breaks off at once, naming nothing."""
     if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
         return True
-    return first_pickle(head) is not _NOT_PARSED
+    try:
+        walk_pickle(head)
+    except PickleShapeError as exc:
+        if exc.at == 0:
+            return False
+        if exc.impossible:
+            return True
+        prefix = SafeUnpickler(head[: exc.at], source="header", persistent_load=lambda _pid: None)
+        with contextlib.suppress(Exception):  # only what it named before breaking off matters
+            prefix.load()
+        return bool(prefix._classes)
+    return True
