@@ -163,7 +163,8 @@ class RawRecord:
 
 
 def raw_zip(path: Path, records: list[RawRecord]) -> Path:
-    """A zip archive whose headers say exactly what the records claim (no zip64: sizes below 4 GiB)."""
+    """A zip archive whose headers say exactly what the records claim (sizes below 4 GiB; a zip64 end record
+    when there are more than 65,535 records)."""
     out = bytearray()
     central = bytearray()
     for r in records:
@@ -205,10 +206,15 @@ def raw_zip(path: Path, records: list[RawRecord]) -> Path:
             offset,
         )
         central += name
-    end = struct.pack(
-        "<4sHHHHIIH", b"PK\x05\x06", 0, 0, len(records), len(records), len(central), len(out), 0
-    )
-    path.write_bytes(bytes(out + central + end))
+    count, tail = len(records), b""
+    if count > 0xFFFF:  # zip64: the count only fits the zip64 end record
+        at = len(out) + len(central)
+        tail = struct.pack(
+            "<4sQHHIIQQQQ", b"PK\x06\x06", 44, 45, 45, 0, 0, count, count, len(central), len(out)
+        ) + struct.pack("<4sIQI", b"PK\x06\x07", 0, at, 1)
+        count = 0xFFFF
+    end = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, count, count, len(central), len(out), 0)
+    path.write_bytes(bytes(out + central + tail + end))
     return path
 
 

@@ -52,7 +52,7 @@ def _shards_of(index_path: str) -> set[str]:
             weight_map = json.load(fh).get("weight_map", {})
         folder = os.path.dirname(index_path)
         return {os.path.normpath(os.path.join(folder, str(s))) for s in weight_map.values()}
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, TypeError, RecursionError, MemoryError):  # a hostile index
         return set()
 
 
