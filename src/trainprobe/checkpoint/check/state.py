@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
@@ -55,12 +56,17 @@ def find_optimizers(obj: Any, path: str = "", depth: int = 0) -> Iterator[tuple[
 def scalar(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, TensorRecord) and value.numel == 1 and value.dtype_info is not None:
+    if isinstance(value, int):
+        number = float(value) if abs(value) < 1 << 63 else math.nan
+    elif isinstance(value, float):
+        number = value
+    elif isinstance(value, TensorRecord) and value.numel == 1 and value.dtype_info is not None:
         arr = value.array().reshape(1)
-        return float(as_float32(value.dtype, arr)[0])
-    return None
+        number = float(as_float32(value.dtype, arr)[0])
+    else:
+        return None
+    # A NaN, infinite or wider-than-int64 counter is no counter (a NaN in the tensor is counted as such).
+    return number if math.isfinite(number) else None
 
 
 def as_float32(dtype: str, arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
