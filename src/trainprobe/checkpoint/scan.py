@@ -17,11 +17,21 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from trainprobe.checkpoint.base import Checkpoint, Note, TensorRecord, notes_of
+from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.fingerprint import unit_fingerprint
 from trainprobe.checkpoint.formats import open_file
-from trainprobe.checkpoint.frameworks import framework_named
-from trainprobe.checkpoint.identity import chosen_step, collect_step_sources, tensor_roles
+from trainprobe.checkpoint.frameworks import Role, framework_named
+from trainprobe.checkpoint.frameworks.base import Framework, Opened
+from trainprobe.checkpoint.identity import (
+    StepSource,
+    chosen_step,
+    collect_step_sources,
+    has_grad_scaler,
+    judge_steps,
+    skipped_steps,
+)
 from trainprobe.checkpoint.numerics import NonFinite, Stats, compute_stats, count_nonfinite
+from trainprobe.checkpoint.roles import tensor_roles
 from trainprobe.checkpoint.scan_report import (
     CLEAN,
     CORRUPT,
@@ -51,9 +61,11 @@ __all__ = [
     "open_part",
     "scan",
     "scan_units",
+    "unit_evidence",
 ]
 
 METADATA_NONFINITE = "metadata-nonfinite"
+_ROLES = ("weights", "optimizer", "scheduler", "rng", "config", "metadata", "state")
 
 
 def _stats_dict(stats: Stats | None) -> dict[str, float | None] | None:
@@ -76,7 +88,7 @@ def reason_of(exc: TrainprobeError) -> str:
     return f"{text} — {exc.hint}" if exc.hint else text
 
 
-def _check_tensor(record: TensorRecord, stats: bool, role: str) -> TensorResult:
+def _check_tensor(record: TensorRecord, stats: bool, role: str, part: str = "") -> TensorResult:
     result = TensorResult(
         name=record.name,
         param_name=record.param_name,
@@ -85,6 +97,7 @@ def _check_tensor(record: TensorRecord, stats: bool, role: str) -> TensorResult:
         numel=record.numel,
         bytes=record.nbytes,
         role=role,
+        file=record.file if record.file and record.file != part else None,
     )
     try:
         found: NonFinite = count_nonfinite(record, fingerprint=True)
@@ -195,9 +208,9 @@ def scan_units(
         total_bytes = sum(r.nbytes for c in opened if c is not None for r in c.records) or 1
         lock = threading.Lock()
 
-        def run(record: TensorRecord, role: str) -> tuple[TensorResult, float]:
+        def run(record: TensorRecord, role: str, part: str) -> tuple[TensorResult, float]:
             t0 = time.perf_counter()
-            result = _check_tensor(record, stats, role)
+            result = _check_tensor(record, stats, role, part)
             elapsed = time.perf_counter() - t0
             if progress is not None:
                 with lock:
@@ -209,9 +222,15 @@ def scan_units(
             if ckpt is None:
                 continue
             framework = _framework_of(unit, ckpt)
-            roles = tensor_roles(ckpt, file.role, framework)  # type: ignore[arg-type]
+            roles = tensor_roles(ckpt, part_role(file.role), framework)
             jobs.append(
-                (file, [pool.submit(run, rec, role) for rec, role in zip(ckpt.records, roles, strict=True)])
+                (
+                    file,
+                    [
+                        pool.submit(run, rec, role, file.path)
+                        for rec, role in zip(ckpt.records, roles, strict=True)
+                    ],
+                )
             )
             if verify:
                 jobs.append((file, [pool.submit(ckpt.verify)]))
@@ -224,16 +243,17 @@ def scan_units(
                     result, elapsed = value
                     file.tensors.append(result)
                     file.seconds += elapsed
-    by_unit: dict[int, list[tuple[str, str, Checkpoint]]] = {}
+    by_unit: dict[int, list[Opened]] = {}
     for (report, _unit, file), ckpt in zip(jobs_of, opened, strict=True):
         if ckpt is not None:
-            by_unit.setdefault(id(report), []).append((file.path, file.role, ckpt))
+            by_unit.setdefault(id(report), []).append((file.path, part_role(file.role), ckpt))
     for report, unit in zip(reports, units, strict=True):
         parts = by_unit.get(id(report), [])
         report.framework = unit.framework  # a single file's, once its object said (a Lightning .ckpt)
         framework = framework_named(report.framework)
-        report.step_sources = collect_step_sources(unit.path, framework, parts)  # type: ignore[arg-type]
+        report.step_sources = collect_step_sources(unit.path, framework, parts)
         report.step, report.step_source = chosen_step(report.step_sources)
+        report.evidence = unit_evidence(unit, framework, parts, report.step_sources)
         for file in report.files:
             metadata_notes(file)
             file.settle_verdict()
@@ -249,6 +269,23 @@ def scan_units(
         if ckpt is not None:
             ckpt.close()
     return ScanReport(reports, time.perf_counter() - started, stats=stats, verify=verify)
+
+
+def unit_evidence(
+    unit: Unit, framework: Framework, opened: list[Opened], sources: list[StepSource]
+) -> list[Evidence]:
+    """What a unit says as a whole, the same for ``scan``, ``check`` and ``diff``: whether its step sources
+    agree (:func:`trainprobe.checkpoint.identity.judge_steps`) and what its framework knows about its parts
+    (a DeepSpeed rank's optimizer partition missing)."""
+    scaler = has_grad_scaler([p.path for p in unit.parts], opened)
+    out = judge_steps(sources, framework, scaler=scaler, skipped=skipped_steps(opened))
+    out.extend(framework.parts_evidence(unit.parts, opened))
+    return out
+
+
+def part_role(role: str) -> Role:
+    """A part's role as the frameworks name it (``state`` for one the report does not know)."""
+    return role if role in _ROLES else "state"  # type: ignore[return-value]
 
 
 def _framework_of(unit: Unit, ckpt: Checkpoint) -> Any:

@@ -4,40 +4,23 @@ verdict decided by :func:`decide` from the evidence), and the :class:`CheckRepor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.base import Note, TensorRecord
+from trainprobe.checkpoint.evidence import Evidence, Outcome
 from trainprobe.checkpoint.numerics import NonFinite
 
 SCHEMA_VERSION = 2
-Outcome = Literal["pass", "fail", "skip", "note"]
-
-
-@dataclass
-class Evidence:
-    """One check and what it found. ``indicates`` is the verdict a failure means (torn, corrupt, nonfinite,
-    suspicious, unreadable); ``file`` the part of the unit it concerns ("" for the unit as a whole). A
-    ``note`` informs and decides nothing (a name that disagrees with the step the unit holds)."""
-
-    check: str
-    outcome: Outcome
-    message: str
-    indicates: str | None = None
-    tensors: list[str] = field(default_factory=list)
-    values: dict[str, Any] = field(default_factory=dict)
-    file: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "check": self.check,
-            "outcome": self.outcome,
-            "indicates": self.indicates,
-            "message": self.message,
-            "file": self.file,
-            "tensors": self.tensors,
-            "values": self.values,
-        }
+__all__ = [
+    "SCHEMA_VERSION",
+    "CheckReport",
+    "CheckResult",
+    "Evidence",
+    "Outcome",
+    "decide",
+    "nonfinite_entries",
+]
 
 
 @dataclass

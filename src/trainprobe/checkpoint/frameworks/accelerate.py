@@ -9,16 +9,20 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from trainprobe.checkpoint.frameworks.base import (
     OPTIMIZER_STEPS,
     UNKNOWN_COUNT,
     Layout,
+    Opened,
     Part,
     TensorRole,
     role_by_name,
 )
+
+if TYPE_CHECKING:
+    from trainprobe.checkpoint.evidence import Evidence
 
 _MARKER = re.compile(r"^(random_states_\d+\.pkl|optimizer(_\d+)?\.bin|scheduler(_\d+)?\.bin)$")
 _PART_DIRS = re.compile(r"^(pytorch_model_fsdp_\d+|optimizer_\d+)$")
@@ -26,6 +30,8 @@ _PART_DIRS = re.compile(r"^(pytorch_model_fsdp_\d+|optimizer_\d+)$")
 
 class Accelerate:
     name = "accelerate"
+    # the optimizer steps once per step (its counters are the step: the folder counts saves)
+    exact_steps = True
     # A user's scheduler may step per epoch or per batch: not compared.
     counts: ClassVar[Mapping[str, str]] = {
         "name": OPTIMIZER_STEPS,
@@ -49,3 +55,6 @@ class Accelerate:
 
     def tensor_role(self, name: str) -> TensorRole | None:
         return None
+
+    def parts_evidence(self, parts: Sequence[Part], opened: Sequence[Opened]) -> list[Evidence]:
+        return []

@@ -1,8 +1,13 @@
 """DeepSpeed: ``save_checkpoint`` writes a ``global_step<N>/`` folder (the tag) with the model states
-(``mp_rank_00_model_states.pt``: ``module``, ``global_steps``, ``lr_scheduler``, ``ds_config``...) and, with
-ZeRO, one optimizer partition per data-parallel rank (``zero_pp_rank_<r>_mp_rank_00_optim_states.pt``:
-flat fp32 partitions and the base optimizer's state over them), and a ``latest`` file beside the folder
-naming the newest tag. ``global_steps`` counts optimizer steps (fp16 overflow steps included)."""
+(``mp_rank_00_model_states.pt``: ``module``, ``global_steps``, ``skipped_steps``, ``dp_world_size``,
+``param_shapes``, ``lr_scheduler``, ``ds_config``...) and, with ZeRO, one optimizer partition per
+data-parallel rank (``[bf16_]zero_pp_rank_<r>_mp_rank_<mm>_optim_states.pt``: flat fp32 partitions, the base
+optimizer's state over them and ``param_slice_mappings``, where each parameter's elements lie in the
+partition), and a ``latest`` file beside the folder naming the newest tag. ``global_steps`` counts optimizer
+steps, fp16 overflow steps included (``skipped_steps`` counts those).
+
+What only DeepSpeed can say about a unit (``zero-partitions``): every rank's partition is there, and the
+partitions together hold every element of every parameter the model states list, once."""
 
 from __future__ import annotations
 
@@ -11,13 +16,58 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from trainprobe.checkpoint.frameworks.base import OPTIMIZER_STEPS, Layout, Part, TensorRole, role_by_name
+from trainprobe.checkpoint.evidence import Evidence
+from trainprobe.checkpoint.frameworks.base import (
+    OPTIMIZER_STEPS,
+    Layout,
+    Opened,
+    Part,
+    TensorRole,
+    role_by_name,
+)
 
 _MARKER = re.compile(r"(_model_states\.pt|_optim_states\.pt)$")
+_DATA = re.compile(r"(?i)\.(pt|pth|bin|ckpt|safetensors)$")
+_PARTITION = re.compile(r"^(bf16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt$")
+_MODEL_STATES = re.compile(r"^mp_rank_(\d+)_model_states\.pt$")
+_MAX_LISTED = 8
+
+
+def _fields(obj: Any) -> Any:
+    fields = getattr(obj, "fields", None)
+    return fields() if callable(fields) else obj
+
+
+def _numel(shape: Any) -> int | None:
+    if not isinstance(shape, (tuple, list)) or not all(isinstance(d, int) for d in shape):
+        return None
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _fragments(objects: Any) -> list[dict[str, int]] | None:
+    """Per param group of a partition: parameter name -> elements this partition holds."""
+    osd = _fields(objects.get("optimizer_state_dict")) if isinstance(objects, dict) else None
+    mappings = osd.get("param_slice_mappings") if isinstance(osd, dict) else None
+    if not isinstance(mappings, list):
+        return None
+    out = []
+    for group in mappings:
+        held: dict[str, int] = {}
+        for name, where in group.items() if isinstance(group, dict) else ():
+            numel = _fields(where).get("numel") if isinstance(_fields(where), dict) else None
+            if isinstance(numel, int):
+                held[str(name)] = numel
+        out.append(held)
+    return out
 
 
 class DeepSpeed:
     name = "deepspeed"
+    # global_steps counts every optimizer step; skipped_steps says how many fp16 overflows skipped.
+    exact_steps = True
     counts: ClassVar[Mapping[str, str]] = {
         "name": OPTIMIZER_STEPS,
         "step field": OPTIMIZER_STEPS,
@@ -25,7 +75,9 @@ class DeepSpeed:
     }
 
     def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
-        if not any(_MARKER.search(f) for f in files):
+        # A tag folder holds DeepSpeed's states and nothing else that looks like a checkpoint.
+        data = [f for f in files if _DATA.search(f)]
+        if not data or not all(_MARKER.search(f) for f in data):
             return None
         return Layout(self.name, [Part(os.path.join(folder, f), role_by_name(f)) for f in files])
 
@@ -38,3 +90,97 @@ class DeepSpeed:
         if name.startswith(("optimizer_state_dict.", "optimizer.")):
             return "optimizer"
         return None
+
+    def parts_evidence(self, parts: Sequence[Part], opened: Sequence[Opened]) -> list[Evidence]:
+        """``zero-partitions``: one optimizer partition per data-parallel rank and model-parallel rank, and
+        together they cover every element of every parameter of the model states."""
+        states = {}
+        for path, _role, ckpt in opened:
+            m = _MODEL_STATES.match(os.path.basename(path))
+            if m and isinstance(ckpt.objects, dict):
+                states[int(m.group(1))] = ckpt.objects
+        present = {}
+        prefix = ""
+        for part in parts:
+            m = _PARTITION.match(os.path.basename(part.path))
+            if m:
+                present[(int(m.group(2)), int(m.group(3)))] = part.path
+                prefix = m.group(1) or ""
+        worlds = [s.get("dp_world_size") for s in states.values()]
+        world = next((w for w in worlds if isinstance(w, int) and not isinstance(w, bool)), None)
+        if not states or not isinstance(world, int) or (not present and world <= 1):
+            return []
+        readable = {os.path.basename(p): c for p, _r, c in opened}
+        out = []
+        for mp, model in sorted(states.items()):
+            shapes = model.get("param_shapes")
+            sizes: list[dict[str, int]] = []
+            for group in shapes if isinstance(shapes, list) else []:
+                items = group.items() if isinstance(group, dict) else ()
+                sizes.append({str(k): n for k, v in items if (n := _numel(v)) is not None})
+            held = [dict.fromkeys(group, 0) for group in sizes]
+            missing = [
+                f"{prefix}zero_pp_rank_{r}_mp_rank_{mp:02d}_optim_states.pt"
+                for r in range(world)
+                if (r, mp) not in present
+            ]
+            mapped = 0
+            for (_r, pmp), path in present.items():
+                holder = readable.get(os.path.basename(path))
+                frags = _fragments(holder.objects) if pmp == mp and holder is not None else None
+                for g, group in enumerate(frags or []):
+                    mapped += 1
+                    for name, numel in group.items():
+                        if g < len(held) and name in held[g]:
+                            held[g][name] += numel
+            total = sum(sum(g.values()) for g in sizes)
+            # (parameter, elements held, elements it has) where the two differ
+            short = [
+                (name, n, sizes[g][name])
+                for g, group in enumerate(held)
+                for name, n in group.items()
+                if n != sizes[g][name]
+            ]
+            lacking = sum(max(0, want - have) for _n, have, want in short)
+            where = f"mp_rank_{mp:02d}"
+            if missing:
+                names = ", ".join(n for n, have, want in short if have < want)
+                lost = (
+                    f": {lacking:,} of {total:,} optimizer elements have no state ({names})"
+                    if mapped and lacking
+                    else ""
+                )
+                out.append(
+                    Evidence(
+                        "zero-partitions",
+                        "fail",
+                        f"{', '.join(missing)} missing: {len(missing)} of the {world} ZeRO optimizer "
+                        f"partitions of {where} (one per data-parallel rank){lost}",
+                        indicates="corrupt",
+                        tensors=[n for n, have, want in short if have < want][:_MAX_LISTED],
+                        values={"missing": missing, "world": world, "elements_without_state": lacking},
+                    )
+                )
+            elif mapped and short:
+                out.append(
+                    Evidence(
+                        "zero-partitions",
+                        "fail",
+                        f"the {world} ZeRO optimizer partitions of {where} do not cover the model's "
+                        "parameters exactly once: "
+                        + ", ".join(f"{n}: {have:,} of {want:,} elements" for n, have, want in short[:3]),
+                        indicates="corrupt",
+                        tensors=[n for n, _h, _w in short][:_MAX_LISTED],
+                    )
+                )
+            elif mapped:
+                params = sum(len(g) for g in sizes)
+                out.append(
+                    Evidence(
+                        "zero-partitions",
+                        "pass",
+                        f"the {world} ZeRO optimizer partitions of {where} cover all {total:,} elements of "
+                        f"the {params} parameters, once",
+                    )
+                )
+        return out

@@ -6,20 +6,27 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from trainprobe.checkpoint.frameworks.base import (
     OPTIMIZER_STEPS,
     UNKNOWN_COUNT,
     Layout,
+    Opened,
     Part,
     TensorRole,
     role_by_name,
 )
 
+if TYPE_CHECKING:
+    from trainprobe.checkpoint.evidence import Evidence
+
 
 class Folder:
     name = "folder"
+    # The folder is one save named by the step the loop was at (step_500/): without a grad scaler saved
+    # beside it, an optimizer file behind that step is a stale one.
+    exact_steps = True
     counts: ClassVar[Mapping[str, str]] = {
         "name": OPTIMIZER_STEPS,
         "step field": OPTIMIZER_STEPS,
@@ -40,11 +47,16 @@ class Folder:
     def tensor_role(self, name: str) -> TensorRole | None:
         return None
 
+    def parts_evidence(self, parts: Sequence[Part], opened: Sequence[Opened]) -> list[Evidence]:
+        return []
+
 
 class PlainFile:
     """Any single checkpoint file no framework claims (the last entry of the registry)."""
 
     name = "file"
+    # A step field of a hand-written loop may count micro-batches or include skipped steps.
+    exact_steps = False
     counts: ClassVar[Mapping[str, str]] = {
         "name": OPTIMIZER_STEPS,
         "step field": OPTIMIZER_STEPS,
@@ -59,3 +71,6 @@ class PlainFile:
 
     def tensor_role(self, name: str) -> TensorRole | None:
         return None
+
+    def parts_evidence(self, parts: Sequence[Part], opened: Sequence[Opened]) -> list[Evidence]:
+        return []

@@ -13,15 +13,19 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from trainprobe.checkpoint.frameworks.base import (
     OPTIMIZER_STEPS,
     Layout,
+    Opened,
     Part,
     TensorRole,
     role_by_name,
 )
+
+if TYPE_CHECKING:
+    from trainprobe.checkpoint.evidence import Evidence
 
 _MARKERS = ("trainer_state.json", "training_args.bin")
 _WEIGHTS = re.compile(r"^(model|pytorch_model|adapter_model)([-.].*)?\.(safetensors|bin)$|\.index\.json$")
@@ -30,6 +34,8 @@ _PART_DIRS = re.compile(r"^(global_step\d+|pytorch_model_fsdp_\d+|optimizer_\d+)
 
 class HfTrainer:
     name = "hf-trainer"
+    # global_step counts optimizer steps; without a grad scaler (scaler.pt) none is skipped
+    exact_steps = True
     counts: ClassVar[Mapping[str, str]] = {
         "name": OPTIMIZER_STEPS,
         "trainer_state.json": OPTIMIZER_STEPS,
@@ -62,3 +68,6 @@ class HfTrainer:
 
     def tensor_role(self, name: str) -> TensorRole | None:
         return None
+
+    def parts_evidence(self, parts: Sequence[Part], opened: Sequence[Opened]) -> list[Evidence]:
+        return []

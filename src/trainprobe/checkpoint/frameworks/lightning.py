@@ -8,15 +8,20 @@ non-finite value there is a note, not a finding."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from trainprobe.checkpoint.frameworks.base import EPOCHS, OPTIMIZER_STEPS, Layout, TensorRole
+from trainprobe.checkpoint.frameworks.base import EPOCHS, OPTIMIZER_STEPS, Layout, Opened, Part, TensorRole
+
+if TYPE_CHECKING:
+    from trainprobe.checkpoint.evidence import Evidence
 
 _KEYS = ("pytorch-lightning_version", "lightning_version")
 
 
 class Lightning:
     name = "lightning"
+    # global_step counts optimizer steps; AMP (native_amp_scaling_state saved) may skip some
+    exact_steps = True
     # lr_schedulers step per epoch unless configured per step (the interval is not saved): not compared.
     counts: ClassVar[Mapping[str, str]] = {
         "name": OPTIMIZER_STEPS,
@@ -40,3 +45,6 @@ class Lightning:
         if name.startswith("optimizer_states."):
             return "optimizer"
         return "metadata"
+
+    def parts_evidence(self, parts: Sequence[Part], opened: Sequence[Opened]) -> list[Evidence]:
+        return []
