@@ -18,7 +18,7 @@ from typing import Any
 
 from trainprobe.checkpoint.base import Checkpoint, Note, TensorRecord, notes_of
 from trainprobe.checkpoint.evidence import Evidence
-from trainprobe.checkpoint.fingerprint import unit_fingerprint
+from trainprobe.checkpoint.fingerprint import mark_identical, tensor_key, unit_fingerprint
 from trainprobe.checkpoint.formats import open_file
 from trainprobe.checkpoint.frameworks import Role, framework_named
 from trainprobe.checkpoint.frameworks.base import Framework, Opened
@@ -140,18 +140,6 @@ def metadata_notes(report: FileReport) -> None:
             )
 
 
-def mark_identical(units: list[UnitReport]) -> None:
-    """Units whose tensors have identical fingerprints name each other (two saves of the same state)."""
-    by_fp: dict[str, list[UnitReport]] = {}
-    for unit in units:
-        if unit.fingerprint is not None:
-            by_fp.setdefault(unit.fingerprint, []).append(unit)
-    for group in by_fp.values():
-        if len(group) > 1:
-            for unit in group:
-                unit.identical_to = [u.path for u in group if u is not unit]
-
-
 def scan(
     paths: Sequence[str],
     *,
@@ -259,7 +247,7 @@ def scan_units(
             file.settle_verdict()
         report.settle_verdict()
         report.fingerprint = unit_fingerprint(
-            (f"{os.path.relpath(f.path, unit.path) if f.path != unit.path else ''}:{t.name}", t.fingerprint)
+            (tensor_key(unit.path, f.path, t.name), t.fingerprint)
             for f in report.files
             for t in f.tensors
             if t.role != "metadata"

@@ -42,6 +42,10 @@ class CheckResult:
     step_source: str = "nothing"
     step_sources: list[dict[str, Any]] = field(default_factory=list)
     unread: list[str] = field(default_factory=list)
+    fingerprint: str | None = None  # the unit's, as scan computes it
+    identical_to: list[str] = field(default_factory=list)
+    # (part path, tensor name, fingerprint) of the weights and optimizer state, while the unit is checked
+    tensor_fingerprints: list[tuple[str, str, str | None]] = field(default_factory=list, repr=False)
 
     @property
     def is_finding(self) -> bool:
@@ -63,6 +67,8 @@ class CheckResult:
             "unread": self.unread,
             "notes": [{"kind": n.kind, "message": n.message} for n in self.notes],
             "nonfinite": self.nonfinite,
+            "fingerprint": self.fingerprint,
+            "identical_to": list(self.identical_to),
             "evidence": [e.to_json() for e in self.evidence],
         }
 

@@ -27,6 +27,7 @@ from trainprobe.checkpoint.check.report import (
 from trainprobe.checkpoint.check.state import MAX_NAMES, find_optimizers, state_of
 from trainprobe.checkpoint.check.structure import check_optimizer
 from trainprobe.checkpoint.check.writer_manifest import check_manifest
+from trainprobe.checkpoint.fingerprint import mark_identical, stored_fingerprint, tensor_key, unit_fingerprint
 from trainprobe.checkpoint.frameworks import Framework, Part, framework_named
 from trainprobe.checkpoint.frameworks.base import Opened
 from trainprobe.checkpoint.identity import chosen_step, collect_step_sources, saved_step
@@ -47,7 +48,20 @@ def check_paths(paths: Sequence[str]) -> CheckReport:
     CheckpointWriter directory means all its checkpoints, ``checkpoint-N/`` one), and quoted globs."""
     if not paths:
         raise UsageError("nothing to check: give at least one checkpoint file, directory or glob")
-    return CheckReport([check_unit(u) for u in discover_units(list(paths))])
+    results = [check_unit(u) for u in discover_units(list(paths))]
+    mark_identical(results)
+    for r in results:
+        if r.identical_to:
+            r.evidence.append(
+                Evidence(
+                    "identical",
+                    "note",
+                    f"its weights and optimizer state are identical to {', '.join(r.identical_to)}: a copy "
+                    "of the same state (a backup, or the same step saved again), not another step",
+                    values={"identical_to": r.identical_to},
+                )
+            )
+    return CheckReport(results)
 
 
 def check_paths_json(paths: Sequence[str]) -> dict[str, Any]:
@@ -131,6 +145,10 @@ def check_unit(unit: Unit) -> CheckResult:
         ev.extend(cover_evidence(opened, unit.framework))
         _pickle_evidence(result)
         ev.extend(unit_evidence(unit, framework, opened, sources))
+        result.fingerprint = unit_fingerprint(
+            (tensor_key(unit.path, path, name), fp) for path, name, fp in result.tensor_fingerprints
+        )
+        result.tensor_fingerprints = []
     finally:
         for _path, _role, ckpt in opened:
             ckpt.close()
@@ -248,7 +266,10 @@ def _check_with(
             plan.results.append(future)
             fused.setdefault(id(job[1]), (future, 0))
             fused.setdefault(id(job[2]), (future, 1))
-    counts = [None if id(rec) in fused else pool.submit(count_nonfinite, rec) for rec in ckpt.records]
+    counts = [
+        None if id(rec) in fused else pool.submit(count_nonfinite, rec, fingerprint=True)
+        for rec in ckpt.records
+    ]
     check_manifest(ckpt, ev)
     optimizer_ev: list[Evidence] = []
     by_name = {f.name: f for f in OPTIMIZERS}
@@ -287,11 +308,15 @@ def _check_with(
     for rec, count in zip(ckpt.records, counts, strict=True):
         if count is not None:
             found.append(count.result())
-        else:
+        else:  # an Adam pair's tensor: fingerprinted by its container's CRC32, when it stores one
             pair, which = fused[id(rec)]
             done = pair.result()
             found.append(done.m_nonfinite if which == 0 else done.v_nonfinite)
     roles = tensor_roles(ckpt, part_role(role), framework)
+    for rec, bad, tensor_role in zip(ckpt.records, found, roles, strict=True):
+        if tensor_role != "metadata":
+            fp = bad.fingerprint if bad.fingerprint is not None else stored_fingerprint(rec)
+            result.tensor_fingerprints.append((ckpt.path, rec.name, fp))
     entries = nonfinite_entries(ckpt.records, found, list(roles))
     counted = [e for e in entries if e["role"] != "metadata"]
     for e in entries:
