@@ -27,16 +27,16 @@ import json
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.base import Checkpoint, TensorRecord
 from trainprobe.checkpoint.evidence import Evidence
-from trainprobe.checkpoint.frameworks import Framework, Role
+from trainprobe.checkpoint.frameworks import FRAMEWORKS, Framework, Role
 from trainprobe.checkpoint.frameworks.base import OPTIMIZER_STEPS, SAVES, UNKNOWN_COUNT
 from trainprobe.checkpoint.manifest import read_manifest
-from trainprobe.checkpoint.skeleton import fields_of, find_optimizers, label_of, scalar
+from trainprobe.checkpoint.skeleton import fields_of, find_optimizer_states, label_of, scalar
 from trainprobe.errors import CheckpointError
 
 # "global_step1500", "step_2000", "step=2000" (Lightning's epoch=3-step=2000), "checkpoint-2000",
@@ -182,12 +182,12 @@ def _scheduler_epoch(objects: Any, role: Role) -> tuple[str, int] | None:
     return None
 
 
-def optimizer_counters(objects: Any) -> list[tuple[str, dict[float, list[str]]]]:
-    """Per optimizer state dict: (its label, counter value -> the parameters whose ``step`` says so)."""
-    out = []
-    for label, opt in find_optimizers(objects):
+def optimizer_counters(objects: Any) -> dict[str, dict[float, list[str]]]:
+    """Per optimizer: its label -> counter value -> the parameters whose ``step`` says so."""
+    out: dict[str, dict[float, list[str]]] = {}
+    for label, state in find_optimizer_states(objects):
         counters: dict[float, list[str]] = {}
-        for pid, entry in opt["state"].items():
+        for pid, entry in state.items():
             entry = fields_of(entry)
             if not isinstance(entry, dict) or "step" not in entry:
                 continue
@@ -198,14 +198,129 @@ def optimizer_counters(objects: Any) -> list[tuple[str, dict[float, list[str]]]]
             if value is not None:
                 counters.setdefault(value, []).append(label_of(pid, entry))
         if counters:
-            out.append((label, counters))
+            out[label] = counters
     return out
 
 
+@dataclass
+class PartFacts:
+    """What one part of a unit says about the unit's identity, read from its skeleton where the part is: its
+    step field, scheduler, optimizer counters, manifest, grad scaler, the framework that knows its object, and
+    what the framework itself wants to know (``extra``: DeepSpeed's world size and partitions). JSON-able, so
+    a part read in shares on several machines (a DCP directory spread over nodes) is the :meth:`merge` of its
+    shares' facts — the same facts one read of the whole part gives."""
+
+    path: str
+    role: Role
+    step_field: tuple[str, int] | None = None
+    scheduler: tuple[str, int] | None = None
+    counters: dict[str, dict[float, list[str]]] = field(default_factory=dict)
+    manifest: tuple[str, int] | None = None  # (the manifest's name, its step)
+    scaler: bool = False
+    skipped_steps: int = 0
+    framework: str | None = None  # the framework that knows this part's object (a Lightning .ckpt)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, path: str, role: Role, ckpt: Checkpoint, framework: Framework) -> PartFacts:
+        """The facts of an opened part (whole, or the share of it read here)."""
+        top = fields_of(ckpt.objects)
+        facts = cls(path, role)
+        # A step field of an RNG or config file counts something else (accelerate's random_states "step").
+        facts.step_field = step_field(top) if role in ("weights", "optimizer", "state") else None
+        facts.scheduler = _scheduler_epoch(top, role)
+        facts.counters = optimizer_counters(top)
+        if os.path.isfile(path):
+            try:
+                manifest = read_manifest(path)
+            except ValueError:
+                manifest = None
+            if manifest is not None:
+                facts.manifest = (os.path.basename(manifest.path), manifest.step)
+        if isinstance(top, dict):
+            facts.scaler = any(isinstance(k, str) and _SCALER_KEY.search(k) for k in top)
+            facts.skipped_steps = integer(top.get("skipped_steps")) or 0
+        facts.framework = next((fw.name for fw in FRAMEWORKS if fw.knows(ckpt.objects)), None)
+        facts.extra = framework.part_facts(path, ckpt)
+        return facts
+
+    def merge(self, other: PartFacts) -> PartFacts:
+        """These facts and another share's of the same part, as one read of both would give them."""
+        counters = {label: {v: list(ps) for v, ps in c.items()} for label, c in self.counters.items()}
+        for label, theirs in other.counters.items():
+            mine = counters.setdefault(label, {})
+            for value, params in theirs.items():
+                mine.setdefault(value, []).extend(params)
+        return PartFacts(
+            self.path,
+            self.role,
+            self.step_field or other.step_field,
+            self.scheduler or other.scheduler,
+            counters,
+            self.manifest or other.manifest,
+            self.scaler or other.scaler,
+            self.skipped_steps or other.skipped_steps,
+            self.framework or other.framework,
+            {**other.extra, **self.extra},
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "role": self.role,
+            "step_field": list(self.step_field) if self.step_field else None,
+            "scheduler": list(self.scheduler) if self.scheduler else None,
+            "counters": {
+                label: [[value, params] for value, params in c.items()] for label, c in self.counters.items()
+            },
+            "manifest": list(self.manifest) if self.manifest else None,
+            "scaler": self.scaler,
+            "skipped_steps": self.skipped_steps,
+            "framework": self.framework,
+            "extra": self.extra,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> PartFacts:
+        def pair(v: Any) -> tuple[str, int] | None:
+            return (str(v[0]), int(v[1])) if v else None
+
+        return cls(
+            d["path"],
+            d["role"],
+            pair(d.get("step_field")),
+            pair(d.get("scheduler")),
+            {label: {float(v): list(ps) for v, ps in c} for label, c in d.get("counters", {}).items()},
+            pair(d.get("manifest")),
+            bool(d.get("scaler")),
+            int(d.get("skipped_steps") or 0),
+            d.get("framework"),
+            dict(d.get("extra") or {}),
+        )
+
+
+def trainer_state_step(unit_path: str) -> int | None:
+    """``global_step`` of the ``trainer_state.json`` beside a unit's files (HF Trainer), or None."""
+    folder = unit_path if os.path.isdir(unit_path) else os.path.dirname(unit_path)
+    try:
+        with open(os.path.join(folder, "trainer_state.json"), encoding="utf-8") as fh:
+            value = json.load(fh).get("global_step")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def collect_step_sources(
-    unit_path: str, framework: Framework, opened: Sequence[tuple[str, Role, Checkpoint]]
+    unit_path: str,
+    framework: Framework,
+    facts: Sequence[PartFacts],
+    *,
+    trainer_state: int | None = None,
+    is_file: bool | None = None,
 ) -> list[StepSource]:
-    """Every step source of a unit (``opened``: its parts as (path, role, checkpoint))."""
+    """Every step source of a unit from its parts' facts. ``trainer_state`` (trainer_state.json's global
+    step) and ``is_file`` (the unit is one file) are read from ``unit_path`` unless given (a unit whose files
+    are on other machines)."""
     counts = framework.counts
     out: list[StepSource] = []
     named = step_in_name(unit_path)
@@ -215,45 +330,33 @@ def collect_step_sources(
         if framework.name == "accelerate" and named[1] == "_":
             what = SAVES
         out.append(StepSource("name", named[0], what, os.path.basename(unit_path.rstrip("/"))))
-    if os.path.isfile(unit_path):
+    if os.path.isfile(unit_path) if is_file is None else is_file:
         in_dir = step_in_name(os.path.dirname(os.path.abspath(unit_path)))
         if in_dir is not None:
             out.append(StepSource("directory", in_dir[0], counts.get("name", UNKNOWN_COUNT), "its folder"))
-    folder = unit_path if os.path.isdir(unit_path) else os.path.dirname(unit_path)
-    try:
-        with open(os.path.join(folder, "trainer_state.json"), encoding="utf-8") as fh:
-            value = json.load(fh).get("global_step")
-        if isinstance(value, int) and not isinstance(value, bool):
-            out.append(StepSource("trainer_state.json", value, OPTIMIZER_STEPS, "trainer_state.json"))
-    except (OSError, ValueError, AttributeError):
-        pass
-    for path, role, ckpt in opened:
-        rel = "" if path == unit_path else os.path.relpath(path, unit_path)
-        name = os.path.basename(path)
-        # A step field of an RNG or config file counts something else (accelerate's random_states "step").
-        found = step_field(ckpt.objects) if role in ("weights", "optimizer", "state") else None
-        if found is not None:
+    if trainer_state is None:
+        trainer_state = trainer_state_step(unit_path)
+    if trainer_state is not None:
+        out.append(StepSource("trainer_state.json", trainer_state, OPTIMIZER_STEPS, "trainer_state.json"))
+    for part in facts:
+        rel = "" if part.path == unit_path else os.path.relpath(part.path, unit_path)
+        name = os.path.basename(part.path)
+        if part.step_field is not None:
             what = counts.get("step field", UNKNOWN_COUNT)
-            out.append(StepSource("step field", found[1], what, f"{name}: {found[0]}", rel))
-        epoch = _scheduler_epoch(ckpt.objects, role)
-        if epoch is not None:
+            out.append(
+                StepSource("step field", part.step_field[1], what, f"{name}: {part.step_field[0]}", rel)
+            )
+        if part.scheduler is not None:
             what = counts.get("scheduler", UNKNOWN_COUNT)
-            out.append(StepSource("scheduler", epoch[1], what, f"{name}: {epoch[0]}", rel))
-        for label, counters in optimizer_counters(ckpt.objects):
+            out.append(StepSource("scheduler", part.scheduler[1], what, f"{name}: {part.scheduler[0]}", rel))
+        for label, counters in part.counters.items():
             if len(counters) == 1:  # counters that disagree are check's step-counters evidence (torn)
                 ((value, params),) = counters.items()
                 if float(value).is_integer():
                     where = f"{name}: {label}"
                     out.append(StepSource(COUNTERS, int(value), OPTIMIZER_STEPS, where, rel, len(params)))
-        if os.path.isfile(path):
-            try:
-                manifest = read_manifest(path)
-            except ValueError:
-                manifest = None
-            if manifest is not None:
-                out.append(
-                    StepSource("manifest", manifest.step, OPTIMIZER_STEPS, os.path.basename(manifest.path))
-                )
+        if part.manifest is not None:
+            out.append(StepSource("manifest", part.manifest[1], OPTIMIZER_STEPS, part.manifest[0]))
     return out
 
 
@@ -266,27 +369,15 @@ def chosen_step(sources: Sequence[StepSource]) -> tuple[int | None, str]:
     return None, "nothing"
 
 
-def has_grad_scaler(part_paths: Sequence[str], opened: Sequence[tuple[str, Role, Checkpoint]]) -> bool:
+def has_grad_scaler(part_paths: Sequence[str], facts: Sequence[PartFacts]) -> bool:
     """Whether the unit keeps a grad scaler (``scaler.pt``, Lightning's ``native_amp_scaling_state``): with
     one, optimizer steps may be skipped, so counters behind the step are no stale optimizer."""
-    if any(_SCALER.match(os.path.basename(p)) for p in part_paths):
-        return True
-    for _path, _role, ckpt in opened:
-        top = fields_of(ckpt.objects)
-        if isinstance(top, dict) and any(isinstance(k, str) and _SCALER_KEY.search(k) for k in top):
-            return True
-    return False
+    return any(_SCALER.match(os.path.basename(p)) for p in part_paths) or any(f.scaler for f in facts)
 
 
-def skipped_steps(opened: Sequence[tuple[str, Role, Checkpoint]]) -> int:
+def skipped_steps(facts: Sequence[PartFacts]) -> int:
     """Optimizer steps the saved object says were skipped (DeepSpeed's ``skipped_steps``: fp16 overflows)."""
-    for _path, _role, ckpt in opened:
-        top = fields_of(ckpt.objects)
-        if isinstance(top, dict):
-            value = integer(top.get("skipped_steps"))
-            if value:
-                return value
-    return 0
+    return next((f.skipped_steps for f in facts if f.skipped_steps), 0)
 
 
 # -- judging them ----------------------------------------------------------------------------------

@@ -44,9 +44,28 @@ def find_optimizers(obj: Any, path: str = "", depth: int = 0) -> Iterator[tuple[
             yield from find_optimizers(value, f"{path}.{i}" if path else str(i), depth + 1)
 
 
+def find_optimizer_states(obj: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, dict[Any, Any]]]:
+    """Every optimizer's per-parameter ``state`` dict, with the optimizer's dotted path: as
+    :func:`find_optimizers`, but without asking for ``param_groups`` beside it. A part read in shares (a DCP
+    rank's file) holds some state entries and maybe none of the groups; what is said about each entry (its
+    step counter, its role) must not depend on which share holds the groups."""
+    obj = fields_of(obj)
+    if depth > _MAX_DEPTH or not isinstance(obj, dict):
+        if isinstance(obj, (list, tuple)) and depth <= _MAX_DEPTH:
+            for i, value in enumerate(obj):
+                yield from find_optimizer_states(value, f"{path}.{i}" if path else str(i), depth + 1)
+        return
+    state = fields_of(obj.get("state"))
+    if isinstance(state, dict) and state and all(isinstance(fields_of(v), dict) for v in state.values()):
+        yield path or "<root>", state
+        return
+    for key, value in obj.items():
+        yield from find_optimizer_states(value, f"{path}.{key}" if path else str(key), depth + 1)
+
+
 def optimizer_prefixes(objects: Any) -> list[str]:
-    """The dotted paths of every optimizer state dict ("" for the skeleton itself)."""
-    return [("" if label == "<root>" else label) for label, _opt in find_optimizers(objects)]
+    """The dotted paths of every optimizer's state ("" for the skeleton itself)."""
+    return [("" if label == "<root>" else label) for label, _state in find_optimizer_states(objects)]
 
 
 def as_float32(dtype: str, arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:

@@ -30,12 +30,13 @@ from trainprobe.checkpoint.check.writer_manifest import check_manifest
 from trainprobe.checkpoint.fingerprint import mark_identical, stored_fingerprint, tensor_key, unit_fingerprint
 from trainprobe.checkpoint.frameworks import Framework, Part, framework_named
 from trainprobe.checkpoint.frameworks.base import Opened
-from trainprobe.checkpoint.identity import chosen_step, collect_step_sources, saved_step
+from trainprobe.checkpoint.identity import PartFacts, chosen_step, collect_step_sources, saved_step
+from trainprobe.checkpoint.judge import unit_evidence
 from trainprobe.checkpoint.numerics import NonFinite, count_nonfinite
 from trainprobe.checkpoint.optimizers import OPTIMIZERS, families_in
 from trainprobe.checkpoint.optimizers.adam import PairResult, adam_pair, plan_adam, report_adam
 from trainprobe.checkpoint.roles import tensor_roles
-from trainprobe.checkpoint.scan import open_part, part_role, unit_evidence
+from trainprobe.checkpoint.scan import framework_of, open_part, part_role
 from trainprobe.checkpoint.units import Unit, discover_units
 from trainprobe.checkpoint.unpickler import SUSPICIOUS
 from trainprobe.errors import CorruptCheckpointError, UsageError
@@ -78,17 +79,17 @@ def check_path(path: str) -> CheckResult:
 def check_checkpoint(ckpt: Checkpoint) -> CheckResult:
     """The verdict on an already opened checkpoint (one file, its own unit)."""
     result = CheckResult(ckpt.path, V.UNKNOWN, "", format=ckpt.format)
-    framework = next((fw for fw in _file_frameworks() if fw.knows(ckpt.objects)), framework_named("file"))
+    framework = framework_of("file", ckpt)
     result.framework = framework.name
-    opened: list[Opened] = [(ckpt.path, "state", ckpt)]
-    sources = collect_step_sources(ckpt.path, framework, opened)
+    facts = [PartFacts.of(ckpt.path, "state", ckpt, framework)]
+    sources = collect_step_sources(ckpt.path, framework, facts)
     result.step, result.step_source = chosen_step(sources)
     result.step_sources = [s.to_json() for s in sources]
     with ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="trainprobe-check") as pool:
         _check_part(ckpt, "state", framework, result, pool, "", saved_step(sources) is not None)
     _pickle_evidence(result)
     unit = Unit(ckpt.path, framework.name, [Part(ckpt.path, "state")])
-    result.evidence.extend(unit_evidence(unit, framework, opened, sources))
+    result.evidence.extend(unit_evidence(unit, framework, facts, sources))
     return decide(result)
 
 
@@ -110,7 +111,6 @@ def check_unit(unit: Unit) -> CheckResult:
             )
         )
     opened: list[Opened] = []
-    framework = framework_named(unit.framework)
     try:
         for part in unit.parts:
             ckpt, error, error_verdict, notes = open_part(part.path)
@@ -120,22 +120,19 @@ def check_unit(unit: Unit) -> CheckResult:
                 for e in dcp_evidence(part.path):
                     e.file = rel
                     ev.append(e)
-                ev.append(
-                    Evidence(
-                        "container", "fail", error or "cannot be read", indicates=error_verdict, file=rel
-                    )
-                )
+            if error is not None:  # not read at all, or read without its missing data files
+                ev.append(Evidence("container", "fail", error, indicates=error_verdict, file=rel))
+            if ckpt is None:
                 result.files.append({"path": part.path, "role": part.role, "format": None, "error": error})
                 continue
-            opened.append((part.path, part.role, ckpt))
+            opened.append((part.path, part_role(part.role), ckpt))
             result.notes.extend(ckpt.notes)
-            if unit.framework == "file":
-                for fw in _file_frameworks():
-                    if fw.knows(ckpt.objects):
-                        framework, unit.framework, result.framework = fw, fw.name, fw.name
-                        break
             result.format = result.format or ckpt.format
-        sources = collect_step_sources(unit.path, framework, opened)
+        framework = framework_of(unit.framework, opened[0][2]) if opened else framework_named(unit.framework)
+        if unit.framework == "file":
+            unit.framework = result.framework = framework.name
+        facts = [PartFacts.of(path, role, ckpt, framework) for path, role, ckpt in opened]
+        sources = collect_step_sources(unit.path, framework, facts)
         result.step, result.step_source = chosen_step(sources)
         result.step_sources = [s.to_json() for s in sources]
         stated = saved_step(sources) is not None
@@ -144,7 +141,7 @@ def check_unit(unit: Unit) -> CheckResult:
                 _check_part(ckpt, role, framework, result, pool, _rel(path, unit), stated)
         ev.extend(cover_evidence(opened, unit.framework))
         _pickle_evidence(result)
-        ev.extend(unit_evidence(unit, framework, opened, sources))
+        ev.extend(unit_evidence(unit, framework, facts, sources))
         result.fingerprint = unit_fingerprint(
             (tensor_key(unit.path, path, name), fp) for path, name, fp in result.tensor_fingerprints
         )
@@ -153,12 +150,6 @@ def check_unit(unit: Unit) -> CheckResult:
         for _path, _role, ckpt in opened:
             ckpt.close()
     return decide(result)
-
-
-def _file_frameworks() -> tuple[Framework, ...]:
-    from trainprobe.checkpoint.frameworks import FRAMEWORKS
-
-    return FRAMEWORKS
 
 
 def _rel(path: str, unit: Unit) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Collection
 
 from trainprobe.checkpoint.base import Checkpoint, TensorRecord
 from trainprobe.errors import CorruptCheckpointError
@@ -17,7 +18,8 @@ class HfShardedFormat:
     def sniff(self, path: str, head: bytes) -> bool:
         return path.endswith(".index.json") and b"weight_map" in head
 
-    def open(self, path: str) -> Checkpoint:
+    def open(self, path: str, *, files: Collection[str] | None = None) -> Checkpoint:
+        """With ``files``, only those shards are read (a node's share; the others are elsewhere)."""
         from trainprobe.checkpoint.formats import open_file  # the shards are any per-file format
 
         try:
@@ -34,7 +36,8 @@ class HfShardedFormat:
         ckpt = Checkpoint(path, self.name, {"metadata": index.get("metadata")}, [])
         wanted: dict[str, list[str]] = {}
         for tensor, shard in weight_map.items():
-            wanted.setdefault(str(shard), []).append(str(tensor))
+            if files is None or str(shard) in files:
+                wanted.setdefault(str(shard), []).append(str(tensor))
         try:
             for shard, names in wanted.items():
                 shard_path = os.path.join(folder, shard)

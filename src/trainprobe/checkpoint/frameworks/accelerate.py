@@ -15,14 +15,15 @@ from trainprobe.checkpoint.frameworks.base import (
     OPTIMIZER_STEPS,
     UNKNOWN_COUNT,
     Layout,
-    Opened,
     Part,
     TensorRole,
     role_by_name,
 )
 
 if TYPE_CHECKING:
+    from trainprobe.checkpoint.base import Checkpoint
     from trainprobe.checkpoint.evidence import Evidence
+    from trainprobe.checkpoint.identity import PartFacts
 
 _MARKER = re.compile(r"^(random_states_\d+\.pkl|optimizer(_\d+)?\.bin|scheduler(_\d+)?\.bin)$")
 _PART_DIRS = re.compile(r"^(pytorch_model_fsdp_\d+|optimizer_\d+)$")
@@ -56,5 +57,8 @@ class Accelerate:
     def tensor_role(self, name: str) -> TensorRole | None:
         return None
 
-    def parts_evidence(self, parts: Sequence[Part], opened: Sequence[Opened]) -> list[Evidence]:
+    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
+        return {}
+
+    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
         return []

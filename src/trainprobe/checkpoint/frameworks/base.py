@@ -13,8 +13,9 @@ A framework (one module each in ``trainprobe.checkpoint.frameworks``) answers th
 ``counts`` says what each step source of its units counts (``optimizer steps``, ``epochs``, ``saves``): only
 sources that count optimizer steps are compared with each other. ``exact_steps``: its step counts every
 optimizer step, so optimizer counters behind it mean a stale optimizer file (unless a grad scaler in the unit
-may skip steps). ``parts_evidence(parts, opened)``: what only this framework can say about the unit's parts
-as a whole (DeepSpeed: one optimizer partition per data-parallel rank, covering every parameter).
+may skip steps). ``part_facts(path, ckpt)`` and ``parts_evidence(parts, facts)``: what only this framework
+can say about the unit's parts as a whole (DeepSpeed: one optimizer partition per data-parallel rank, covering
+every parameter), from facts read where each part is.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 if TYPE_CHECKING:
     from trainprobe.checkpoint.base import Checkpoint
     from trainprobe.checkpoint.evidence import Evidence
+    from trainprobe.checkpoint.identity import PartFacts
 
 Role = Literal["weights", "optimizer", "scheduler", "rng", "config", "metadata", "state"]
 TensorRole = Literal["weights", "optimizer", "metadata"]
@@ -77,8 +79,12 @@ class Framework(Protocol):
         """The role of a tensor of a ``state`` part, by its dotted name; None: the generic rule decides."""
         ...
 
-    def parts_evidence(self, parts: Sequence[Part], opened: Sequence[Opened]) -> list[Evidence]:
-        """Evidence about the unit's parts as a whole (``opened``: the parts that could be read)."""
+    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
+        """What this framework wants to know of one opened part (JSON-able; read where the part is)."""
+        ...
+
+    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
+        """Evidence about the unit's parts as a whole (``facts``: those of the parts that could be read)."""
         ...
 
 

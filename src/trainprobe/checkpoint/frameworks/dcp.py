@@ -8,10 +8,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from trainprobe.checkpoint.formats.dcp import METADATA
-from trainprobe.checkpoint.frameworks.base import OPTIMIZER_STEPS, Layout, Opened, Part, TensorRole
+from trainprobe.checkpoint.frameworks.base import OPTIMIZER_STEPS, Layout, Part, TensorRole
 
 if TYPE_CHECKING:
+    from trainprobe.checkpoint.base import Checkpoint
     from trainprobe.checkpoint.evidence import Evidence
+    from trainprobe.checkpoint.identity import PartFacts
 
 
 class Dcp:
@@ -31,5 +33,8 @@ class Dcp:
     def tensor_role(self, name: str) -> TensorRole | None:
         return None
 
-    def parts_evidence(self, parts: Sequence[Part], opened: Sequence[Opened]) -> list[Evidence]:
+    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
+        return {}
+
+    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
         return []

@@ -14,17 +14,20 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.frameworks.base import (
     OPTIMIZER_STEPS,
     Layout,
-    Opened,
     Part,
     TensorRole,
     role_by_name,
 )
+
+if TYPE_CHECKING:
+    from trainprobe.checkpoint.base import Checkpoint
+    from trainprobe.checkpoint.identity import PartFacts
 
 _MARKER = re.compile(r"(_model_states\.pt|_optim_states\.pt)$")
 _DATA = re.compile(r"(?i)\.(pt|pth|bin|ckpt|safetensors)$")
@@ -91,96 +94,121 @@ class DeepSpeed:
             return "optimizer"
         return None
 
-    def parts_evidence(self, parts: Sequence[Part], opened: Sequence[Opened]) -> list[Evidence]:
-        """``zero-partitions``: one optimizer partition per data-parallel rank and model-parallel rank, and
-        together they cover every element of every parameter of the model states."""
-        states = {}
-        for path, _role, ckpt in opened:
-            m = _MODEL_STATES.match(os.path.basename(path))
-            if m and isinstance(ckpt.objects, dict):
-                states[int(m.group(1))] = ckpt.objects
-        present = {}
-        prefix = ""
-        for part in parts:
-            m = _PARTITION.match(os.path.basename(part.path))
-            if m:
-                present[(int(m.group(2)), int(m.group(3)))] = part.path
-                prefix = m.group(1) or ""
-        worlds = [s.get("dp_world_size") for s in states.values()]
-        world = next((w for w in worlds if isinstance(w, int) and not isinstance(w, bool)), None)
-        if not states or not isinstance(world, int) or (not present and world <= 1):
-            return []
-        readable = {os.path.basename(p): c for p, _r, c in opened}
-        out = []
-        for mp, model in sorted(states.items()):
-            shapes = model.get("param_shapes")
+    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
+        """Model states: the data-parallel world size and every parameter's element count (per param group);
+        an optimizer partition: how many elements of each parameter it holds."""
+        objects = ckpt.objects
+        if not isinstance(objects, dict):
+            return {}
+        name = os.path.basename(path)
+        if _MODEL_STATES.match(name):
+            world = objects.get("dp_world_size")
+            shapes = objects.get("param_shapes")
             sizes: list[dict[str, int]] = []
             for group in shapes if isinstance(shapes, list) else []:
                 items = group.items() if isinstance(group, dict) else ()
                 sizes.append({str(k): n for k, v in items if (n := _numel(v)) is not None})
-            held = [dict.fromkeys(group, 0) for group in sizes]
-            missing = [
-                f"{prefix}zero_pp_rank_{r}_mp_rank_{mp:02d}_optim_states.pt"
-                for r in range(world)
-                if (r, mp) not in present
-            ]
-            mapped = 0
-            for (_r, pmp), path in present.items():
-                holder = readable.get(os.path.basename(path))
-                frags = _fragments(holder.objects) if pmp == mp and holder is not None else None
-                for g, group in enumerate(frags or []):
-                    mapped += 1
-                    for name, numel in group.items():
-                        if g < len(held) and name in held[g]:
-                            held[g][name] += numel
-            total = sum(sum(g.values()) for g in sizes)
-            # (parameter, elements held, elements it has) where the two differ
-            short = [
-                (name, n, sizes[g][name])
-                for g, group in enumerate(held)
-                for name, n in group.items()
-                if n != sizes[g][name]
-            ]
-            lacking = sum(max(0, want - have) for _n, have, want in short)
-            where = f"mp_rank_{mp:02d}"
-            if missing:
-                names = ", ".join(n for n, have, want in short if have < want)
-                lost = (
-                    f": {lacking:,} of {total:,} optimizer elements have no state ({names})"
-                    if mapped and lacking
-                    else ""
-                )
-                out.append(
-                    Evidence(
-                        "zero-partitions",
-                        "fail",
-                        f"{', '.join(missing)} missing: {len(missing)} of the {world} ZeRO optimizer "
-                        f"partitions of {where} (one per data-parallel rank){lost}",
-                        indicates="corrupt",
-                        tensors=[n for n, have, want in short if have < want][:_MAX_LISTED],
-                        values={"missing": missing, "world": world, "elements_without_state": lacking},
-                    )
-                )
-            elif mapped and short:
-                out.append(
-                    Evidence(
-                        "zero-partitions",
-                        "fail",
-                        f"the {world} ZeRO optimizer partitions of {where} do not cover the model's "
-                        "parameters exactly once: "
-                        + ", ".join(f"{n}: {have:,} of {want:,} elements" for n, have, want in short[:3]),
-                        indicates="corrupt",
-                        tensors=[n for n, _h, _w in short][:_MAX_LISTED],
-                    )
-                )
-            elif mapped:
-                params = sum(len(g) for g in sizes)
-                out.append(
-                    Evidence(
-                        "zero-partitions",
-                        "pass",
-                        f"the {world} ZeRO optimizer partitions of {where} cover all {total:,} elements of "
-                        f"the {params} parameters, once",
-                    )
-                )
-        return out
+            ok = isinstance(world, int) and not isinstance(world, bool)
+            return {"dp_world_size": world if ok else None, "param_numels": sizes}
+        if _PARTITION.match(name):
+            return {"fragments": _fragments(objects)}
+        return {}
+
+    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
+        """``zero-partitions``: one optimizer partition per data-parallel rank and model-parallel rank, and
+        together they cover every element of every parameter of the model states."""
+        states: dict[int, dict[str, Any]] = {}
+        fragments: dict[str, list[dict[str, int]] | None] = {}
+        for f in facts:
+            name = os.path.basename(f.path)
+            m = _MODEL_STATES.match(name)
+            if m and "param_numels" in f.extra:
+                states[int(m.group(1))] = f.extra
+            elif "fragments" in f.extra:
+                fragments[name] = f.extra["fragments"]
+        present: dict[tuple[int, int], str] = {}
+        prefix = ""
+        for part in parts:
+            m = _PARTITION.match(os.path.basename(part.path))
+            if m:
+                present[(int(m.group(2)), int(m.group(3)))] = os.path.basename(part.path)
+                prefix = m.group(1) or ""
+        world = next((s["dp_world_size"] for s in states.values() if s.get("dp_world_size")), None)
+        if not states or world is None or (not present and world <= 1):
+            return []
+        return [
+            self._partitions(mp, s["param_numels"], world, present, fragments, prefix)
+            for mp, s in sorted(states.items())
+        ]
+
+    def _partitions(
+        self,
+        mp: int,
+        sizes: list[dict[str, int]],
+        world: int,
+        present: dict[tuple[int, int], str],
+        fragments: dict[str, list[dict[str, int]] | None],
+        prefix: str,
+    ) -> Evidence:
+        held = [dict.fromkeys(group, 0) for group in sizes]
+        missing = [
+            f"{prefix}zero_pp_rank_{r}_mp_rank_{mp:02d}_optim_states.pt"
+            for r in range(world)
+            if (r, mp) not in present
+        ]
+        mapped = 0
+        for (_r, pmp), name in present.items():
+            for g, group in enumerate(fragments.get(name) or [] if pmp == mp else []):
+                mapped += 1
+                for param, numel in group.items():
+                    if g < len(held) and param in held[g]:
+                        held[g][param] += numel
+        total = sum(sum(g.values()) for g in sizes)
+        # (parameter, elements held, elements it has) where the two differ
+        short = [
+            (name, n, sizes[g][name])
+            for g, group in enumerate(held)
+            for name, n in group.items()
+            if n != sizes[g][name]
+        ]
+        lacking = sum(max(0, want - have) for _n, have, want in short)
+        where = f"mp_rank_{mp:02d}"
+        if missing:
+            names = ", ".join(n for n, have, want in short if have < want)
+            lost = (
+                f": {lacking:,} of {total:,} optimizer elements have no state ({names})"
+                if mapped and lacking
+                else ""
+            )
+            return Evidence(
+                "zero-partitions",
+                "fail",
+                f"{', '.join(missing)} missing: {len(missing)} of the {world} ZeRO optimizer partitions of "
+                f"{where} (one per data-parallel rank){lost}",
+                indicates="corrupt",
+                tensors=[n for n, have, want in short if have < want][:_MAX_LISTED],
+                values={"missing": missing, "world": world, "elements_without_state": lacking},
+            )
+        if mapped and short:
+            return Evidence(
+                "zero-partitions",
+                "fail",
+                f"the {world} ZeRO optimizer partitions of {where} do not cover the parameters exactly "
+                "once: " + ", ".join(f"{n}: {have:,} of {want:,} elements" for n, have, want in short[:3]),
+                indicates="corrupt",
+                tensors=[n for n, _h, _w in short][:_MAX_LISTED],
+            )
+        params = sum(len(g) for g in sizes)
+        if not mapped:
+            return Evidence(
+                "zero-partitions",
+                "pass",
+                f"all {world} ZeRO optimizer partitions of {where} are there (they say nothing of which "
+                "elements they hold)",
+            )
+        return Evidence(
+            "zero-partitions",
+            "pass",
+            f"the {world} ZeRO optimizer partitions of {where} cover all {total:,} elements of the {params} "
+            "parameters, once",
+        )

@@ -12,14 +12,15 @@ from trainprobe.checkpoint.frameworks.base import (
     OPTIMIZER_STEPS,
     UNKNOWN_COUNT,
     Layout,
-    Opened,
     Part,
     TensorRole,
     role_by_name,
 )
 
 if TYPE_CHECKING:
+    from trainprobe.checkpoint.base import Checkpoint
     from trainprobe.checkpoint.evidence import Evidence
+    from trainprobe.checkpoint.identity import PartFacts
 
 
 class Folder:
@@ -47,7 +48,10 @@ class Folder:
     def tensor_role(self, name: str) -> TensorRole | None:
         return None
 
-    def parts_evidence(self, parts: Sequence[Part], opened: Sequence[Opened]) -> list[Evidence]:
+    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
+        return {}
+
+    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
         return []
 
 
@@ -72,5 +76,8 @@ class PlainFile:
     def tensor_role(self, name: str) -> TensorRole | None:
         return None
 
-    def parts_evidence(self, parts: Sequence[Part], opened: Sequence[Opened]) -> list[Evidence]:
+    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
+        return {}
+
+    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
         return []

@@ -18,14 +18,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from trainprobe.checkpoint.frameworks.base import (
     OPTIMIZER_STEPS,
     Layout,
-    Opened,
     Part,
     TensorRole,
     role_by_name,
 )
 
 if TYPE_CHECKING:
+    from trainprobe.checkpoint.base import Checkpoint
     from trainprobe.checkpoint.evidence import Evidence
+    from trainprobe.checkpoint.identity import PartFacts
 
 _MARKERS = ("trainer_state.json", "training_args.bin")
 _WEIGHTS = re.compile(r"^(model|pytorch_model|adapter_model)([-.].*)?\.(safetensors|bin)$|\.index\.json$")
@@ -69,5 +70,8 @@ class HfTrainer:
     def tensor_role(self, name: str) -> TensorRole | None:
         return None
 
-    def parts_evidence(self, parts: Sequence[Part], opened: Sequence[Opened]) -> list[Evidence]:
+    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
+        return {}
+
+    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
         return []

@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from trainprobe.checkpoint.frameworks.base import EPOCHS, OPTIMIZER_STEPS, Layout, Opened, Part, TensorRole
+from trainprobe.checkpoint.frameworks.base import EPOCHS, OPTIMIZER_STEPS, Layout, Part, TensorRole
 
 if TYPE_CHECKING:
+    from trainprobe.checkpoint.base import Checkpoint
     from trainprobe.checkpoint.evidence import Evidence
+    from trainprobe.checkpoint.identity import PartFacts
 
 _KEYS = ("pytorch-lightning_version", "lightning_version")
 
@@ -46,5 +48,8 @@ class Lightning:
             return "optimizer"
         return "metadata"
 
-    def parts_evidence(self, parts: Sequence[Part], opened: Sequence[Opened]) -> list[Evidence]:
+    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
+        return {}
+
+    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
         return []
