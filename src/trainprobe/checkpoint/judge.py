@@ -58,12 +58,10 @@ class PartRead:
         return cls(file, facts)
 
 
-def merge_reads(
-    reads: Sequence[PartRead], *, error: str | None = None, error_verdict: str = V.CORRUPT
-) -> PartRead:
+def merge_reads(reads: Sequence[PartRead], *, errors: Sequence[tuple[str, str]] = ()) -> PartRead:
     """The reads of one part's shares as one read of all its files: tensors file by file in file-name order,
-    notes once each, errors and problems of every share, facts merged; ``error`` adds one (files no share
-    held)."""
+    notes once each, errors and problems of every share, facts merged; ``errors``: more (error, verdict)
+    pairs (data files no share held or read)."""
     first = reads[0].file
     merged = FileReport(
         first.path, next((r.file.format for r in reads if r.file.format), None), role=first.role
@@ -77,12 +75,10 @@ def merge_reads(
     )
     merged.problems = [p for r in reads for p in r.file.problems]
     merged.seconds = sum(r.file.seconds for r in reads)
-    errors = [(r.file.error, r.file.error_verdict) for r in reads if r.file.error is not None]
-    if error is not None:
-        errors.append((error, error_verdict))
-    if errors:
-        merged.error = "; ".join(e for e, _v in errors)
-        merged.error_verdict = V.worst(v for _e, v in errors)
+    found = [(r.file.error, r.file.error_verdict) for r in reads if r.file.error is not None] + list(errors)
+    if found:
+        merged.error = "; ".join(e for e, _v in found)
+        merged.error_verdict = V.worst(v for _e, v in found)
     facts: PartFacts | None = None
     for r in reads:
         if r.facts is not None:

@@ -7,7 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 from trainprobe.checkpoint.base import Opaque, TensorRecord
-from trainprobe.checkpoint.skeleton import fields_of, find_optimizers, is_optimizer_state
+from trainprobe.checkpoint.skeleton import (
+    fields_of,
+    find_optimizer_states,
+    find_optimizers,
+    is_optimizer_state,
+)
 from trainprobe.checkpoint.unpickler import TensorRef
 
 _MAX_DEPTH = 200
@@ -84,13 +89,26 @@ def map_optimizer_params(skeleton: Any, records: list[TensorRecord]) -> tuple[An
     ``param_groups[*].params``,
     which is the model's ``parameters()`` order. A model state dict fits when, after dropping known buffers
     and non-floating entries, it has as many tensors as the optimizer has parameters and every state tensor of
-    a non-scalar shape has exactly its parameter's shape. Anything less certain leaves the names alone."""
-    optimizers = [opt for _label, opt in find_optimizers(skeleton)]
-    if not optimizers:
-        return skeleton, records
-    candidates: list[tuple[str, list[TensorRecord]]] = []
-    _model_candidates(skeleton, "", 0, candidates)
+    a non-scalar shape has exactly its parameter's shape. Anything less certain leaves the names alone.
+
+    State keyed by parameter name (DCP/FSDP2's ``optimizer.state.<fqn>``) names its parameter itself: each of
+    its tensors (each chunk of one saved in chunks) gets that name, whatever else the file holds — so a share
+    of a DCP checkpoint names its state as the whole does."""
     renames: dict[int, str] = {}
+    named: set[int] = set()
+    for _label, state in find_optimizer_states(skeleton):
+        if not all(isinstance(k, str) and not k.isdigit() for k in state):
+            continue
+        named.add(id(state))
+        for pid, entry in state.items():
+            for value in fields_of(entry).values() if isinstance(fields_of(entry), dict) else ():
+                for rec in value if isinstance(value, list) else [value]:
+                    if isinstance(rec, TensorRecord):
+                        renames[id(rec)] = pid
+    optimizers = [opt for _label, opt in find_optimizers(skeleton) if id(opt["state"]) not in named]
+    candidates: list[tuple[str, list[TensorRecord]]] = []
+    if optimizers:
+        _model_candidates(skeleton, "", 0, candidates)
     for opt in optimizers:
         ids: list[Any] = []
         for group in opt["param_groups"]:

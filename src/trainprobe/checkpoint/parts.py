@@ -57,14 +57,16 @@ def dcp_metadata(path: str, metadata: bytes | None = None) -> Any:
         return SafeUnpickler(fh, source=METADATA).load()
 
 
-def data_files(path: str, *, metadata: bytes | None = None) -> DataFiles | None:
-    """The data files of the part at ``path`` when it is a DCP directory (``metadata``: its bytes, when not
-    read here) or an HF index; None for a one-file part, or when the part's description cannot be read (the
-    reader then says why)."""
-    if path.endswith(".index.json") and os.path.isfile(path):
+def data_files(path: str, *, description: bytes | None = None) -> DataFiles | None:
+    """The data files of the part at ``path`` when it is a DCP directory or an HF index (``description``:
+    the ``.metadata`` or index bytes, when not read here); None for a one-file part, or when the part's
+    description cannot be read (the reader then says why)."""
+    if path.endswith(".index.json"):
         try:
-            with open(path, "rb") as fh:
-                weight_map = json.load(fh)["weight_map"]
+            if description is None:
+                with open(path, "rb") as fh:
+                    description = fh.read()
+            weight_map = json.loads(description)["weight_map"]
         except (OSError, ValueError, KeyError, TypeError):
             return None
         if not isinstance(weight_map, dict):
@@ -73,10 +75,10 @@ def data_files(path: str, *, metadata: bytes | None = None) -> DataFiles | None:
         for tensor, shard in weight_map.items():
             holding.setdefault(str(shard), str(tensor))
         return DataFiles(HF_INDEX, os.path.basename(path), sorted(holding), holding)
-    if metadata is None and not (os.path.isdir(path) and os.path.isfile(os.path.join(path, METADATA))):
+    if description is None and not (os.path.isdir(path) and os.path.isfile(os.path.join(path, METADATA))):
         return None
     try:
-        meta = dcp_metadata(path, metadata)
+        meta = dcp_metadata(path, description)
     except OSError:
         return None
     except UNPICKLE_ERRORS:
@@ -92,11 +94,12 @@ def data_files(path: str, *, metadata: bytes | None = None) -> DataFiles | None:
     return DataFiles(DCP, METADATA, sorted(holding), holding)
 
 
-def open_share(path: str, files: Collection[str], *, metadata: bytes | None = None) -> Checkpoint:
-    """The part at ``path`` read from ``files`` of its data files only (raises as its reader does)."""
+def open_share(path: str, files: Collection[str], *, description: bytes | None = None) -> Checkpoint:
+    """The part at ``path`` read from ``files`` of its data files only (raises as its reader does);
+    ``description``: the ``.metadata`` or index bytes when they are not here."""
     if path.endswith(".index.json"):
-        return HfShardedFormat().open(path, files=set(files))
-    return DcpFormat().open(path, files=set(files), metadata=metadata)
+        return HfShardedFormat().open(path, files=set(files), index=description)
+    return DcpFormat().open(path, files=set(files), metadata=description)
 
 
 def file_order(ckpt: Checkpoint) -> None:

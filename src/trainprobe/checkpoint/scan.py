@@ -109,19 +109,19 @@ def _check_tensor(record: TensorRecord, stats: bool, role: str, part: str = "") 
 
 
 def open_part(
-    path: str, *, files: Collection[str] | None = None, metadata: bytes | None = None
+    path: str, *, files: Collection[str] | None = None, description: bytes | None = None
 ) -> tuple[Checkpoint | None, str | None, str, list[Note]]:
     """Open one part: (checkpoint, error, the error's verdict, notes kept from a failed read). Never
     raises for a bad file: a damaged one is ``corrupt``, one that is no checkpoint ``unreadable``.
 
     A part of several files (a DCP directory, an HF index) whose data files are not all here is read from
     those that are, and the missing ones are the error (corrupt) beside the checkpoint; ``files``: read only
-    these data files (a share: the others are elsewhere), ``metadata`` the DCP ``.metadata`` bytes if the
-    directory here lacks them."""
+    these data files (a share: the others are elsewhere), ``description`` the ``.metadata`` or index bytes
+    if they are not here."""
     error: str | None = None
     try:
         described = (
-            data_files(path, metadata=metadata)
+            data_files(path, description=description)
             if files is not None or os.path.isdir(path) or path.endswith(".index.json")
             else None
         )
@@ -133,12 +133,9 @@ def open_part(
                 here = [f for f in described.files if os.path.isfile(os.path.join(folder, f))]
                 missing = [f for f in described.files if f not in here]
                 error = described.missing_error(missing) if missing else None
-                files = here
-            ckpt = (
-                open_file(path)
-                if error is None and len(files) == len(described.files)
-                else open_share(path, files, metadata=metadata)
-            )
+                ckpt = open_file(path) if not missing else open_share(path, here)
+            else:
+                ckpt = open_share(path, files, description=description)
             file_order(ckpt)
         return ckpt, error, CORRUPT, []
     except CorruptCheckpointError as exc:
@@ -191,13 +188,13 @@ def scan_units(
 @dataclass(frozen=True)
 class PartRequest:
     """A part to read: the part, its unit's path and framework, and (for a share of a multi-file part) the
-    data files to read here and the DCP ``.metadata`` bytes when they are not here."""
+    data files to read here and the ``.metadata`` or index bytes when they are not here."""
 
     part: Part
     unit: str
     framework: str
     files: tuple[str, ...] | None = None
-    metadata: bytes | None = None
+    description: bytes | None = None
 
 
 class _Inline:
@@ -253,7 +250,7 @@ def read_parts(
         request, file = requests[i], files[i]
         t0 = time.perf_counter()
         ckpt, file.error, file.error_verdict, file.notes = open_part(
-            request.part.path, files=request.files, metadata=request.metadata
+            request.part.path, files=request.files, description=request.description
         )
         file.seconds += time.perf_counter() - t0
         if ckpt is not None:
