@@ -6,7 +6,7 @@ which file, and the one report from what each read. Pure: no file is read and no
 one file when they are the same inode on the same boot (storage several targets see: containers of one host,
 bind mounts) or, across machines, when size, modification time and the CRC32 of the first and last 64 KiB
 agree (a shared filesystem mounted under other device numbers; an exact copy). Anything else is another file
-of the same name: a **conflict**, reported, and read from its first holder only.
+of the same name: a **conflict**, reported (corrupt), and the newest of them read.
 
 **Who reads what.** A unit is built from the union of the names (its framework's layout, as a local scan
 does). Each data file goes to one of its holders: files one target alone holds to it, then shared files,
@@ -125,10 +125,14 @@ def _held(inventories: Mapping[str, dict[str, Any]]) -> tuple[dict[str, list[Hel
             )  # fmt: skip
             others = held.setdefault(h.rel, [])
             if others and not others[0].same_file(h):
+                # A copy left from an earlier save is the older one: read the newest.
+                keep = h if h.mtime_ns > others[0].mtime_ns else others[0]
                 conflicts.append(
                     f"{h.rel}: {others[0].target} and {target} hold different files of that name (size "
-                    f"{others[0].size:,} and {h.size:,}, or other contents): read {others[0].target}'s"
+                    f"{others[0].size:,} and {h.size:,}, or other contents): read the newer, {keep.target}'s"
                 )
+                if keep is h:
+                    others[:] = [h]
                 continue
             others.append(h)
     return held, conflicts

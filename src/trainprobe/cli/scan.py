@@ -32,7 +32,9 @@ _SCAN_EPILOG = (
     "  trainprobe scan ckpt.pt --verify              also check zip CRC32s and storage sizes\n"
     "  trainprobe scan /data/ckpt --on ssh=user@gpu01   scan where the files are\n"
     "  trainprobe scan '/ckpt/step_4000/*.distcp' --on 'ssh=node[01-08]'\n"
-    "                                                each node's shards, one report each\n\n"
+    "                                                each node's shards, one report each\n"
+    "  trainprobe scan --on 'ssh=login//slurm=812345' --sharded /local/ckpt/step_4000\n"
+    "                                                one unit, each node its files, one report\n\n"
     f"{EXIT_CODES}\n\n"
     "scan judges no consistency inside a file (that is check); it does report a unit whose step sources "
     "disagree (torn: e.g. an optimizer.pt older than the rest) and a missing rank partition (corrupt). "
@@ -40,7 +42,7 @@ _SCAN_EPILOG = (
 )
 
 
-def _size(n: float) -> str:
+def human_bytes(n: float) -> str:
     for unit in ("B", "kB", "MB", "GB", "TB"):
         if abs(n) < 1000 or unit == "TB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -75,7 +77,7 @@ def _render_file(
     else:
         console.print(
             f"{head}  [dim]{f.format} · {f.role} · {f.tensor_count} tensors · {_count(f.parameters)} "
-            f"params · {_size(f.bytes)} · {f.nonfinite} non-finite · {f.seconds:.2f} s[/]"
+            f"params · {human_bytes(f.bytes)} · {f.nonfinite} non-finite · {f.seconds:.2f} s[/]"
         )
     pad = indent + "    "
     for note in f.notes:
@@ -150,7 +152,7 @@ def render_scan_report(console: Console, report: ScanReport) -> None:
     t = report.totals()
     summary = (
         f"{t['units']} checkpoint(s), {t['files']} file(s), {t['tensors']} tensors, "
-        f"{_count(t['parameters'])} params, {_size(t['bytes'])} in {t['seconds']:.2f} s: "
+        f"{_count(t['parameters'])} params, {human_bytes(t['bytes'])} in {t['seconds']:.2f} s: "
     )
     if t["nonfinite"]:
         summary += (
@@ -257,6 +259,12 @@ def add_arguments(parser: CommandParser) -> None:
         help="Scan on a remote target (ssh=user@host...); repeat, or a range/name/group, for a fleet.",
     )  # fmt: skip
     remote.add_argument(
+        "--sharded", action="store_true",
+        help="With a fleet: PATH is one checkpoint unit whose files are spread over the targets (node-local "
+        "disks, or storage several see): each target scans the files it holds (shared ones split by size), "
+        "and one report comes back, as a scan of all files in one place would give it.",
+    )  # fmt: skip
+    remote.add_argument(
         "--timeout", type=seconds, default=3600.0, metavar="SECONDS",
         help="Seconds before the remote scan is killed (per target; default: %(default)g).",
     )  # fmt: skip
@@ -280,10 +288,23 @@ def scan(
     parallel: int,
     config: Path | None,
     workers: int | None,
+    sharded: bool,
 ) -> int:
     from trainprobe.errors import UsageError
 
     out = Output(json_mode=json_mode, quiet=quiet)
+    if sharded:
+        if not on or len(paths) != 1:
+            raise UsageError(
+                "--sharded takes --on (the targets that hold the files) and one PATH (the unit)",
+                hint="e.g. trainprobe scan --on 'ssh=node[01-04]' --sharded /local/ckpt/step_4000",
+            )
+        from trainprobe.cli._sharded import scan_sharded
+
+        return scan_sharded(
+            out, expand_specs(on, config), paths[0], stats=stats, verify=verify, timeout=timeout,
+            connect_timeout=connect_timeout, parallel=parallel,
+        )  # fmt: skip
     if on:
         try:
             from trainprobe.tasks import scan_on
