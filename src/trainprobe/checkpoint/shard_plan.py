@@ -31,7 +31,7 @@ from typing import Any
 
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.fingerprint import mark_identical
-from trainprobe.checkpoint.frameworks import FRAMEWORKS, Part
+from trainprobe.checkpoint.frameworks import FRAMEWORKS, Part, role_by_name
 from trainprobe.checkpoint.judge import PartRead, judge_unit, merge_reads
 from trainprobe.checkpoint.parts import data_files
 from trainprobe.checkpoint.scan_report import FileReport, ScanReport
@@ -152,6 +152,14 @@ def _unit(path: str, held: Mapping[str, list[Held]]) -> Unit:
             unit = sort_parts(Unit(path, layout.framework, list(layout.parts)), _Listing(path, held))
             if unit.parts or unit.unread:
                 return unit
+    # No framework's folder: one checkpoint file in it (an HF index, which covers its shards), as a local
+    # scan of the folder finds it.
+    loose = sort_parts(
+        Unit(path, "file", [Part(os.path.join(path, f), role_by_name(f)) for f in files]),
+        _Listing(path, held),
+    )
+    if len(loose.parts) == 1 and not loose.unread:
+        return Unit(loose.parts[0].path, "file", [Part(loose.parts[0].path, "state")])
     raise UsageError(
         f"{path}: the targets' files make no checkpoint unit (saw {', '.join(top[:6]) or 'no files'})",
         hint="--sharded takes one unit: a DCP directory, a DeepSpeed global_stepN/, an HF checkpoint-N/ or "
