@@ -145,7 +145,7 @@ def main() -> None:
                 f"  {label} {t['target']:<50} {len(t['files'])} file(s) {t['bytes'] / 1e9:6.2f} GB "
                 f"in {t['seconds']:6.2f} s: {rate:5.2f} GB/s"
             )
-    for label, key, result in (("(a)", "one", a), ("(b)", "many", b)):
+    for label, result in (("(a)", a), ("(b)", b)):
         scanning = max(t["seconds"] for t in result.to_json()["sharded"]["targets"])
         print(f"  {label} of which the slowest target's scan {scanning:.2f} s, the rest the two fleet rounds")
     same = without_timings(a.to_json()) == without_timings(b.to_json())
