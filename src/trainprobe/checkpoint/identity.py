@@ -498,20 +498,21 @@ def _scheduler_evidence(sources: Sequence[StepSource], framework: Framework) -> 
     out = []
     for s in (s for s in sources if s.source == "scheduler"):
         e = Evidence("scheduler-steps", "skip", "", file=s.file, values={"scheduler": s.value})
+        where = s.where.split(": ", 1)[-1] if s.file else s.where  # its part is the evidence's file
         if s.counts != OPTIMIZER_STEPS:
             e.message = (
-                f"{s.where} {s.value}: a {framework.name} scheduler counts {s.counts} (it may step per "
+                f"{where} {s.value}: a {framework.name} scheduler counts {s.counts} (it may step per "
                 "epoch; the interval is not saved): not compared with the optimizer's step counters"
             )
         elif not counters:
-            e.message = f"{s.where} {s.value}: no optimizer step counters to compare it with"
+            e.message = f"{where} {s.value}: no optimizer step counters to compare it with"
         elif all(c.value == s.value for c in counters):
-            e.outcome, e.message = "pass", f"{s.where} {s.value} = the optimizer's step counters"
+            e.outcome, e.message = "pass", f"{where} {s.value} = the optimizer's step counters"
         else:
             off = next(c for c in counters if c.value != s.value)
             e.outcome, e.indicates = "fail", V.TORN
             e.message = (
-                f"{s.where} says the scheduler stepped {s.value} times but {off.where}'s step counters say "
+                f"{where} says the scheduler stepped {s.value} times but {off.where}'s step counters say "
                 f"{off.value}: they come from different saves"
             )
         out.append(e)

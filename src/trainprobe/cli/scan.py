@@ -57,6 +57,7 @@ def _count(n: int) -> str:
     return str(n)
 
 
+_MAX_BAD = 10  # non-finite tensors listed per file (the JSON has all)
 _NOTE_STYLE = {"suspicious-global": "bold red", "pickled-class": "dim", "metadata-nonfinite": "dim"}
 
 
@@ -80,17 +81,30 @@ def _render_file(
             f"params · {human_bytes(f.bytes)} · {f.nonfinite} non-finite · {f.seconds:.2f} s[/]"
         )
     pad = indent + "    "
+    classes = [n for n in f.notes if n.kind == "pickled-class"]
     for note in f.notes:
-        console.print(f"{pad}[{_NOTE_STYLE.get(note.kind, 'yellow')}]{escape(note.message)}[/]")
+        if note.kind != "pickled-class" or len(classes) == 1:
+            console.print(f"{pad}[{_NOTE_STYLE.get(note.kind, 'yellow')}]{escape(note.message)}[/]")
+    if len(classes) > 1:  # one line: config classes and enums say the same thing
+        names = ", ".join(dict.fromkeys(n.global_name.rsplit(".", 1)[-1] or n.message for n in classes))
+        console.print(
+            f"{pad}[dim]{len(classes)} pickled classes ({escape(names)}): loading it needs "
+            "torch.load(weights_only=False)[/]"
+        )
     for problem in f.problems:
         console.print(f"{pad}[yellow]{escape(problem)}[/]")
     for t in f.tensors:
         if t.error:
             console.print(f"{pad}[yellow]{escape(t.display_name)}: {escape(t.error)}[/]")
-    for t in f.bad_tensors:
+    bad = f.bad_tensors
+    for t in bad[:_MAX_BAD]:
         console.print(
             f"{pad}[red]{escape(t.display_name)}[/]  {t.dtype} {t.shape}  "
             f"[bold red]NaN {t.nan} · +Inf {t.posinf} · −Inf {t.neginf}[/]  first bad at {t.first_bad_index}"
+        )
+    if len(bad) > _MAX_BAD:
+        console.print(
+            f"{pad}[red]… {len(bad) - _MAX_BAD} more tensor(s) with NaN/Inf[/] [dim](--json lists all)[/]"
         )
     if stats:
         for t in f.tensors:
