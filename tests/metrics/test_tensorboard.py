@@ -11,6 +11,7 @@ import pytest
 
 from trainprobe.errors import LogError
 from trainprobe.metrics import analyze
+from trainprobe.metrics.readers.base import ReadOptions
 from trainprobe.metrics.readers.tensorboard import (
     TensorBoardReader,
     crc32c,
@@ -70,12 +71,12 @@ def test_corrupt_record_is_a_log_error(tmp_path: Path) -> None:
     data[-10] ^= 0xFF
     path.write_bytes(bytes(data))
     with pytest.raises(LogError, match="CRC mismatch"):
-        TensorBoardReader().read(path)
+        TensorBoardReader().read(path, ReadOptions())
 
 
 def test_torn_last_record_is_ignored(tmp_path: Path) -> None:
     path = tmp_path / "events.out.tfevents.2"
     write_event_file(path, [(s, float(s), {"loss": 1.0}) for s in range(20)])
     path.write_bytes(path.read_bytes()[:-7])  # a writer mid-record
-    (run,) = TensorBoardReader().read(path)
+    (run,) = TensorBoardReader().read(path, ReadOptions())
     assert len(run) == 19

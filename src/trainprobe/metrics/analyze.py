@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from trainprobe.errors import LogError, UsageError
+from trainprobe.errors import UsageError
 from trainprobe.metrics import detectors as det
 from trainprobe.metrics.events import (
     CHECKPOINT_SAVE,
@@ -35,11 +35,12 @@ from trainprobe.metrics.findings import (
     Finding,
     fmt_step,
 )
-from trainprobe.metrics.readers import READERS, LogReader
+from trainprobe.metrics.reading import no_rows_error, pick_reader, read_logs
+
+__all__ = ["SCHEMA_VERSION", "LogReport", "Options", "analyze", "pick_reader", "read_logs", "rows_to_run"]
 from trainprobe.metrics.table import ColumnBuilder, RunLog, finish_run
 
 SCHEMA_VERSION = 1
-_LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".md")
 
 
 @dataclass
@@ -51,6 +52,9 @@ class Options:
     near_steps: float | None = None  # default: max(50, 2 % of the run's steps)
     event_patterns: list[str] = field(default_factory=list)
     checkpoints: Path | None = None
+    # ``--pattern``: a regex with named groups (``step`` and any metric) that reads each line of a text log
+    # instead of the tokenizer, for a line shape it cannot read.
+    pattern: str | None = None
 
 
 @dataclass
@@ -92,8 +96,11 @@ class LogReport:
         return out
 
 
-def _step_json(x: float) -> int | float:
-    return int(x) if float(x).is_integer() else float(x)
+def _step_json(x: float) -> int | float | str:
+    x = float(x)
+    if not np.isfinite(x):
+        return "nan" if x != x else ("inf" if x > 0 else "-inf")
+    return int(x) if x.is_integer() and abs(x) < 2**53 else x
 
 
 def downsample(run: RunLog, max_points: int) -> dict[str, dict[str, list[Any]]]:
@@ -126,43 +133,6 @@ def downsample(run: RunLog, max_points: int) -> dict[str, dict[str, list[Any]]]:
 
 
 # -- reading ------------------------------------------------------------------------------------------------
-def pick_reader(path: Path) -> LogReader:
-    with open(path, "rb") as fh:
-        head = fh.read(65536)
-    for reader in READERS:
-        if reader.sniff(path, head):
-            return reader
-    raise LogError(str(path), "not a log format trainprobe reads")  # pragma: no cover - text accepts anything
-
-
-def read_logs(path: Path, *, event_patterns: list[re.Pattern[str]] | None = None) -> list[RunLog]:
-    """Read one log file (format detected from its content), or every log file in a directory."""
-    if not path.exists():
-        raise UsageError(f"{path}: no such file or directory", hint="check the path")
-    if path.is_dir():
-        files = sorted(
-            p
-            for p in path.rglob("*")
-            if p.is_file() and ("tfevents" in p.name or p.suffix.lower() in _LOG_SUFFIXES)
-        )
-        if not files:
-            raise LogError(
-                str(path),
-                "no log files in this directory",
-                hint="pass a log file, or a directory with *.log, *.jsonl, *.csv or tfevents files",
-            )
-        runs: list[RunLog] = []
-        for f in files:
-            runs.extend(read_logs(f, event_patterns=event_patterns))
-        return [r for r in runs if len(r)]
-    try:
-        reader = pick_reader(path)
-        runs = reader.read(path, event_patterns=event_patterns)
-    except OSError as exc:
-        raise LogError(str(path), f"cannot read ({exc.strerror or exc})") from None
-    return runs
-
-
 def rows_to_run(rows: Sequence[Mapping[str, float]], name: str = "run") -> RunLog:
     builder = ColumnBuilder()
     for row in rows:
@@ -327,6 +297,7 @@ def analyze(
         patterns = [re.compile(p) for p in options.event_patterns]
     except re.error as exc:
         raise UsageError(f"--event: not a valid regular expression ({exc})") from None
+    line_pattern = _line_pattern(options.pattern)
     if isinstance(sources, (str, Path, RunLog)):
         sources = [sources]
     runs: list[RunLog] = []
@@ -334,15 +305,12 @@ def analyze(
         if isinstance(src, RunLog):
             runs.append(src)
         elif isinstance(src, (str, Path)):
-            runs.extend(read_logs(Path(src), event_patterns=patterns))
+            runs.extend(read_logs(Path(src), event_patterns=patterns, line_pattern=line_pattern))
         else:
             runs.append(rows_to_run(src, name=f"run{len(runs)}"))
     if not runs or all(len(r) == 0 for r in runs):
-        raise LogError(
-            ", ".join(str(s) for s in [r.path for r in runs]) or "input",
-            "no metric rows found",
-            hint="is this a training log? lines need fields such as 'step 10 loss 2.3'",
-        )
+        raise no_rows_error(runs)
+    runs = [r for r in runs if len(r)]
     _unique_names(runs)
     findings: list[Finding] = []
     all_events: dict[str, list[Event]] = {}
@@ -373,6 +341,21 @@ def analyze(
     findings.extend(_recurring(findings, runs))
     findings.sort(key=lambda f: (SEVERITY_RANK[f.severity], f.run, f.step))
     return LogReport(runs=runs, findings=findings, events=all_events)
+
+
+def _line_pattern(pattern: str | None) -> re.Pattern[str] | None:
+    if pattern is None:
+        return None
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(f"--pattern: not a valid regular expression ({exc})") from None
+    if not compiled.groupindex:
+        raise UsageError(
+            "--pattern: the regex names no group",
+            hint="name the step and each metric: 'step (?P<step>\\d+) loss (?P<loss>\\S+)'",
+        )
+    return compiled
 
 
 def _unique_names(runs: list[RunLog]) -> None:

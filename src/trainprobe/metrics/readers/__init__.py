@@ -1,9 +1,10 @@
 """Log readers, one module each, tried in this order on a file's first bytes (the text reader accepts
-anything)."""
+anything that is not binary); run-directory readers claim a whole directory (W&B, MLflow) before its files
+are looked at one by one."""
 
 from __future__ import annotations
 
-from trainprobe.metrics.readers.base import LogReader
+from trainprobe.metrics.readers.base import LogReader, ReadOptions, RunDirReader
 from trainprobe.metrics.readers.csv import CsvReader
 from trainprobe.metrics.readers.jsonl import JsonlReader
 from trainprobe.metrics.readers.tensorboard import TensorBoardReader
@@ -18,4 +19,6 @@ READERS: tuple[LogReader, ...] = (
     TextReader(),
 )
 
-__all__ = ["READERS", "LogReader"]
+DIR_READERS: tuple[RunDirReader, ...] = ()
+
+__all__ = ["DIR_READERS", "READERS", "LogReader", "ReadOptions", "RunDirReader"]

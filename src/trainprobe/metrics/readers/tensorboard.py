@@ -13,7 +13,6 @@ Event: 1 wall_time (double), 2 step (int64), 5 summary. Summary: 1 value (repeat
 
 from __future__ import annotations
 
-import re
 import struct
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from trainprobe.errors import LogError
+from trainprobe.metrics.readers.base import ReadOptions
 from trainprobe.metrics.table import ColumnBuilder, RunLog, finish_run
 
 _POLY = 0x82F63B78
@@ -282,7 +282,7 @@ class TensorBoardReader:
         stored: int = struct.unpack_from("<I", head, 8)[0]
         return stored == mask_crc(crc32c(head[:8]))
 
-    def read(self, path: Path, *, event_patterns: list[re.Pattern[str]] | None = None) -> list[RunLog]:
+    def read(self, path: Path, options: ReadOptions) -> list[RunLog]:
         builder = ColumnBuilder()
         walls: list[float] = []
         for data in read_records(path):

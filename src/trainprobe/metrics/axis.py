@@ -1,0 +1,271 @@
+"""From the columns a reader collected to a run: the step axis, the wall clock, the metric columns.
+
+The step axis, in this order of preference:
+
+1. a step-like key (``step``, ``iteration``, ``global_step``, llm.c's ``s``, ``Iter(train)``, …); when it
+   starts again from the bottom each time an epoch key moves on (mmdetection's ``epoch`` + ``iter``), the two
+   make one axis: ``(epoch - first epoch) × iterations per epoch + iter``;
+2. a counter (``[640/60000]``, a progress bar's ``100/1000``, ``200/ 2983 batches``): with an epoch key, the
+   same two-counter axis (its total, or the largest value seen, is the period); alone, the step;
+3. an epoch key (Keras, timm, Ultralytics, the HF Trainer's stdout): the epoch, fractional or not;
+4. else the row number.
+
+Rows without a step of their own (an eval line, a record's continuation) take the step of the row before.
+Rows with nothing but a step (a header line ``Epoch 1/10``) give their step and are dropped; rows before the
+first step that only hold keys never logged again (a config dump) are dropped too.
+
+The wall clock: timestamps the reader saw, else a time field that counts up (``train_time:196649ms``,
+``_timestamp``, ``elapsed``). A time field that does not count up (``time 267.36ms`` per iteration) is a
+metric, not a clock.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainprobe.metrics.events import Event
+from trainprobe.metrics.splits import is_epoch_key, is_step_key
+from trainprobe.metrics.table import INTERNAL, TOTAL_PREFIX, WALL_KEY, RunLog, Table, is_absent
+
+TIME_KEYS = frozenset(
+    {
+        "time",
+        "timestamp",
+        "_timestamp",
+        "wall_time",
+        "walltime",
+        "wall",
+        "elapsed",
+        "train_time",
+        "_runtime",
+        "runtime",
+        "elapsed_time",
+        "time_s",
+        "wallclock",
+        "total_time",
+    }
+)
+_UNIT_SECONDS = {
+    "ms": 1e-3,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ns": 1e-9,
+    "min": 60.0,
+    "m": 60.0,
+    "h": 3600.0,
+    "hr": 3600.0,
+}
+COUNTER_KEY = "#counter"
+
+
+def _ffill(values: np.ndarray, have: np.ndarray, before: float = 0.0) -> np.ndarray:
+    """Rows without a value take the last row's that had one (``before`` until the first)."""
+    if have.all():
+        return np.asarray(values, dtype=np.float64)
+    idx = np.where(have, np.arange(values.shape[0]), 0)
+    np.maximum.accumulate(idx, out=idx)
+    out = np.asarray(values[idx], dtype=np.float64)
+    first = int(np.argmax(have)) if have.any() else values.shape[0]
+    out[:first] = before
+    return out
+
+
+class _Columns:
+    def __init__(self, table: Table) -> None:
+        self.cols = table.columns
+        self.have = {k: ~is_absent(v) for k, v in self.cols.items()}
+        self.n = len(table)
+
+    def pop(self, key: str) -> tuple[np.ndarray, np.ndarray]:
+        return self.cols.pop(key), self.have.pop(key)
+
+
+def _two_counter(
+    outer: np.ndarray, outer_have: np.ndarray, inner: np.ndarray, inner_have: np.ndarray, total: float | None
+) -> np.ndarray | None:
+    """``(epoch - first) × period + counter`` when the counter starts over as the epoch moves on."""
+    both = np.flatnonzero(outer_have & inner_have)
+    if both.size < 2:
+        return None
+    ep = _ffill(outer, outer_have, float(outer[both[0]]))
+    c = inner[both]
+    drops = np.flatnonzero(np.diff(c) < 0) + 1
+    if drops.size == 0:
+        return None
+    moved = np.diff(ep[both]) > 0
+    if np.count_nonzero(moved[drops - 1]) < 0.8 * drops.size:
+        return None
+    period = total if total is not None and total > 0 else float(np.max(c))
+    if period <= 0:
+        return None
+    first = float(ep[both[0]])
+    counter = _ffill(inner, inner_have)
+    # An eval row after an epoch's last batch sits at that epoch's end.
+    return np.asarray((np.floor(ep) - np.floor(first)) * period + counter)
+
+
+def _total_of(cols: _Columns, key: str) -> float | None:
+    name = TOTAL_PREFIX + key
+    if name not in cols.cols:
+        return None
+    values = cols.cols[name][cols.have[name]]
+    return float(np.median(values)) if values.size else None
+
+
+def step_axis(cols: _Columns) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, rows that had a step of their own); consumes the step, counter and total columns."""
+    n = cols.n
+    keys = list(cols.cols)
+    step_keys = [k for k in keys if not k.startswith(INTERNAL) and is_step_key(k)]
+    epoch_keys = [k for k in keys if not k.startswith(INTERNAL) and is_epoch_key(k)]
+    counters = [
+        k
+        for k in keys
+        if k == COUNTER_KEY
+        or (
+            TOTAL_PREFIX + k in cols.cols
+            and k not in step_keys
+            and k not in epoch_keys
+            and not k.startswith(INTERNAL)
+        )
+    ]
+    epoch = epoch_keys[0] if epoch_keys else None
+    steps: np.ndarray | None = None
+    own = np.zeros(n, dtype=bool)
+    primary = step_keys[0] if step_keys else (counters[0] if counters else None)
+    if primary is not None:
+        values, have = cols.cols[primary], cols.have[primary]
+        if epoch is not None:
+            steps = _two_counter(cols.cols[epoch], cols.have[epoch], values, have, _total_of(cols, primary))
+        if steps is None:
+            # Further step-like keys (e.g. "validation loss at iteration") fill the rows the first left empty.
+            filled, got = values.copy(), have.copy()
+            for other in step_keys[1:]:
+                fill = ~got & cols.have[other]
+                filled[fill] = cols.cols[other][fill]
+                got |= fill
+            steps = _ffill(filled, got)
+            own = got
+        else:
+            own = have | cols.have[epoch]  # type: ignore[index]
+        cols.pop(primary)
+        for other in step_keys[1:]:
+            own |= cols.have[other]
+            cols.pop(other)
+        if primary in counters:
+            counters.remove(primary)
+    elif epoch is not None:
+        values, have = cols.cols[epoch], cols.have[epoch]
+        steps = _ffill(values, have)
+        own = have.copy()
+    if steps is None:
+        steps = np.arange(n, dtype=np.float64)
+        own = np.ones(n, dtype=bool)
+    for k in counters:
+        if k in cols.cols and k.startswith(INTERNAL):
+            cols.pop(k)
+    for k in [k for k in cols.cols if k.startswith(TOTAL_PREFIX)]:
+        cols.pop(k)
+    return steps, own
+
+
+def _monotone(values: np.ndarray) -> bool:
+    if values.size < 3:
+        return values.size > 0
+    d = np.diff(values)
+    return bool(np.count_nonzero(d >= 0) >= 0.95 * d.size and values[-1] > values[0])
+
+
+def wall_clock(cols: _Columns, table: Table) -> np.ndarray | None:
+    wall = table.wall
+    if WALL_KEY in cols.cols:
+        values, have = cols.pop(WALL_KEY)
+        wall = np.where(have, values, wall)
+    if np.isfinite(wall).any():
+        return wall
+    for key in list(cols.cols):
+        if key.lower() not in TIME_KEYS:
+            continue
+        values, have = cols.cols[key], cols.have[key]
+        if not _monotone(values[have]):
+            continue  # a duration per iteration, not a clock: stays a metric
+        scale = _UNIT_SECONDS.get(table.units.get(key, ""), 1.0)
+        cols.pop(key)
+        return np.where(have, values * scale, np.nan)
+    return None
+
+
+def _config_rows(cols: _Columns, own: np.ndarray) -> np.ndarray:
+    """Rows before the first step whose keys never come back (a config or argument dump)."""
+    drop = np.zeros(cols.n, dtype=bool)
+    if not own.any():
+        return drop
+    first = int(np.argmax(own))
+    if first == 0:
+        return drop
+    later = {k for k, have in cols.have.items() if have[first:].any()}
+    for i in range(first):
+        keys = [k for k, have in cols.have.items() if have[i]]
+        if keys and not any(k in later for k in keys):
+            drop[i] = True
+    return drop
+
+
+def assemble(
+    table: Table, *, name: str, path: str, fmt: str, events: list[Event], skipped_lines: int
+) -> RunLog:
+    cols = _Columns(table)
+    wall = wall_clock(cols, table)
+    steps, own = step_axis(cols)
+    for k in [k for k in cols.cols if k.startswith(INTERNAL)]:
+        cols.pop(k)
+    keep = np.zeros(cols.n, dtype=bool)
+    for have in cols.have.values():
+        keep |= have
+    if not cols.cols:
+        keep[:] = False
+    keep &= ~_config_rows(cols, own)
+    order = table.order
+    if not keep.all():
+        steps, order = steps[keep], order[keep]
+        wall = wall[keep] if wall is not None else None
+        for k in list(cols.cols):
+            cols.cols[k], cols.have[k] = cols.cols[k][keep], cols.have[k][keep]
+            if not cols.have[k].any():
+                cols.pop(k)
+    columns: dict[str, np.ndarray] = {}
+    present: dict[str, np.ndarray] = {}
+    for key, col in cols.cols.items():
+        have = cols.have[key]
+        if not have.all():
+            present[key] = have
+            col = np.where(have, col, np.nan)
+        columns[key] = col
+    placed = [_place(e, order, steps) for e in events]
+    placed.sort(key=lambda e: (e.row, e.step))
+    return RunLog(
+        name=name,
+        path=path,
+        format=fmt,
+        steps=np.asarray(steps, dtype=np.float64),
+        columns=columns,
+        present=present,
+        wall=wall if wall is not None and np.isfinite(wall).any() else None,
+        events=placed,
+        skipped_lines=skipped_lines,
+    )
+
+
+def _place(event: Event, order: np.ndarray, steps: np.ndarray) -> Event:
+    """An event read at line ``event.order``: its row (the first row logged after it) and, if it named no
+    step, the step of the row before it."""
+    if event.order is None:
+        return event
+    row = int(np.searchsorted(order, event.order, side="left"))
+    event.row = row
+    if event.step is None or event.step != event.step:
+        event.step = float(steps[row - 1]) if row > 0 else (float(steps[0]) if steps.size else 0.0)
+    return event
+
+
+__all__ = ["TIME_KEYS", "assemble", "step_axis", "wall_clock"]
