@@ -36,6 +36,7 @@ from trainprobe.metrics.findings import (
     fmt_step,
 )
 from trainprobe.metrics.reading import no_rows_error, pick_reader, read_logs
+from trainprobe.metrics.roles import metric_kind
 
 __all__ = ["SCHEMA_VERSION", "LogReport", "Options", "analyze", "pick_reader", "read_logs", "rows_to_run"]
 from trainprobe.metrics.table import ColumnBuilder, RunLog, finish_run
@@ -82,7 +83,9 @@ class LogReport:
                     "rows": len(r),
                     "first_step": _step_json(r.steps[0]) if len(r) else None,
                     "last_step": _step_json(r.steps[-1]) if len(r) else None,
-                    "metrics": list(r.columns),
+                    "metrics": r.metrics,
+                    "counters": [c for c in r.columns if r.role(c) == "counter"],
+                    "timings": [c for c in r.columns if r.role(c) == "timing"],
                     "has_wall_clock": bool(r.wall is not None and np.isfinite(r.wall).any()),
                     "skipped_lines": r.skipped_lines,
                     "events": [e.to_json() for e in self.events.get(r.name, [])],
@@ -156,7 +159,7 @@ def derive_events(run: RunLog, options: Options) -> list[Event]:
                 )
             )
     for name, col in run.columns.items():
-        kind = det.metric_kind(name)
+        kind = metric_kind(name)
         rows = np.flatnonzero(run.mask(name) & np.isfinite(col))
         if rows.size < 3:
             continue
@@ -201,6 +204,11 @@ def derive_events(run: RunLog, options: Options) -> list[Event]:
 _PRIMARY = (CHECKPOINT_SAVE, RESUME, CUSTOM, LR_CHANGE)
 
 
+# A save that holds logging up for less than this many usual gaps is an ordinary save (a 1B model takes
+# tens of seconds to write), worth knowing but no warning; the seed's blocking save took 340 of them.
+ORDINARY_SAVE_GAPS = 20.0
+
+
 def _attach_stalls(events: list[Event], stalls: list[Finding]) -> None:
     for stall in stalls:
         for e in events:
@@ -211,6 +219,15 @@ def _attach_stalls(events: list[Event], stalls: list[Finding]) -> None:
                 if stall.event is None:
                     stall.event, stall.event_distance = e, 0.0
                     stall.message += f", during {e.describe().split(', which')[0]}"
+        event = stall.event
+        if (
+            event is not None
+            and event.kind in (CHECKPOINT_SAVE, EVAL)
+            and (stall.magnitude or 0.0) < ORDINARY_SAVE_GAPS
+        ):
+            stall.severity = "info"
+            what = "save" if event.kind == CHECKPOINT_SAVE else "eval"
+            stall.message += f" (an ordinary {what}: under {ORDINARY_SAVE_GAPS:.0f}× the usual gap)"
 
 
 def _nearest(events: list[Event], finding: Finding, near: float) -> tuple[Event | None, float | None]:
@@ -258,7 +275,7 @@ def _suggest(f: Finding, near: float) -> None:
         f.suggestion = (
             f"the learning rate changed at step {fmt_step(e.step)} ({e.text}); try a smaller change or warmup"
         )
-    elif f.kind == NON_FINITE and det.metric_kind(f.metric) == "time":
+    elif f.kind == NON_FINITE and metric_kind(f.metric) == "time":
         f.suggestion = (
             "a timing field, not the model: usually an average over zero steps at the start; harmless"
         )
@@ -324,7 +341,7 @@ def analyze(
         _attach_stalls(events, stalls)
         run_findings.extend(stalls)
         run_findings.extend(det.detect_throughput(run))
-        for metric in run.columns:
+        for metric in run.metrics:
             run_findings.extend(det.detect_nonfinite(run, metric))
             run_findings.extend(
                 det.detect_spikes(run, metric, threshold=options.threshold, window=options.window)

@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from trainprobe.metrics.events import Event
-from trainprobe.metrics.splits import is_epoch_key, is_step_key
+from trainprobe.metrics.roles import role_of
+from trainprobe.metrics.splits import base_name, is_epoch_key, is_step_key
 from trainprobe.metrics.table import INTERNAL, TOTAL_PREFIX, WALL_KEY, RunLog, Table, is_absent
 
 TIME_KEYS = frozenset(
@@ -56,6 +57,24 @@ _UNIT_SECONDS = {
     "hr": 3600.0,
 }
 COUNTER_KEY = "#counter"
+_STEP_PREFERENCE = (
+    "global_step",
+    "globalstep",
+    "global step",
+    "trainer/global_step",
+    "train/global_step",
+    "_step",
+    "step",
+    "iteration",
+    "iter",
+    "num_updates",
+    "optimizer_step",
+    "steps",
+    "it",
+    "s",
+    "update",
+    "updates",
+)
 
 
 def _ffill(values: np.ndarray, have: np.ndarray, before: float = 0.0) -> np.ndarray:
@@ -104,12 +123,55 @@ def _two_counter(
     return np.asarray((np.floor(ep) - np.floor(first)) * period + counter)
 
 
+def _signatures(cols: _Columns, rows: np.ndarray) -> np.ndarray:
+    """A number per row that says which columns it has (its line shape)."""
+    sig = np.zeros(rows.size, dtype=np.uint64)
+    for j, have in enumerate(list(cols.have.values())[:63]):
+        sig |= have[rows].astype(np.uint64) << np.uint64(j)
+    return sig
+
+
+def _dominant_stream(cols: _Columns, values: np.ndarray, have: np.ndarray) -> np.ndarray:
+    """Rows whose own step counts: when two line shapes carry one step key that the two count differently
+    (DeepSpeed's engine ``step=100`` between a PPO loop's ``step: 98`` and ``step: 99``), the shape with the
+    most rows is the axis, provided it counts up on its own; the other lines take its step, as rows without
+    one do. One shape that goes back is a resume and stays as it is."""
+    rows = np.flatnonzero(have)
+    if rows.size < 3 or not (np.diff(values[rows]) < 0).any():
+        return have
+    sig = _signatures(cols, rows)
+    shapes, counts = np.unique(sig, return_counts=True)
+    if shapes.size < 2:
+        return have
+    main = rows[sig == shapes[np.argmax(counts)]]
+    if main.size < 0.5 * rows.size or (np.diff(values[main]) < 0).any():
+        return have
+    out = np.zeros_like(have)
+    out[main] = True
+    return out
+
+
 def _total_of(cols: _Columns, key: str) -> float | None:
     name = TOTAL_PREFIX + key
     if name not in cols.cols:
         return None
     values = cols.cols[name][cols.have[name]]
     return float(np.median(values)) if values.size else None
+
+
+def _completed(cols: _Columns, key: str) -> bool:
+    """A counter that always equals its total (Keras's ``4/4`` once an epoch is done) counts nothing."""
+    total = TOTAL_PREFIX + key
+    if total not in cols.cols:
+        return False
+    have = cols.have[key] & cols.have[total]
+    return bool(have.any() and np.all(cols.cols[key][have] == cols.cols[total][have]))
+
+
+def _step_rank(key: str) -> int:
+    """Which step key is the axis when a line has several (fairseq: ``num_updates`` before ``update``)."""
+    low = base_name(key)
+    return _STEP_PREFERENCE.index(low) if low in _STEP_PREFERENCE else len(_STEP_PREFERENCE)
 
 
 def step_axis(cols: _Columns) -> tuple[np.ndarray, np.ndarray]:
@@ -121,14 +183,14 @@ def step_axis(cols: _Columns) -> tuple[np.ndarray, np.ndarray]:
     counters = [
         k
         for k in keys
-        if k == COUNTER_KEY
-        or (
-            TOTAL_PREFIX + k in cols.cols
-            and k not in step_keys
-            and k not in epoch_keys
-            and not k.startswith(INTERNAL)
+        if (
+            k == COUNTER_KEY or (TOTAL_PREFIX + k in cols.cols and k not in step_keys and k not in epoch_keys)
         )
+        and not _completed(cols, k)
     ]
+    # the step key most rows carry is the axis (a PPO loop's ``step: N`` on every line, not the engine's
+    # ``global_step=N`` every tenth); among keys on as many rows, the usual names first
+    step_keys.sort(key=lambda k: (-int(np.count_nonzero(cols.have[k])), _step_rank(k)))
     epoch = epoch_keys[0] if epoch_keys else None
     steps: np.ndarray | None = None
     own = np.zeros(n, dtype=bool)
@@ -138,11 +200,16 @@ def step_axis(cols: _Columns) -> tuple[np.ndarray, np.ndarray]:
         if epoch is not None:
             steps = _two_counter(cols.cols[epoch], cols.have[epoch], values, have, _total_of(cols, primary))
         if steps is None:
-            # Further step-like keys (e.g. "validation loss at iteration") fill the rows the first left empty.
+            have = _dominant_stream(cols, values, have)
+            # Further step-like keys (e.g. "validation loss at iteration") fill the rows the first left empty,
+            # where they fit between the steps around them.
             filled, got = values.copy(), have.copy()
+            before = _ffill(values, have, -np.inf)
+            after = -_ffill(-values[::-1], have[::-1], -np.inf)[::-1]
             for other in step_keys[1:]:
-                fill = ~got & cols.have[other]
-                filled[fill] = cols.cols[other][fill]
+                extra = cols.cols[other]
+                fill = ~got & cols.have[other] & (extra >= before) & (extra <= after)
+                filled[fill] = extra[fill]
                 got |= fill
             steps = _ffill(filled, got)
             own = got
@@ -220,8 +287,9 @@ def assemble(
     for k in [k for k in cols.cols if k.startswith(INTERNAL)]:
         cols.pop(k)
     keep = np.zeros(cols.n, dtype=bool)
-    for have in cols.have.values():
-        keep |= have
+    for key, have in cols.have.items():
+        if not is_epoch_key(key):
+            keep |= have
     if not cols.cols:
         keep[:] = False
     keep &= ~_config_rows(cols, own)
@@ -241,6 +309,10 @@ def assemble(
             present[key] = have
             col = np.where(have, col, np.nan)
         columns[key] = col
+    roles = {
+        key: role_of(key, col[present[key]] if key in present else col, table.units.get(key, ""))
+        for key, col in columns.items()
+    }
     placed = [_place(e, order, steps) for e in events]
     placed.sort(key=lambda e: (e.row, e.step))
     return RunLog(
@@ -253,6 +325,7 @@ def assemble(
         wall=wall if wall is not None and np.isfinite(wall).any() else None,
         events=placed,
         skipped_lines=skipped_lines,
+        roles=roles,
     )
 
 

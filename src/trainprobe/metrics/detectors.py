@@ -6,8 +6,6 @@ All of them are vectorized with numpy; the only Python loops run over *flagged* 
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from trainprobe.metrics.findings import (
@@ -22,37 +20,9 @@ from trainprobe.metrics.findings import (
     fmt_step,
     fmt_value,
 )
+from trainprobe.metrics.roles import is_step_time, metric_kind
 from trainprobe.metrics.rolling import trailing_mad, trailing_median
 from trainprobe.metrics.table import RunLog
-
-_LOSS = re.compile(r"(?i)loss|^trl$|^tel$|ppl|perplexity|nll|xent")
-_ACC = re.compile(r"(?i)acc|accuracy|\bf1\b|bleu|exact_match|top1|top-1|auc")
-_LR = re.compile(r"(?i)(^|[\s/_])lr($|[\s/_])|learning.?rate")
-_NORM = re.compile(r"(?i)norm")
-_TIME = re.compile(
-    r"(?i)time|_ms$|\(ms\)|step_avg|throughput|per_sec|/s$|tokens_per|samples_per|mfu|tflops|dt$"
-)
-_STEP_TIME = re.compile(r"(?i)time per iteration|step_time|iter_time|time_per_step|^dt$|batch_time")
-_COUNTER = re.compile(r"(?i)consumed|samples|tokens$|num zeros|number of|batch size|epoch|scale")
-
-
-def metric_kind(name: str) -> str:
-    """loss (lower is better), accuracy (higher is better), lr, norm, time, counter, or other."""
-    if _LR.search(name):
-        return "lr"
-    if re.search(r"(?i)loss.?scale", name):
-        return "counter"
-    if _TIME.search(name):
-        return "time"
-    if _LOSS.search(name):
-        return "loss"
-    if _ACC.search(name):
-        return "accuracy"
-    if _NORM.search(name):
-        return "norm"
-    if _COUNTER.search(name):
-        return "counter"
-    return "other"
 
 
 def detect_spikes(
@@ -68,6 +38,8 @@ def detect_spikes(
     if rows.size < 10:
         return []
     x = col[rows]
+    if x.min() < 0:
+        return []  # a loss that takes both signs (RL, GAN objectives): its jumps and ratios mean nothing
     med = trailing_median(x, window)
     mad = trailing_mad(x, med, window)
     scale = np.maximum(mad, 1e-3 * np.abs(med)) / 0.6745
@@ -217,7 +189,7 @@ def detect_nonfinite(run: RunLog, metric: str) -> list[Finding]:
 def detect_missing(run: RunLog) -> list[Finding]:
     """A field the usual row shape has, left out of an otherwise complete row (how Megatron hides a NaN
     step)."""
-    names = list(run.columns)
+    names = run.metrics
     if not names or len(run) < 3:
         return []
     bits = np.zeros(len(run), dtype=np.int64)
@@ -277,6 +249,8 @@ def detect_divergence(run: RunLog, metric: str, *, blocks: int = 20) -> list[Fin
     if rows.size < blocks * 5:
         return []
     x = col[rows]
+    if x.min() < 0:
+        return []
     size = rows.size // blocks
     meds = np.median(x[: size * blocks].reshape(blocks, size), axis=1)
     best = int(np.argmin(meds))
@@ -306,30 +280,42 @@ def detect_divergence(run: RunLog, metric: str, *, blocks: int = 20) -> list[Fin
 
 
 def row_gaps(run: RunLog) -> tuple[np.ndarray, np.ndarray]:
-    """(row index, seconds since the previous row with a wall clock) for rows with a usable wall clock."""
+    """(row index, seconds since the step before) for the first row of each step with a wall clock.
+
+    One wall time per step: the values of one step come at one moment (a TensorBoard event per tag, an
+    actor and a critic line), so their microsecond gaps are no baseline. A step that goes back is a new run
+    or a resume: the time before it is no gap of this run.
+    """
     if run.wall is None:
         return np.empty(0, dtype=np.int64), np.empty(0)
     rows = np.flatnonzero(np.isfinite(run.wall))
     if rows.size < 2:
         return np.empty(0, dtype=np.int64), np.empty(0)
+    steps = run.steps[rows]
+    first = np.concatenate(([True], steps[1:] != steps[:-1]))
+    rows, steps = rows[first], steps[first]
     gaps = np.diff(run.wall[rows])
-    return rows[1:], gaps
+    forward = np.diff(steps) > 0
+    return rows[1:][forward], gaps[forward]
 
 
 def detect_stalls(
-    run: RunLog, *, factor: float = 5.0, floor_s: float = 10.0, window: int = 50
+    run: RunLog, *, factor: float = 5.0, floor_s: float = 10.0, window: int = 50, min_gaps: int = 10
 ) -> list[Finding]:
     rows, gaps = row_gaps(run)
-    if rows.size < 5:
-        return []
     good = gaps > 0
     rows, gaps = rows[good], gaps[good]
+    if rows.size < min_gaps:
+        return []
     base = trailing_median(gaps, window)
     stall = np.flatnonzero((gaps >= factor * base) & (gaps >= floor_s) & np.isfinite(base))
     findings: list[Finding] = []
+    wall = run.wall
+    assert wall is not None
     for i in stall:
         row = int(rows[i])
-        prev_step = float(run.steps[row - 1]) if row else float(run.steps[row])
+        before = np.flatnonzero(np.isfinite(wall[:row]))
+        prev_step = float(run.steps[before[-1]]) if before.size else float(run.steps[row])
         findings.append(
             Finding(
                 STALL,
@@ -357,7 +343,7 @@ def detect_throughput(run: RunLog, *, blocks: int = 10, factor: float = 1.5) -> 
     rows: np.ndarray | None = None
     label = "seconds per step"
     for name in run.columns:
-        if _STEP_TIME.search(name):
+        if is_step_time(name):
             col = run.columns[name]
             rows = np.flatnonzero(run.mask(name) & np.isfinite(col))
             per_step, label = col[rows], name

@@ -47,10 +47,9 @@ STEP_NAMES = frozenset(
         "optimizer_step",
         "train/global_step",
         "trainer/global_step",
-        "num_steps",
+        "num_updates",
         "update",
         "updates",
-        "num_updates",
     }
 )
 _STEP_LAST_WORDS = frozenset({"step", "iter", "iteration", "global_step"})

@@ -48,9 +48,19 @@ class RunLog:
     events: list[Event] = field(default_factory=list)
     skipped_lines: int = 0
     unread: list[Unread] = field(default_factory=list)
+    # column -> "metric", "counter" or "timing" (trainprobe.metrics.roles); a column not named is a metric
+    roles: dict[str, str] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return int(self.steps.shape[0])
+
+    def role(self, column: str) -> str:
+        return self.roles.get(column, "metric")
+
+    @property
+    def metrics(self) -> list[str]:
+        """The columns the detectors watch (not counters or timings)."""
+        return [c for c in self.columns if self.role(c) == "metric"]
 
     def mask(self, metric: str) -> np.ndarray:
         """Rows where ``metric`` was written (a literal NaN counts as written)."""

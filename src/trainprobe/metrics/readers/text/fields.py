@@ -87,6 +87,7 @@ class _Scan:
         self.toks = toks
         self.n = len(toks)
         self.used = [False] * self.n
+        self.has_pipes = any(t == (PUNCT, "|") for t in toks)
         self.starts: list[int] = []
         pos = 0
         for _kind, text in toks:
@@ -195,6 +196,9 @@ class _Scan:
         if inner.lower() in SPLIT_LABELS:
             self.out.labels.append(inner)
         words = " ".join(self.text(t) for t in idx)
+        if len(inner.split()) > 1:
+            # ``acc (higher is better) :``: a remark, not part of the name
+            return _clean_key(words), [*idx, *range(k, close + 1)]
         return _clean_key(words + ("" if glued else " ") + group), [*idx, *range(k, close + 1)]
 
     def words_before(self, j: int, sep: str) -> list[int]:
@@ -210,13 +214,15 @@ class _Scan:
                 and len(self.text(k)) <= 2
                 and self.kind(k - 1) == WORD
                 and not self.used[k - 1]
+                and not self.text(k - 1).endswith((".", "!", "?"))  # a sentence ends before the key
             ):
                 idx.append(k - 1)
                 k -= 2
                 continue
             break
         start = self.skip_space(k, -1)
-        in_segment = start >= 0 and self.kind(start) == PUNCT and self.text(start) == "|"
+        # a ``|``-separated segment, the first one of a ``|``-separated line included
+        in_segment = (start >= 0 and self.text(start) == "|") or (start < 0 and self.has_pipes)
         if sep == " " and not in_segment:
             idx = idx[:1]  # ``the loss went from 6.4``: only "from" could name 6.4, and it is prose
         idx.reverse()
@@ -410,6 +416,15 @@ class _Scan:
                 k += 2
             after = self.skip_space(k, 1)
             before = self.skip_space(i - 1, -1)
+            group = ""
+            if self.text(after) == "(":  # ``time (ms) |``: a label with its unit
+                close = self.skip_space(after + 1, 1)
+                close = self.skip_space(close + 1, 1) if self.kind(close) == WORD else close
+                if self.text(close) == ")":
+                    group = "".join(self.text(t) for t in range(after, close + 1))
+                    for t in range(after, close + 1):
+                        self.used[t] = True
+                    after = self.skip_space(close + 1, 1)
             closing = self.text(after)
             is_label = len(run) <= 3 and (
                 closing in (":", "|", "]", ")", "-", ">")
@@ -418,7 +433,7 @@ class _Scan:
             )
             words = [self.text(t) for t in run]
             if is_label:
-                out.labels.append(" ".join(w.strip("'\"") for w in words))
+                out.labels.append(" ".join(w.strip("'\"") for w in words) + (" " + group if group else ""))
             else:
                 out.prose_chars += sum(len(w) for w in words)
                 out.prose_words.extend(words)

@@ -22,6 +22,7 @@ from trainprobe.metrics.readers.text.fields import COUNTER_KEY, Fields, read_fie
 from trainprobe.metrics.readers.text.prefix import split_prefix
 from trainprobe.metrics.readers.text.template import Template, learn_template
 from trainprobe.metrics.readers.text.tokens import to_float
+from trainprobe.metrics.roles import metric_kind
 from trainprobe.metrics.splits import EVAL, EVAL_PREFIX, EVAL_WORDS, is_epoch_key, is_step_key, split_of
 from trainprobe.metrics.table import WALL_KEY, ColumnBuilder, RunLog, Unread, finish_run
 
@@ -32,6 +33,10 @@ _LEARN_TRIES = 400
 _SAMPLES = 12
 _PROSE_SHARE = 0.2
 _MIN_BULK = 8
+_ONE_FIELD = "one field"
+_TIME_UNITS = frozenset({"ms", "s", "sec", "secs", "us", "min", "h"})
+_MAY_ANNOUNCE_EVAL = re.compile(rb"(?i)\b(?:eval|valid|test)")
+_WORD_SPLIT = re.compile(r"[\s_\-/()]+")
 
 
 @dataclass
@@ -64,8 +69,31 @@ def why_not_metrics(fields: Fields, body: str) -> str | None:
         return f"mostly prose, not fields (words that name no value: {words})"
     if len(values) < 2 and not any(is_step_key(k) or is_epoch_key(k) or k == COUNTER_KEY for k in values):
         key = next(iter(values))
-        return f"one field ({key}) and no step: a setting, or part of a record"
+        return f"{_ONE_FIELD} ({key}) and no step: a setting, or part of a record"
     return None
+
+
+def _units(fields: Fields) -> dict[str, str]:
+    """Units of the fields. Every field of a timing line is a time: a line labelled ``time (ms)`` or
+    ``timers`` (Megatron's ``time (ms) | forward-compute: …``), or one where most fields carry a time unit
+    (``|E2E latency=3.88s |… |Others=0.22 (5.94%)|``)."""
+    units = dict(fields.units)
+    keys = [k for k in fields.values if not k.startswith("#")]
+    label_words = {w.lower() for label in fields.labels for w in _WORD_SPLIT.split(label)}
+    timed = [k for k in keys if units.get(k) in _TIME_UNITS]
+    if label_words & {"time", "timers", "timing", "timings"} or (keys and 2 * len(timed) >= len(keys)):
+        unit = "ms" if "ms" in label_words else "s"
+        for k in keys:
+            if metric_kind(k) in ("other", "time"):  # a loss beside two timers is still a loss
+                units.setdefault(k, unit)
+    return units
+
+
+def _is_eval_banner(fields: Fields) -> bool:
+    """A short line that announces an evaluation (``***** Evaluating perplexity, Epoch 1/16 *****``): the
+    fields on the next line are eval fields."""
+    words = [w.lower() for w in [*fields.prose_words, *(x for label in fields.labels for x in label.split())]]
+    return 0 < len(words) <= 8 and any(w.strip(".:,") in EVAL_WORDS for w in words)
 
 
 class LineParser:
@@ -93,6 +121,9 @@ class LineParser:
         self._tries = 0
         self._record: _Record | None = None
         self._hms = False
+        self._last_row = -2
+        self._eval_banner = -2
+        self._bulk_flags: tuple[int, bytearray] = (0, bytearray())
 
     # -- one line ------------------------------------------------------------------------------------------
     def feed_line(self, line: str) -> None:
@@ -123,16 +154,19 @@ class LineParser:
         body = text[prefix.body_start :]
         fields = read_fields(body)
         why = why_not_metrics(fields, body)
-        if why is None:
-            self._add_fields(fields, order, wall, text, raw, prefix.body_start, stamp)
-            return
-        if why.startswith("one field") and self._continue_record(fields, order):
+        eval_context = self._eval_banner == order - 1
+        if why is None or (why.startswith(_ONE_FIELD) and (eval_context or self._after_row(order))):
+            self._add_fields(fields, order, wall, eval_context=eval_context)
+            if why is None and not eval_context:
+                self._learn(fields, text, raw, prefix.body_start, stamp)
             return
         event = event_from_line(body, self._event_patterns, order=order, wall=None if wall != wall else wall)
         if event is not None:
             self._close_record()
             self.events.append(event)
             return
+        if _is_eval_banner(fields):
+            self._eval_banner = order
         self._skip(order, text, why)
 
     def _read_with_pattern(self, text: str, order: int) -> None:
@@ -159,56 +193,63 @@ class LineParser:
         self.builder.add_row(row, order=order)
 
     @staticmethod
-    def _columns(fields: Fields) -> dict[str, str]:
-        """Column name of each field: the fields of an eval line (``Test set: …``, ``Epoch(val) …``) get an
-        ``eval/`` prefix unless their own name says eval."""
-        labels = {w.lower() for label in fields.labels for w in re.split(r"[\s_\-/]+", label)}
-        is_eval = bool(labels & EVAL_WORDS) and not labels & {"train", "training"}
+    def _columns(fields: Fields, *, eval_context: bool = False) -> dict[str, str]:
+        """Column name of each field. The fields of an eval line (labelled ``Test set:``, ``Epoch(val)``,
+        ``| valid |``, with a step key ``validation loss at iteration``, or right under an ``Evaluating …``
+        banner) get an ``eval/`` prefix, those of a line labelled ``train`` a ``train/`` one, unless their own
+        name says a split."""
+        words = {w.lower() for label in fields.labels for w in _WORD_SPLIT.split(label)}
+        context = {
+            w.lower()
+            for k in fields.values
+            if is_step_key(k) or is_epoch_key(k)
+            for w in _WORD_SPLIT.split(k)
+        }
+        if eval_context or (words | context) & EVAL_WORDS:
+            prefix = EVAL_PREFIX
+        elif words & {"train", "training"}:
+            prefix = "train/"
+        else:
+            prefix = ""
         names: dict[str, str] = {}
         for key in fields.values:
             plain = key.startswith("#") or is_step_key(key) or is_epoch_key(key) or split_of(key) == EVAL
-            names[key] = key if plain or not is_eval else EVAL_PREFIX + key
+            if prefix == "train/" and key.lower().startswith(("train", "tr_")):
+                plain = True
+            names[key] = key if plain or not prefix else prefix + key
         return names
 
-    def _split_keys(self, fields: Fields) -> dict[str, float]:
-        names = self._columns(fields)
+    def _split_keys(self, fields: Fields, *, eval_context: bool = False) -> dict[str, float]:
+        names = self._columns(fields, eval_context=eval_context)
         return {names[k]: v for k, v in fields.values.items()}
 
-    def _add_fields(
-        self,
-        fields: Fields,
-        order: int,
-        wall: float,
-        text: str,
-        raw: bytes | None,
-        body_start: int,
-        stamp: object,
-    ) -> None:
-        values = self._split_keys(fields)
-        for key, unit in fields.units.items():
+    def _after_row(self, order: int) -> bool:
+        """Whether the line before ``order`` gave a metric row (read one by one or in bulk)."""
+        if self._last_row == order - 1:
+            return True
+        base, flags = self._bulk_flags
+        i = order - 1 - base
+        return 0 <= i < len(flags) and bool(flags[i])
+
+    def _add_fields(self, fields: Fields, order: int, wall: float, *, eval_context: bool) -> None:
+        values = self._split_keys(fields, eval_context=eval_context)
+        for key, unit in _units(fields).items():
             self.builder.units.setdefault(key, unit)
         has_step = any(is_step_key(k) or is_epoch_key(k) or k == COUNTER_KEY for k in values)
-        if not has_step and self._continue_record(fields, order, values):
+        self._last_row = order
+        rec = self._record
+        if (
+            not has_step
+            and rec is not None
+            and order == rec.last_order + 1
+            and not any(k in rec.values for k in values)
+        ):
+            # the next line of a record (a header with the step, then lines of fields under it)
+            rec.values.update(values)
+            rec.last_order = order
             return
         self._close_record()
         self._record = _Record(order, values, wall, order)
-        if len(self.templates) < _MAX_TEMPLATES and self._tries < _LEARN_TRIES and fields.exact:
-            self._tries += 1
-            self._learn(fields, text, raw, body_start, stamp)
-
-    def _continue_record(self, fields: Fields, order: int, values: dict[str, float] | None = None) -> bool:
-        """A line right under a record's header (or its other lines) with keys it has not seen joins it."""
-        rec = self._record
-        if rec is None or order != rec.last_order + 1:
-            return False
-        values = values if values is not None else self._split_keys(fields)
-        if any(k in rec.values for k in values) or any(is_step_key(k) or is_epoch_key(k) for k in values):
-            return False
-        rec.values.update(values)
-        rec.last_order = order
-        for key, unit in fields.units.items():
-            self.builder.units.setdefault(key, unit)
-        return True
 
     def _close_record(self) -> None:
         rec = self._record
@@ -217,6 +258,9 @@ class LineParser:
             self._record = None
 
     def _learn(self, fields: Fields, text: str, raw: bytes | None, body_start: int, stamp: object) -> None:
+        if len(self.templates) >= _MAX_TEMPLATES or self._tries >= _LEARN_TRIES or not fields.exact:
+            return
+        self._tries += 1
         line = raw if raw is not None else text.encode("utf-8", "replace")
         if len(line) != len(text):
             return  # non-ASCII: byte and character offsets differ
@@ -270,6 +314,7 @@ class LineParser:
             if got is not None:
                 self._close_record()
                 self._add_block(self.templates[0], got, np.arange(base, base + n, dtype=np.float64))
+                self._bulk_flags = (base, bytearray(b"\x01") * n)
                 self._line_no += n
                 return
         lines = chunk.split(b"\n")
@@ -296,6 +341,10 @@ class LineParser:
             for i, line in enumerate(lines):
                 if owner[i] < 0 and anchor in line:
                     owner[i] = t
+        for i in range(1, len(lines)):
+            # right under a line that may announce an evaluation: read it one by one, with that context
+            if owner[i] >= 0 and owner[i - 1] < 0 and _MAY_ANNOUNCE_EVAL.search(lines[i - 1]):
+                owner[i] = -1
         rest: list[int] = []
         bulk: list[_Bulk] = []
         for t, template in enumerate(self.templates):
@@ -304,6 +353,11 @@ class LineParser:
                 rest.extend(self._bulk(template, lines, idx, base, bulk))
         rest.extend(i for i, o in enumerate(owner) if o < 0)
         rest.sort()
+        flags = bytearray(len(lines))
+        for item in bulk:
+            for i in item.lines:
+                flags[i] = 1
+        self._bulk_flags = (base, flags)
         blocks = iter(sorted(bulk, key=lambda b: b.lines[0]))
         pending = next(blocks, None)
         for i in rest:

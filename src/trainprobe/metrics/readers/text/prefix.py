@@ -37,6 +37,7 @@ _RANK_TEXT = re.compile(r"(?i)(?:rank|default|local_rank|global_rank|gpu|worker|
 _LOGGER_TEXT = re.compile(r"[\w<>\-]*[._:<][\w.:<>\-]*|" + _LEVEL_WORDS, re.I)
 _LOGGER_AFTER_LEVEL = re.compile(r"[A-Za-z_<][\w.<>\-]{0,80}(?=\s*\||\s+-\s|:\s)")
 _SYSLOG_SOURCE = re.compile(r"[\w.\-]{1,64}\s+[\w./\-]{1,64}(?:\[\d+\])?:\s")
+_SPLIT_NAMES = frozenset({"train", "training", "valid", "val", "validation", "eval", "evaluation", "test"})
 _STEPLIKE_HOST = re.compile(r"(?i)(?:step|epoch|iter|it|batch|s)\d*$")
 
 
@@ -108,7 +109,12 @@ def split_prefix(line: str) -> Prefix:
                     break
         if got_end < 0 and saw_level:
             m = _LOGGER_AFTER_LEVEL.match(line, pos)
-            if m and not _starts_field(line, _skip_sep(line, m.end())):
+            # a logger named for a split (fairseq's ``| valid |``, ``| train |``) says what the fields are
+            if (
+                m
+                and m.group(0).lower() not in _SPLIT_NAMES
+                and not _starts_field(line, _skip_sep(line, m.end()))
+            ):
                 got_end = m.end()
         if got_end < 0 and c == "[":
             m = _BRACKET.match(line, pos)

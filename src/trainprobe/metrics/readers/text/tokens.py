@@ -16,11 +16,11 @@ QUOTED = "q"
 SPACE = "s"
 PUNCT = "p"
 
-# A word may hold digits, dots, dashes and ``@`` after its first letter (``grad-norm``, ``Acc@1``, ``top1``,
-# ``iter_0001000``) and slashes between names (``train/loss``, ``it/s``), never a slash before a number,
-# so ``epoch=0/micro_step=10`` splits at its slashes.
+# A number may group its digits by thousands (``2,097,152``). A word may hold digits, dots, dashes and ``@``
+# after its first letter (``grad-norm``, ``Acc@1``, ``top1``, ``iter_0001000``) and slashes between names
+# (``train/loss``, ``it/s``), never a slash before a number, so ``epoch=0/micro_step=10`` splits at them.
 _LEX = re.compile(
-    r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
+    r"([-+]?(?:[1-9]\d{0,2}(?:,\d{3})+(?![\d.])|\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
     r"|([A-Za-z_](?:[\w.@\-]|/(?=[A-Za-z_]))*)"
     r"|('[^'\n]{0,256}'|\"[^\"\n]{0,256}\")"
     r"|(\s+)"
@@ -117,7 +117,7 @@ def is_number_text(text: str) -> bool:
 def to_float(text: str) -> float:
     """The value of a number token (``NaN``, ``-inf``, ``Infinity`` included)."""
     try:
-        return float(text)
+        return float(text.replace(",", "") if "," in text else text)
     except ValueError:
         low = text.lower()
         sign = -1.0 if low.startswith("-") else 1.0
