@@ -348,6 +348,7 @@ def analyze(
             )
             run_findings.extend(det.detect_divergence(run, metric))
         run_findings.extend(det.detect_missing(run))
+        run_findings.extend(det.detect_unfinished(run))
         span = float(run.steps.max() - run.steps.min()) if len(run) else 0.0
         near = options.near_steps if options.near_steps is not None else max(50.0, 0.02 * span)
         for f in run_findings:

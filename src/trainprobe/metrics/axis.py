@@ -94,6 +94,7 @@ class _Columns:
         self.cols = table.columns
         self.have = {k: ~is_absent(v) for k, v in self.cols.items()}
         self.n = len(table)
+        self.declared_end: float | None = None
 
     def pop(self, key: str) -> tuple[np.ndarray, np.ndarray]:
         return self.cols.pop(key), self.have.pop(key)
@@ -151,12 +152,15 @@ def _dominant_stream(cols: _Columns, values: np.ndarray, have: np.ndarray) -> np
     return out
 
 
-def _total_of(cols: _Columns, key: str) -> float | None:
+def _total_of(cols: _Columns, key: str, *, constant: bool = False) -> float | None:
+    """The ``M`` of a key's ``N/M`` (with ``constant``: only when every line says the same)."""
     name = TOTAL_PREFIX + key
     if name not in cols.cols:
         return None
     values = cols.cols[name][cols.have[name]]
-    return float(np.median(values)) if values.size else None
+    if not values.size or (constant and not bool(np.all(values == values[0]))):
+        return None
+    return float(np.median(values))
 
 
 def _completed(cols: _Columns, key: str) -> bool:
@@ -213,6 +217,7 @@ def step_axis(cols: _Columns) -> tuple[np.ndarray, np.ndarray]:
                 got |= fill
             steps = _ffill(filled, got)
             own = got
+            cols.declared_end = _total_of(cols, primary, constant=True)
         else:
             own = have | cols.have[epoch]  # type: ignore[index]
         cols.pop(primary)
@@ -225,6 +230,7 @@ def step_axis(cols: _Columns) -> tuple[np.ndarray, np.ndarray]:
         values, have = cols.cols[epoch], cols.have[epoch]
         steps = _ffill(values, have)
         own = have.copy()
+        cols.declared_end = _total_of(cols, epoch, constant=True)
     if steps is None:
         steps = np.arange(n, dtype=np.float64)
         own = np.ones(n, dtype=bool)
@@ -326,6 +332,7 @@ def assemble(
         events=placed,
         skipped_lines=skipped_lines,
         roles=roles,
+        declared_end=cols.declared_end,
     )
 
 

@@ -389,3 +389,34 @@ def detect_throughput(run: RunLog, *, blocks: int = 10, factor: float = 1.5) -> 
                 )
             ]
     return []
+
+
+def detect_unfinished(run: RunLog) -> list[Finding]:
+    """A log that stops before the last step it declares (``iteration 2130/ 1716613``, a golden file's
+    ``end_step``): the run was killed, crashed, or is still going. ``info``: often that is the plan."""
+    if run.declared_end is None or len(run) < 2 or not run.metrics:
+        return []
+    steps = np.unique(run.steps[np.isfinite(run.steps)])
+    if steps.size < 2:
+        return []
+    last = float(steps[-1])
+    gap = float(np.median(np.diff(steps)))
+    if run.declared_end - last <= gap:
+        return []
+    metric = next((m for m in run.metrics if metric_kind(m) == "loss"), run.metrics[0])
+    return [
+        Finding(
+            MISSING,
+            "info",
+            run.name,
+            metric,
+            last + gap,
+            float(run.declared_end),
+            magnitude=float(run.declared_end - last),
+            row=len(run) - 1,
+            message=(
+                f"the log stops at step {fmt_step(last)} of the {fmt_step(run.declared_end)} it declares: "
+                "the run was stopped, crashed, or is still running"
+            ),
+        )
+    ]

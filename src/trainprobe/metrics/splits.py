@@ -58,8 +58,9 @@ _GROUP = re.compile(r"\s*\([^()]*\)\s*$")
 
 
 def split_of(column: str) -> str:
-    """``train`` or ``eval``."""
-    if column.lower() in _EVAL_ABBREVIATIONS:
+    """``train`` or ``eval``. Ultralytics' ``metrics/…`` (mAP, precision, recall) are computed on the
+    validation set, so they are eval too."""
+    if column.lower() in _EVAL_ABBREVIATIONS or column.startswith("metrics/"):
         return EVAL
     return EVAL if any(w.lower() in EVAL_WORDS for w in _WORDS.findall(column)) else TRAIN
 

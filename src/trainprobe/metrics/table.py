@@ -50,6 +50,9 @@ class RunLog:
     unread: list[Unread] = field(default_factory=list)
     # column -> "metric", "counter" or "timing" (trainprobe.metrics.roles); a column not named is a metric
     roles: dict[str, str] = field(default_factory=dict)
+    # the last step the log says the run would reach (Megatron's ``iteration N/ 159576``, a golden file's
+    # ``end_step``), when it says one
+    declared_end: float | None = None
 
     def __len__(self) -> int:
         return int(self.steps.shape[0])
