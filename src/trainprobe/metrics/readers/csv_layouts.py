@@ -3,7 +3,7 @@
 :mod:`trainprobe.metrics.axis` makes it for any log with no step column).
 
 - Keras ``CSVLogger`` (any file name: its default is ``training.log``): ``epoch`` first, then the metrics
-  and their ``val_`` twins;
+  and a ``val_`` twin of each;
 - Ultralytics ``results.csv``: headers padded with spaces (``                  epoch,      train/box_loss``),
   ``metrics/mAP50(B)`` computed on the validation set, ``time`` the elapsed seconds;
 - timm ``summary.csv``: ``epoch,train_loss,eval_loss,eval_top1,eval_top5,lr``.
@@ -27,7 +27,13 @@ class KerasCsvReader:
 
     def sniff(self, path: Path, head: bytes) -> bool:
         header = _header(path, head)
-        return bool(header) and header[0] == "epoch" and any(h.startswith("val_") for h in header)
+        twins = [h for h in header if h.startswith("val_")]
+        return (
+            bool(header and twins)
+            and header[0] == "epoch"
+            and "step" not in header
+            and all(t[4:] in header for t in twins)
+        )
 
     def read(self, path: Path, options: ReadOptions) -> list[RunLog]:
         return read_table(path, name=path.stem, fmt="keras-csv")
