@@ -18,6 +18,7 @@ from trainprobe.metrics.events import (
     EPOCH,
     EVAL,
     LR_CHANGE,
+    NONFINITE_LINE,
     RESUME,
     Event,
     events_from_checkpoint_dir,
@@ -25,8 +26,10 @@ from trainprobe.metrics.events import (
 from trainprobe.metrics.findings import (
     CLIFF,
     DIVERGENCE,
+    EARLY_EXPLOSION,
     MISSING,
     NON_FINITE,
+    OVERFITTING,
     RECURRING,
     SEVERITY_RANK,
     SPIKE,
@@ -295,6 +298,15 @@ def _suggest(f: Finding, near: float) -> None:
         )
     elif f.kind == DIVERGENCE:
         f.suggestion = "lower the learning rate or restart from the last checkpoint before the rise"
+    elif f.kind == OVERFITTING:
+        f.suggestion = (
+            f"keep the checkpoint from around step {fmt_step(f.step)} (the best eval), and regularise or stop "
+            "earlier"
+        )
+    elif f.kind == EARLY_EXPLOSION:
+        f.suggestion = (
+            "lower the initial learning rate or add warmup; clip gradients; check the input scaling"
+        )
     elif f.kind == SPIKE:
         f.suggestion = (
             f"inspect the batches around step {fmt_step(f.step)}; if the same steps spike in another run "
@@ -334,21 +346,7 @@ def analyze(
     for run in runs:
         events = derive_events(run, options)
         all_events[run.name] = events
-        run_findings: list[Finding] = []
-        stalls = det.detect_stalls(
-            run, factor=options.stall_factor, floor_s=options.stall_floor_s, window=options.window
-        )
-        _attach_stalls(events, stalls)
-        run_findings.extend(stalls)
-        run_findings.extend(det.detect_throughput(run))
-        for metric in run.metrics:
-            run_findings.extend(det.detect_nonfinite(run, metric))
-            run_findings.extend(
-                det.detect_spikes(run, metric, threshold=options.threshold, window=options.window)
-            )
-            run_findings.extend(det.detect_divergence(run, metric))
-        run_findings.extend(det.detect_missing(run))
-        run_findings.extend(det.detect_unfinished(run))
+        run_findings = _detect(run, events, options)
         span = float(run.steps.max() - run.steps.min()) if len(run) else 0.0
         near = options.near_steps if options.near_steps is not None else max(50.0, 0.02 * span)
         for f in run_findings:
@@ -359,6 +357,59 @@ def analyze(
     findings.extend(_recurring(findings, runs))
     findings.sort(key=lambda f: (SEVERITY_RANK[f.severity], f.run, f.step))
     return LogReport(runs=runs, findings=findings, events=all_events)
+
+
+def _detect(run: RunLog, events: list[Event], options: Options) -> list[Finding]:
+    """Every detector over one run. A jump right after a save or resume is suspect by itself (a lower spike
+    threshold there); a spike or cliff inside a divergence is part of it, not a finding of its own."""
+    stalls = det.detect_stalls(
+        run, factor=options.stall_factor, floor_s=options.stall_floor_s, window=options.window
+    )
+    _attach_stalls(events, stalls)
+    found: list[Finding] = [*stalls, *det.detect_throughput(run)]
+    suspect = np.zeros(len(run), dtype=bool)
+    for e in events:
+        if e.kind in (CHECKPOINT_SAVE, RESUME) and 0 <= e.row < len(run):
+            suspect[e.row : e.row + det.SUSPECT_ROWS] = True
+    for metric in run.metrics:
+        found.extend(det.detect_nonfinite(run, metric))
+        diverging = det.detect_divergence(run, metric)
+        found.extend(diverging)
+        for f in det.detect_spikes(
+            run, metric, threshold=options.threshold, window=options.window, suspect=suspect
+        ):
+            if not any(d.step <= f.step <= d.end_step for d in diverging):
+                found.append(f)
+        found.extend(det.detect_early_explosion(run, metric))
+    found.extend(det.detect_overfitting(run))
+    found.extend(det.detect_missing(run))
+    found.extend(det.detect_unfinished(run))
+    found.extend(_reported_nonfinite(run, events, found))
+    return found
+
+
+def _reported_nonfinite(run: RunLog, events: list[Event], found: list[Finding]) -> list[Finding]:
+    """A line that says NaN/Inf appeared (fairseq's nan_detector, "loss is nan"), when no value showed it."""
+    out: list[Finding] = []
+    losses = [m for m in run.metrics if metric_kind(m) == "loss"] or run.metrics
+    for e in events:
+        if e.kind != NONFINITE_LINE or not losses:
+            continue
+        if any(f.kind == NON_FINITE and abs(f.step - e.step) <= 1 for f in found + out):
+            continue
+        out.append(
+            Finding(
+                NON_FINITE,
+                "error",
+                run.name,
+                losses[0],
+                e.step,
+                e.step,
+                row=max(0, min(e.row, len(run) - 1)),
+                message=f"the log reports a non-finite value after step {fmt_step(e.step)}: {e.text[:120]}",
+            )
+        )
+    return out
 
 
 def _line_pattern(pattern: str | None) -> re.Pattern[str] | None:

@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from trainprobe.metrics.events import Event
-from trainprobe.metrics.roles import role_of
-from trainprobe.metrics.splits import base_name, is_epoch_key, is_step_key
+from trainprobe.metrics.roles import metric_kind, role_of
+from trainprobe.metrics.splits import EVAL, base_name, is_epoch_key, is_step_key, split_of
 from trainprobe.metrics.table import INTERNAL, TOTAL_PREFIX, WALL_KEY, RunLog, Table, is_absent
 
 TIME_KEYS = frozenset(
@@ -284,9 +284,76 @@ def _config_rows(cols: _Columns, own: np.ndarray) -> np.ndarray:
     return drop
 
 
+def _subset(table: Table, rows: np.ndarray) -> Table:
+    return Table(
+        {k: v[rows] for k, v in table.columns.items() if (~is_absent(v[rows])).any()},
+        table.wall[rows],
+        table.order[rows],
+        table.units,
+    )
+
+
+def _eval_stream(table: Table) -> np.ndarray | None:
+    """Rows of an eval stream with an axis of its own, or None. mmengine counts its val loop in epochs beside
+    the train loop's iterations: ``Epoch(val) [3][7/7]`` beside ``Epoch(train) [3][10/50]``, or ``step`` 1, 2, 3
+    on the val rows of ``scalars.json`` between train rows at ``step`` 50, 100, 150. Such rows become a run of
+    their own (``<name> (eval)``) on their own axis; eval rows that fit the train axis stay where they are."""
+    cols = _Columns(table)
+    metrics = [
+        k for k in cols.cols if not k.startswith(INTERNAL) and not is_step_key(k) and not is_epoch_key(k)
+    ]
+    evals = [k for k in metrics if split_of(k) == EVAL]
+    if not evals or len(evals) == len(metrics):
+        return None
+    is_eval_row = np.zeros(cols.n, dtype=bool)
+    for k in evals:
+        is_eval_row |= cols.have[k]
+    for k in metrics:
+        if k not in evals and metric_kind(k) not in ("time", "counter"):
+            is_eval_row &= ~cols.have[k]
+    if not is_eval_row.any() or is_eval_row.all():
+        return None
+    epochs = [k for k in cols.cols if is_epoch_key(k)]
+    if len(epochs) > 1:
+        main = max(epochs, key=lambda k: int(np.count_nonzero(cols.have[k] & ~is_eval_row)))
+        other = [k for k in epochs if k != main and (cols.have[k] & is_eval_row).any()]
+        if other and not (cols.have[main] & is_eval_row).any():
+            return is_eval_row
+    steps = [k for k in cols.cols if is_step_key(k)]
+    for key in steps:
+        own, train = cols.have[key] & is_eval_row, cols.have[key] & ~is_eval_row
+        if own.sum() < 2 or train.sum() < 2:
+            continue
+        merged = cols.cols[key][own | train]
+        alone = cols.cols[key][own]
+        if (np.diff(merged) < 0).any() and not (np.diff(alone) < 0).any():
+            return is_eval_row
+    return None
+
+
 def assemble(
     table: Table, *, name: str, path: str, fmt: str, events: list[Event], skipped_lines: int
 ) -> RunLog:
+    stream = _eval_stream(table)
+    if stream is not None:
+        run = assemble(
+            _subset(table, np.flatnonzero(~stream)),
+            name=name,
+            path=path,
+            fmt=fmt,
+            events=events,
+            skipped_lines=skipped_lines,
+        )
+        side = assemble(
+            _subset(table, np.flatnonzero(stream)),
+            name=f"{name} (eval)",
+            path=path,
+            fmt=fmt,
+            events=[],
+            skipped_lines=0,
+        )
+        run.side_runs = [side, *side.side_runs]
+        return run
     cols = _Columns(table)
     wall = wall_clock(cols, table)
     steps, own = step_axis(cols)

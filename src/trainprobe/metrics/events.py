@@ -24,8 +24,9 @@ EPOCH = "epoch"
 LR_CHANGE = "lr_change"
 EVAL = "eval"
 CUSTOM = "custom"
+NONFINITE_LINE = "non_finite_reported"
 
-EVENT_KINDS = (CHECKPOINT_SAVE, RESUME, EPOCH, LR_CHANGE, EVAL, CUSTOM)
+EVENT_KINDS = (CHECKPOINT_SAVE, RESUME, EPOCH, LR_CHANGE, EVAL, CUSTOM, NONFINITE_LINE)
 
 # A save that happened (or is happening): a past or progressive verb, and what was saved.
 _SAVE_VERB = re.compile(
@@ -46,6 +47,13 @@ _CODE_LINE = re.compile(
     r"|\w\s+=\s*\S|\w\s*\+=|\w=(?![-+]?\d[\w.+-]*(?:[\s,;)\]]|$))\S|\w\(|\\\s*$|[:{(\[]\s*$"
 )
 _QUOTED = re.compile(r"'[^'\n]{0,512}'|\"[^\"\n]{0,512}\"")
+# A line that says a NaN/Inf appeared (fairseq's nan_detector: "Inf detected in output of …", "loss is nan"),
+# not a routine fp16 overflow notice ("OVERFLOW! … Skipping step").
+_NONFINITE_LINE = re.compile(
+    r"(?i)\b(?:nan|inf|infinity|non-finite)\b\W{0,3}(?:\w+\W+){0,2}?(?:detected|found|encountered)\b"
+    r"|\b(?:detected|found|encountered)\W+(?:\w+\W+){0,2}?(?:nan|inf|non-finite)\b"
+    r"|\bloss\b\W{0,3}(?:is|became|=)\W{0,3}(?:nan|inf)\b"
+)
 _EPOCH_LINE = re.compile(r"(?i)^\W*(?:start(?:ing)?\s+)?epoch\s*[:=#]?\s*(\d+)")
 _STEP_IN_LINE = re.compile(r"(?i)\b(?:global[_ ]step|step|iteration|iter|it)\s*[:=#]?\s*(\d{1,15})\b")
 _STEP_IN_PATH = re.compile(r"(?i)(?:global_step|step|iteration|iter|checkpoint|ckpt)[-_=]?(\d{1,15})(?!\d)")
@@ -101,6 +109,7 @@ class Event:
             LR_CHANGE: "the learning-rate change",
             EVAL: "the eval run",
             CUSTOM: f"the event '{self.text[:40]}'",
+            NONFINITE_LINE: "the non-finite value the log reports",
         }.get(self.kind, self.kind)
         out = f"{what} at step {_int_or_float(self.step)}"
         if self.stall_s is not None:
@@ -170,6 +179,8 @@ def classify_line(line: str, custom: list[re.Pattern[str]] | None = None) -> tup
         return CHECKPOINT_SAVE, save_step(line, save_path(line))
     if looks_like_code(line):
         return None
+    if _NONFINITE_LINE.search(line):
+        return NONFINITE_LINE, None
     m = _EPOCH_LINE.match(line)
     if m:
         return EPOCH, None
@@ -235,6 +246,7 @@ __all__ = [
     "EVAL",
     "EVENT_KINDS",
     "LR_CHANGE",
+    "NONFINITE_LINE",
     "RESUME",
     "Event",
     "classify_line",

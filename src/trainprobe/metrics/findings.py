@@ -18,6 +18,21 @@ MISSING = "missing_value"
 DIVERGENCE = "divergence"
 THROUGHPUT = "throughput_regression"
 RECURRING = "recurring_spike"
+OVERFITTING = "overfitting"
+EARLY_EXPLOSION = "early_explosion"
+
+FINDING_KINDS = (
+    SPIKE,
+    CLIFF,
+    STALL,
+    NON_FINITE,
+    MISSING,
+    DIVERGENCE,
+    OVERFITTING,
+    EARLY_EXPLOSION,
+    THROUGHPUT,
+    RECURRING,
+)
 
 
 @dataclass

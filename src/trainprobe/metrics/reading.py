@@ -37,13 +37,23 @@ def _is_log_name(path: Path) -> bool:
 def _read_file(path: Path, options: ReadOptions) -> list[RunLog]:
     try:
         reader = pick_reader(path)
-        return reader.read(path, options)
+        return with_side_runs(reader.read(path, options))
     except OSError as exc:
         raise LogError(str(path), f"cannot read ({exc.strerror or exc})") from None
     except (MemoryError, RecursionError, OverflowError) as exc:
         raise LogError(
             str(path), f"cannot read ({type(exc).__name__})", hint="is the file damaged?"
         ) from None
+
+
+def with_side_runs(runs: list[RunLog]) -> list[RunLog]:
+    """Each run followed by the runs read from its file on an axis of their own."""
+    out: list[RunLog] = []
+    for run in runs:
+        out.append(run)
+        out.extend(run.side_runs)
+        run.side_runs = []
+    return out
 
 
 def _walk(root: Path, options: ReadOptions) -> list[RunLog]:
@@ -53,7 +63,7 @@ def _walk(root: Path, options: ReadOptions) -> list[RunLog]:
         here = Path(dirpath)
         claimed = next((r for r in DIR_READERS if r.claims(here)), None)
         if claimed is not None:
-            runs.extend(claimed.read_dir(here, options))
+            runs.extend(with_side_runs(claimed.read_dir(here, options)))
             dirnames[:] = []
             continue
         dirnames.sort()

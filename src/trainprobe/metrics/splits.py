@@ -59,10 +59,13 @@ _GROUP = re.compile(r"\s*\([^()]*\)\s*$")
 
 def split_of(column: str) -> str:
     """``train`` or ``eval``. Ultralytics' ``metrics/…`` (mAP, precision, recall) are computed on the
-    validation set, so they are eval too."""
+    validation set, and so is any average precision (``mAP50``, ``bbox/AP``): eval too."""
     if column.lower() in _EVAL_ABBREVIATIONS or column.startswith("metrics/"):
         return EVAL
-    return EVAL if any(w.lower() in EVAL_WORDS for w in _WORDS.findall(column)) else TRAIN
+    words = _WORDS.findall(column)
+    if "AP" in words:  # detection's average precision (mAP50, bbox/AP) is measured on held-out images
+        return EVAL
+    return EVAL if any(w.lower() in EVAL_WORDS for w in words) else TRAIN
 
 
 def base_name(key: str) -> str:

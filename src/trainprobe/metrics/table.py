@@ -53,6 +53,9 @@ class RunLog:
     # the last step the log says the run would reach (Megatron's ``iteration N/ 159576``, a golden file's
     # ``end_step``), when it says one
     declared_end: float | None = None
+    # runs read from the same file on an axis of their own (an eval loop counted in epochs): reported beside
+    # this one (trainprobe.metrics.axis)
+    side_runs: list[RunLog] = field(default_factory=list)
 
     def __len__(self) -> int:
         return int(self.steps.shape[0])

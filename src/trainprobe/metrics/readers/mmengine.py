@@ -2,8 +2,8 @@
 ``train`` or ``val``, ``epoch`` and ``iter`` within the epoch; the first line holds ``env_info`` and the
 config) and mmengine's ``vis_data/scalars.json`` (``step``, and eval results under ``<metric>/<name>`` keys
 such as ``coco/bbox_mAP``). ``val`` rows and eval results are eval series (``eval/…``); in an epoch-based
-run mmengine writes the eval rows' ``step`` as the epoch, so they take the step of the training row before
-them."""
+run mmengine writes the eval rows' ``step`` as the epoch, so they become a run of their own on that axis
+(:mod:`trainprobe.metrics.axis`)."""
 
 from __future__ import annotations
 
@@ -25,15 +25,10 @@ def row_of(obj: dict[str, Any]) -> Row | None:
     row = flatten({k: v for k, v in obj.items() if k != "mode"})
     if not row:
         return None
-    is_eval = mode in ("val", "test") or (
-        mode is None and "loss" not in row and any("/" in k for k in row) and "lr" not in row
-    )
+    is_eval = mode in ("val", "test") or (mode is None and "loss" not in row and "lr" not in row)
     if not is_eval:
         return row
-    keep_axis = mode is not None  # mmdet's val rows carry the epoch and iter of the epoch's end
-    return {
-        (k if k in _AXIS else EVAL_PREFIX + k): v for k, v in row.items() if keep_axis or k not in ("step",)
-    }
+    return {(k if k in _AXIS else EVAL_PREFIX + k): v for k, v in row.items()}
 
 
 class MmengineReader:

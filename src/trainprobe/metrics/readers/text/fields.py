@@ -263,6 +263,9 @@ class _Scan:
             j = self.skip_space(j + 1, 1)
         if not values or self.text(j) != "]":
             return None
+        explicit = self.text(self.skip_space(i - 1, -1)) in _KEY_PUNCT_SEPS
+        if not explicit and len(values) > 1:
+            return None  # ``Conv [3, 16, 3, 2]``: arguments after a name, not the name's value
         for v in values:
             self.slot(v[1], v[2], None)
         if key.lower() not in NOT_METRIC_KEYS and self.store(key, values[0][0], key_idx):

@@ -18,6 +18,7 @@ import numpy as np
 
 from trainprobe.metrics.events import CHECKPOINT_SAVE, Event, event_from_line
 from trainprobe.metrics.readers.text.clock import StampLayout
+from trainprobe.metrics.readers.text.columns import HEADER_REACH, header_names, pair_row
 from trainprobe.metrics.readers.text.fields import COUNTER_KEY, Fields, read_fields
 from trainprobe.metrics.readers.text.prefix import split_prefix
 from trainprobe.metrics.readers.text.template import Template, learn_template
@@ -34,7 +35,11 @@ _SAMPLES = 12
 _PROSE_SHARE = 0.2
 _MIN_BULK = 8
 _ONE_FIELD = "one field"
+_UNNAMED = "numbers"
 _TIME_UNITS = frozenset({"ms", "s", "sec", "secs", "us", "min", "h"})
+_ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
+_ANSI_TEXT = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_REWRITTEN = re.compile(rb"[^\n\r]*\r")
 _MAY_ANNOUNCE_EVAL = re.compile(rb"(?i)\b(?:eval|valid|test)")
 _WORD_SPLIT = re.compile(r"[\s_\-/()]+")
 
@@ -62,7 +67,7 @@ def why_not_metrics(fields: Fields, body: str) -> str | None:
     if not values:
         if not any(c.isdigit() for c in body):
             return "no numbers"
-        return "numbers but no key names them"
+        return f"{_UNNAMED}: no key names them"
     total = fields.field_chars + fields.prose_chars
     if fields.prose_chars > _PROSE_SHARE * total:
         words = " ".join(fields.prose_words[:6])
@@ -124,13 +129,16 @@ class LineParser:
         self._last_row = -2
         self._eval_banner = -2
         self._bulk_flags: tuple[int, bytearray] = (0, bytearray())
+        self._header: tuple[list[str], int] | None = None
 
     # -- one line ------------------------------------------------------------------------------------------
     def feed_line(self, line: str) -> None:
-        """One line (a ``str``; ``\\r`` splits progress-bar updates into lines of their own)."""
-        for part in line.rstrip("\r\n").split("\r"):
-            self._read_line(part, self._line_no, None)
-            self._line_no += 1
+        """One line (a ``str``): of a line a progress bar rewrote with ``\\r``, the last rewrite."""
+        line = line.rstrip("\r\n")
+        if "\x1b" in line:
+            line = _ANSI_TEXT.sub("", line)
+        self._read_line(line.rsplit("\r", 1)[-1], self._line_no, None)
+        self._line_no += 1
 
     def _skip(self, order: int, text: str, why: str) -> None:
         self.skipped += 1
@@ -152,9 +160,23 @@ class LineParser:
         if stamp is not None and stamp.kind == "hms":
             self._hms = True
         body = text[prefix.body_start :]
+        names = header_names(body)
+        if names is not None:
+            self._header = (names, order)
+            self._skip(order, text, "a table header: the values come on the lines under it")
+            return
         fields = read_fields(body)
         why = why_not_metrics(fields, body)
         eval_context = self._eval_banner == order - 1
+        named = any(not k.startswith("#") for k in fields.values)
+        if not named and self._header is not None:
+            header, at = self._header
+            row = pair_row(header, body) if order - at <= HEADER_REACH else None
+            if row is not None:
+                self._close_record()
+                self._last_row = order
+                self._record = _Record(order, row, wall, order)
+                return
         if why is None or (why.startswith(_ONE_FIELD) and (eval_context or self._after_row(order))):
             self._add_fields(fields, order, wall, eval_context=eval_context)
             if why is None and not eval_context:
@@ -305,8 +327,11 @@ class LineParser:
     # -- many lines ----------------------------------------------------------------------------------------
     def feed_chunk(self, chunk: bytes) -> None:
         """Complete lines (no trailing newline)."""
+        if b"\x1b" in chunk:
+            chunk = _ANSI.sub(b"", chunk)
         if b"\r" in chunk:
-            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            # a line a progress bar rewrote in place: its last rewrite is what it finally said
+            chunk = _REWRITTEN.sub(b"", chunk.replace(b"\r\n", b"\n"))
         n = chunk.count(b"\n") + 1
         base = self._line_no
         if self.templates and n >= _MIN_BULK and self._line_pattern is None:

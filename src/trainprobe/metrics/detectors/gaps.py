@@ -1,19 +1,13 @@
-"""Detectors over one run's columns. Each returns findings without event context; ``analyze`` ties them
-to events.
-
-All of them are vectorized with numpy; the only Python loops run over *flagged* rows, which are few.
-"""
+"""Detectors of what is absent or late: non-finite values, fields left out, runs that stop short, logging
+stalls and slowdowns."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from trainprobe.metrics.findings import (
-    CLIFF,
-    DIVERGENCE,
     MISSING,
     NON_FINITE,
-    SPIKE,
     STALL,
     THROUGHPUT,
     Finding,
@@ -21,135 +15,8 @@ from trainprobe.metrics.findings import (
     fmt_value,
 )
 from trainprobe.metrics.roles import is_step_time, metric_kind
-from trainprobe.metrics.rolling import trailing_mad, trailing_median
+from trainprobe.metrics.rolling import trailing_median
 from trainprobe.metrics.table import RunLog
-
-
-def detect_spikes(
-    run: RunLog, metric: str, *, threshold: float = 6.0, window: int = 50, rel_guard: float = 0.25
-) -> list[Finding]:
-    """Spikes (modified z-score against the trailing median/MAD, plus a relative guard) and cliffs (the level
-    after the jump stays ≥ 50 % away from the level before)."""
-    kind = metric_kind(metric)
-    if kind in ("lr", "time", "counter"):
-        return []
-    col = run.columns[metric]
-    rows = np.flatnonzero(run.mask(metric) & np.isfinite(col))
-    if rows.size < 10:
-        return []
-    x = col[rows]
-    if x.min() < 0:
-        return []  # a loss that takes both signs (RL, GAN objectives): its jumps and ratios mean nothing
-    med = trailing_median(x, window)
-    mad = trailing_mad(x, med, window)
-    scale = np.maximum(mad, 1e-3 * np.abs(med)) / 0.6745
-    dev = x - med
-    with np.errstate(invalid="ignore", divide="ignore"):
-        z = dev / scale
-        rel = np.abs(dev) / np.maximum(np.abs(med), 1e-12)
-    direction = {"loss": 1, "accuracy": -1}.get(kind, 0)
-    zz = z * direction if direction else np.abs(z)
-    # Gradient norms and other auxiliary series are spiky by nature: only doublings are worth a line.
-    guard = rel_guard if kind in ("loss", "accuracy") else max(rel_guard, 1.0)
-    hit = (zz > threshold) & (rel > guard) & np.isfinite(med)
-    prev = np.concatenate([[np.nan], x[:-1]])
-    if kind == "loss":
-        # Short logs (a few pasted lines) have no baseline yet: a loss that jumps ×1.5 from one row to the
-        # next, within one stretch of steps (not across a resume), is a spike on its own.
-        steps_here = run.steps[rows]
-        same_stretch = np.concatenate([[False], np.diff(steps_here) > 0])
-        with np.errstate(invalid="ignore"):
-            hit |= same_stretch & (prev > 0) & (x >= 1.5 * prev) & ~np.isfinite(med)
-    med = np.where(np.isfinite(med), med, prev)
-    dev = x - med
-    flagged = np.flatnonzero(hit)
-    if flagged.size == 0:
-        return []
-    findings: list[Finding] = []
-    groups = np.split(flagged, np.flatnonzero(np.diff(flagged) > 2) + 1)
-    steps = run.steps[rows]
-    for group in groups:
-        start = int(group[0])
-        peak = int(group[np.argmax(np.abs(dev[group]))])
-        base = float(med[start])
-        spread = float(scale[start])
-        level_before = float(np.median(x[max(0, start - window) : start]))
-        after = x[start : start + window]
-        later = x[start + window : start + 2 * window]
-        shift_after = _rel_change(level_before, float(np.median(after))) if after.size >= 5 else 0.0
-        shift_later = _rel_change(level_before, float(np.median(later))) if later.size >= 5 else shift_after
-        tol = max(threshold / 2 * spread, rel_guard * abs(base))
-        rest = np.flatnonzero(np.abs(x[peak:] - base) <= tol)
-        recovered = float(steps[peak + int(rest[0])] - steps[start]) if rest.size else None
-        is_shift = (
-            abs(shift_after) >= 0.5
-            and abs(shift_later) >= 0.5
-            and np.sign(shift_after) == np.sign(shift_later)
-        )
-        if is_shift and recovered is None and after.size >= min(window, 10):
-            new_level = float(np.median(later if later.size >= 5 else after))
-            findings.append(
-                Finding(
-                    CLIFF,
-                    "error" if kind in ("loss", "accuracy") else "warning",
-                    run.name,
-                    metric,
-                    float(steps[start]),
-                    float(steps[min(start + window, len(steps) - 1)]),
-                    value=new_level,
-                    baseline=level_before,
-                    magnitude=shift_later,
-                    row=int(rows[start]),
-                    message=(
-                        f"{metric} fell off a cliff at step {fmt_step(steps[start])}: "
-                        f"{fmt_value(level_before)} → {fmt_value(new_level)} ({shift_later:+.0%}) "
-                        "and stayed there"
-                    ),
-                )
-            )
-            continue
-        ratio = float(x[peak] / base) if base else float("inf")
-        size = abs(float(dev[peak])) / max(abs(base), 1e-12)
-        if kind == "loss" or kind == "accuracy":
-            if size >= 2.0 or recovered is None:
-                severity = "error"
-            elif len(group) > 3 or size >= 0.5:
-                severity = "warning"
-            else:
-                severity = "info"
-        else:
-            severity = "info"
-        rec_text = (
-            f"recovered after {fmt_step(recovered)} step{'' if recovered == 1 else 's'}"
-            if recovered is not None
-            else "has not recovered by the end of the log"
-        )
-        findings.append(
-            Finding(
-                SPIKE,
-                severity,
-                run.name,
-                metric,
-                float(steps[start]),
-                float(steps[int(group[-1])]),
-                value=float(x[peak]),
-                baseline=base,
-                magnitude=ratio,
-                recovered_after=recovered,
-                row=int(rows[start]),
-                message=(
-                    f"{metric} spiked at step {fmt_step(steps[start])}: {fmt_value(base)} → "
-                    f"{fmt_value(float(x[peak]))} (×{ratio:.3g}), {rec_text}"
-                ),
-            )
-        )
-    return findings
-
-
-def _rel_change(before: float, after: float) -> float:
-    if before == 0:
-        return 0.0 if after == 0 else float(np.sign(after))
-    return (after - before) / abs(before)
 
 
 def detect_nonfinite(run: RunLog, metric: str) -> list[Finding]:
@@ -188,7 +55,8 @@ def detect_nonfinite(run: RunLog, metric: str) -> list[Finding]:
 
 def detect_missing(run: RunLog) -> list[Finding]:
     """A field the usual row shape has, left out of an otherwise complete row (how Megatron hides a NaN
-    step)."""
+    step). Only between the field's first and last row: a field that first appears at the first validation,
+    or stops with the last, is not missing before or after."""
     names = run.metrics
     if not names or len(run) < 3:
         return []
@@ -203,9 +71,13 @@ def detect_missing(run: RunLog) -> list[Finding]:
         shape = int(shape)
         if shape == usual or shape & ~usual or bin(shape).count("1") < max(1, n_usual // 2):
             continue
-        rows = np.flatnonzero(bits == shape)
+        shape_rows = np.flatnonzero(bits == shape)
         for j, name in enumerate(names[:62]):
             if not (usual >> j) & 1 or (shape >> j) & 1:
+                continue
+            logged = np.flatnonzero(run.mask(name))
+            rows = shape_rows[(shape_rows > logged[0]) & (shape_rows < logged[-1])] if logged.size else logged
+            if rows.size == 0:
                 continue
             first = int(rows[0])
             context = _loss_scale_context(run, first)
@@ -238,45 +110,6 @@ def _loss_scale_context(run: RunLog, row: int) -> str:
                 before = fmt_value(float(col[int(prev[-1])]))
                 return f" and {name} dropped {before} → {fmt_value(float(col[row]))}"
     return ""
-
-
-def detect_divergence(run: RunLog, metric: str, *, blocks: int = 20) -> list[Finding]:
-    """A sustained rise: the last block medians keep climbing well above the best level so far."""
-    if metric_kind(metric) != "loss":
-        return []
-    col = run.columns[metric]
-    rows = np.flatnonzero(run.mask(metric) & np.isfinite(col))
-    if rows.size < blocks * 5:
-        return []
-    x = col[rows]
-    if x.min() < 0:
-        return []
-    size = rows.size // blocks
-    meds = np.median(x[: size * blocks].reshape(blocks, size), axis=1)
-    best = int(np.argmin(meds))
-    tail = meds[best:]
-    if tail.size < 4 or not np.all(np.diff(tail[-4:]) > 0) or tail[-1] < 1.5 * meds[best]:
-        return []
-    onset = best * size + size // 2
-    return [
-        Finding(
-            DIVERGENCE,
-            "error",
-            run.name,
-            metric,
-            float(run.steps[rows[onset]]),
-            float(run.steps[rows[-1]]),
-            value=float(tail[-1]),
-            baseline=float(meds[best]),
-            magnitude=float(tail[-1] / meds[best]),
-            row=int(rows[onset]),
-            message=(
-                f"{metric} is diverging: it rose from {fmt_value(float(meds[best]))} around step "
-                f"{fmt_step(run.steps[rows[onset]])} to {fmt_value(float(tail[-1]))} at the end "
-                "and keeps rising"
-            ),
-        )
-    ]
 
 
 def row_gaps(run: RunLog) -> tuple[np.ndarray, np.ndarray]:
