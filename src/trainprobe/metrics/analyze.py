@@ -300,8 +300,8 @@ def _suggest(f: Finding, near: float) -> None:
         f.suggestion = "lower the learning rate or restart from the last checkpoint before the rise"
     elif f.kind == OVERFITTING:
         f.suggestion = (
-            f"keep the checkpoint from around step {fmt_step(f.step)} (the best eval), and regularise or stop "
-            "earlier"
+            f"keep the checkpoint from around step {fmt_step(f.step)} (the best eval), and regularise or "
+            "stop earlier"
         )
     elif f.kind == EARLY_EXPLOSION:
         f.suggestion = (

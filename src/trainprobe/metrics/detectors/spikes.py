@@ -21,6 +21,8 @@ level before, is a cliff.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from trainprobe.metrics.findings import CLIFF, SPIKE, Finding, fmt_step, fmt_value
@@ -36,7 +38,7 @@ def stretches(steps: np.ndarray) -> list[slice]:
     """Runs of rows whose step never goes back."""
     cuts = np.flatnonzero(np.diff(steps) < 0) + 1
     bounds = [0, *cuts.tolist(), steps.size]
-    return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
+    return [slice(a, b) for a, b in itertools.pairwise(bounds) if b > a]
 
 
 def _rel_change(before: float, after: float) -> float:

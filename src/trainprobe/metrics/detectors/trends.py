@@ -48,7 +48,9 @@ def _running_median3(x: np.ndarray) -> np.ndarray:
     if x.size < 3:
         return x.copy()
     padded = np.concatenate([[x[0]], x, [x[-1]]])
-    return np.asarray(np.median(np.lib.stride_tricks.sliding_window_view(padded, 3), axis=1))
+    return np.asarray(
+        np.median(np.lib.stride_tricks.sliding_window_view(padded, 3), axis=1), dtype=np.float64
+    )
 
 
 def _finding(
@@ -82,7 +84,7 @@ def _grad_columns(run: RunLog) -> list[str]:
 
 
 def _grows(run: RunLog, name: str, step_from: float, step_to: float, factor: float) -> bool:
-    rows, steps, values = _series(run, name)
+    _rows, steps, values = _series(run, name)
     before = values[steps <= step_from]
     during = values[(steps > step_from) & (steps <= step_to)]
     if not before.size or not during.size or before[-1] <= 0:
@@ -118,7 +120,8 @@ def _loss_divergence(
                 n - 1,
                 float(base),
                 float(x[i:].max()),
-                f"{fmt_value(float(base))} → {fmt_value(float(x[i]))} and up to {fmt_value(float(x[i:].max()))}"
+                f"{fmt_value(float(base))} → {fmt_value(float(x[i]))} and up to "
+                f"{fmt_value(float(x[i:].max()))}"
                 + (
                     " by the end of the log"
                     if x[-1] >= 5 * base
@@ -163,7 +166,8 @@ def _loss_divergence(
                     i + 1,
                     float(x[first]),
                     float(x[i + 1]),
-                    f"it rose on {run_len} rows in a row, {fmt_value(float(x[first]))} → {fmt_value(float(x[i + 1]))}",
+                    f"it rose on {run_len} rows in a row, {fmt_value(float(x[first]))} → "
+                    f"{fmt_value(float(x[i + 1]))}",
                 )
     # a climb the gradients confirm
     best = int(np.argmin(x))
