@@ -296,9 +296,9 @@ def _subset(table: Table, rows: np.ndarray) -> Table:
 def _eval_stream(table: Table) -> np.ndarray | None:
     """Rows of an eval stream with an axis of its own, or None. mmengine counts its val loop in epochs
     beside the train loop's iterations: ``Epoch(val) [3][7/7]`` beside ``Epoch(train) [3][10/50]``, or
-    ``step`` 1, 2, 3 on the val rows of ``scalars.json`` between train rows at ``step`` 50, 100, 150. Such rows
-    become a run of their own (``<name> (eval)``) on their own axis; eval rows that fit the train axis stay
-    where they are."""
+    ``step`` 1, 2, 3 on the val rows of ``scalars.json`` between train rows at ``step`` 50, 100, 150. Such
+    rows become a run of their own (``<name> (eval)``) on their own axis; eval rows that fit the train axis
+    stay where they are."""
     cols = _Columns(table)
     metrics = [
         k for k in cols.cols if not k.startswith(INTERNAL) and not is_step_key(k) and not is_epoch_key(k)

@@ -46,7 +46,7 @@ def _series(run: RunLog, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 def _running_median3(x: np.ndarray) -> np.ndarray:
     if x.size < 3:
-        return x.copy()
+        return np.array(x, dtype=np.float64)
     padded = np.concatenate([[x[0]], x, [x[-1]]])
     return np.asarray(
         np.median(np.lib.stride_tricks.sliding_window_view(padded, 3), axis=1), dtype=np.float64

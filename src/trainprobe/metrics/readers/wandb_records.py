@@ -4,7 +4,8 @@ Framing (LevelDB's log format, as wandb's datastore writes it): a 7-byte file he
 little-endian u16 magic ``0xBEE1`` and a u8 version; then 32 KiB blocks of records, each
 ``u32 crc | u16 length | u8 type | data``, where ``crc`` is zlib's CRC-32 of ``data`` seeded with the
 CRC-32 of the type byte, and ``type`` is FULL (1), or FIRST (2), MIDDLE (3) … LAST (4) for a record cut
-across blocks; fewer than 7 bytes left in a block are zero padding. A record still being written (a torn tail) is dropped.
+across blocks; fewer than 7 bytes left in a block are zero padding. A record still being written (a torn
+tail) is dropped.
 
 Each record is a protobuf ``wandb_internal.Record``; the fields used (wandb/proto/wandb_internal.proto):
 Record: 2 history, 4 output, 13 output_raw, 17 run. HistoryRecord: 1 item (repeated), 2 step
