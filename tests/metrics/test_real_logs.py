@@ -24,6 +24,8 @@ Matching rules:
   metric matching ``key`` (not for stalls), at a step within ``tolerance`` of ``step`` (for a finding that
   spans steps, anywhere from its start to its end).
 
+A case with no expected series (a run that crashed before its first metric) is read right when ``analyze``
+raises "no metric rows found" (or reports no metric), and that answer counts as its ``missing`` anomalies.
 With no cases in the folder the test fails: a corpus that went missing must not pass as an empty one.
 ``python tests/metrics/test_real_logs.py [CASE_DIR...]`` prints the score per case and in total.
 """
@@ -143,9 +145,18 @@ def score_case(case: Path) -> Score:
     try:
         report = analyze([case / p for p in expected["inputs"]])
     except TrainprobeError as exc:
+        if not expected.get("series") and "no metric rows" in str(exc):
+            # a log with no metrics at all: the error is the right answer, and it says "missing"
+            score.found = sum(a["kind"] == "missing" for a in expected.get("anomalies", []))
+            score.missed = [
+                f"{a['kind']} {a['key']}" for a in expected.get("anomalies", []) if a["kind"] != "missing"
+            ]
+            return score
         score.problems.append(f"not read: {exc}")
         score.missed = [f"{a['kind']} {a['key']} @ {a['step']}" for a in expected.get("anomalies", [])]
         return score
+    if not expected.get("series") and not any(r.metrics for r in report.runs):
+        score.found = sum(a["kind"] == "missing" for a in expected.get("anomalies", []))
     for want in expected.get("series", []):
         _check_series(report, want, score)
     # A prefix is the reader's own only in text logs; elsewhere (``train/lr``) it is part of the name.

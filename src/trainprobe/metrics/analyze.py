@@ -337,7 +337,7 @@ def analyze(
             runs.extend(read_logs(Path(src), event_patterns=patterns, line_pattern=line_pattern))
         else:
             runs.append(rows_to_run(src, name=f"run{len(runs)}"))
-    if not runs or all(len(r) == 0 for r in runs):
+    if not runs or all(len(r) == 0 or not r.metrics for r in runs):
         raise no_rows_error(runs)
     runs = [r for r in runs if len(r)]
     _unique_names(runs)

@@ -175,12 +175,12 @@ def classify_line(line: str, custom: list[re.Pattern[str]] | None = None) -> tup
     for pattern in custom or ():
         if pattern.search(line):
             return CUSTOM, _step_named(line)
+    if _NONFINITE_LINE.search(line):
+        return NONFINITE_LINE, None
     if is_save_line(line):
         return CHECKPOINT_SAVE, save_step(line, save_path(line))
     if looks_like_code(line):
         return None
-    if _NONFINITE_LINE.search(line):
-        return NONFINITE_LINE, None
     m = _EPOCH_LINE.match(line)
     if m:
         return EPOCH, None

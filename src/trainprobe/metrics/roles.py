@@ -42,9 +42,9 @@ _STEP_TIME = re.compile(
 _COUNTER = re.compile(
     r"(?i)consumed|samples$|tokens$|num[\s_\-]?zeros|number of|batch.?size|^bsz$|^wpb$|^bs$|epoch|"
     r"micro_?step|skipped|loss.?scale|^ntokens$|^nsentences$|^sample_size$|num_input_tokens|total_flos|"
-    r"params|parameters|seq(?:uence)?.?len"
+    r"params|parameters|seq(?:uence)?.?len|instances$|images$|^imgsz$|^size$|^gpu_mem"
 )
-_SPLIT_PREFIX = re.compile(r"^(?:eval|train)/")
+_SPLIT_PREFIX = re.compile(r"(?i)^(?:eval/|train/|(?:train|valid|val|eval|test)_)")
 _TIME_UNITS = frozenset(
     {"ms", "s", "sec", "secs", "us", "µs", "ns", "min", "h", "hr", "ms/step", "s/step", "ms/it"}
 )
@@ -86,6 +86,8 @@ def role_of(name: str, values: np.ndarray, unit: str = "") -> str:
     finite = values[np.isfinite(values)]
     if finite.size >= 3 and kind != "loss" and bool(np.all(finite == finite[0])):
         return COUNTER  # a setting printed on every line (a loss that never moves is worth a look)
+    if finite.size == 1 and kind != "loss":
+        return COUNTER  # one value (an engine's first ``lr=[0.0001]`` before it crashed) is no series
     if kind in ("loss", "accuracy", "lr", "norm"):
         return METRIC
     if finite.size >= 3:

@@ -55,6 +55,7 @@ STEP_NAMES = frozenset(
 _STEP_LAST_WORDS = frozenset({"step", "iter", "iteration", "global_step"})
 _EPOCH_WORDS = frozenset({"epoch", "ep"})
 _GROUP = re.compile(r"\s*\([^()]*\)\s*$")
+_SPLIT_WORD_PREFIX = re.compile(r"(?i)^(?:train|training|valid|val|eval|test)[_/]")
 
 
 def split_of(column: str) -> str:
@@ -69,8 +70,9 @@ def split_of(column: str) -> str:
 
 
 def base_name(key: str) -> str:
-    """A key without a trailing ``(…)`` group and case: ``Epoch(train)`` → ``epoch``."""
-    return _GROUP.sub("", key).strip().lower()
+    """A key without a trailing ``(…)`` group, a split prefix or case: ``Epoch(train)`` → ``epoch``,
+    ``valid_num_updates`` → ``num_updates``."""
+    return _SPLIT_WORD_PREFIX.sub("", _GROUP.sub("", key).strip()).lower()
 
 
 def is_step_key(key: str) -> bool:

@@ -55,8 +55,8 @@ def detect_nonfinite(run: RunLog, metric: str) -> list[Finding]:
 
 def detect_missing(run: RunLog) -> list[Finding]:
     """A field the usual row shape has, left out of an otherwise complete row (how Megatron hides a NaN
-    step). Only between the field's first and last row: a field that first appears at the first validation,
-    or stops with the last, is not missing before or after."""
+    step), even on the last row. Not before the field's first row: a field that first appears at the first
+    validation is not missing before it."""
     names = run.metrics
     if not names or len(run) < 3:
         return []
@@ -76,7 +76,7 @@ def detect_missing(run: RunLog) -> list[Finding]:
             if not (usual >> j) & 1 or (shape >> j) & 1:
                 continue
             logged = np.flatnonzero(run.mask(name))
-            rows = shape_rows[(shape_rows > logged[0]) & (shape_rows < logged[-1])] if logged.size else logged
+            rows = shape_rows[shape_rows > logged[0]] if logged.size else logged
             if rows.size == 0:
                 continue
             first = int(rows[0])

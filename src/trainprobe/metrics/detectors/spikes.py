@@ -13,7 +13,9 @@ other series), direction-aware (a loss up, an accuracy down). Rules that keep th
   was before the spike has recovered, however fast it was falling);
 - **suspect rows**: right after a checkpoint save or a resume a jump is suspect by itself, so the threshold
   there is halved (every jump after a save on the demo run is reported);
-- a series that takes both signs (RL and GAN objectives) has no meaningful ratios: no spikes or cliffs.
+- a series that takes both signs (RL and GAN objectives) has no meaningful ratios: no spikes or cliffs;
+- severity ``info`` for an eval value off and back (small eval sets are noisy), and for a loss blip whose
+  peak stays under a tenth of where the loss started (batch noise near the floor).
 
 A jump that does not come back, with the level over the next window and the one after ≥ 50 % away from the
 level before, is a cliff.
@@ -28,6 +30,7 @@ import numpy as np
 from trainprobe.metrics.findings import CLIFF, SPIKE, Finding, fmt_step, fmt_value
 from trainprobe.metrics.roles import metric_kind
 from trainprobe.metrics.rolling import trailing_mad, trailing_median
+from trainprobe.metrics.splits import EVAL, split_of
 from trainprobe.metrics.table import RunLog
 
 MIN_BASELINE = 10
@@ -76,6 +79,14 @@ def detect_spikes(
                 run, metric, kind, rows[part], x[part], steps[part], sus[part], threshold, window, rel_guard
             )
         )
+    start_level = float(np.median(x[: min(10, x.size)]))
+    for f in findings:
+        if f.kind != SPIKE or f.severity == "info":
+            continue
+        if split_of(metric) == EVAL and (f.magnitude or 0) < 10 and f.recovered_after is not None:
+            f.severity = "info"  # one evaluation off and back: small eval sets are noisy
+        elif kind == "loss" and (f.value or 0) < 0.1 * start_level:
+            f.severity = "info"  # a blip near the floor (0.015 → 0.15 after 2.3 at the start) is batch noise
     return findings
 
 
@@ -114,7 +125,8 @@ def _spikes_in(
         guard = rel_guard if kind in ("loss", "accuracy") else max(rel_guard, 1.0)
         limit = np.where(suspect, threshold / 2, threshold)
         enough = np.arange(n) >= MIN_BASELINE
-        hit = (zz > limit) & (rel > guard) & np.isfinite(med) & enough
+        # a zero baseline (values printed to 4 decimals, 0.0000) has no ratio to judge a jump by
+        hit = (zz > limit) & (rel > guard) & np.isfinite(med) & enough & (np.abs(med) > 0)
     flagged = np.flatnonzero(hit)
     if flagged.size == 0:
         return []

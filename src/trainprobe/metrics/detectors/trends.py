@@ -4,16 +4,17 @@
 stretch of steps (a resume starts a new one), in any of these shapes:
 
 - *explosion or sustained climb*: the loss reaches 10× its lowest level so far (the lowest of a 3-row running
-  median, so one perfectly fitted batch is no "lowest level") and the next rows stay above 5× it; the onset is
-  that row. This is also a climb after a spike that had recovered;
+  median, so one perfectly fitted batch is no "lowest level") and the median of the ten rows from there stays
+  above 5× it; the onset is that row. This is also a climb after a spike that had recovered;
 - *a rising tail* (long logs): the medians of the last four of twenty blocks keep rising, to ≥ 1.5× the best;
 - *a short climb* (a few pasted lines): four or more rises in a row, to ≥ 1.5× where they began;
 - *a climb the gradients confirm*: the loss rises on two rows in a row after its lowest point while a gradient
   norm grows ≥ 3× over the same rows (or the fp16 loss scale is cut twice);
 - for an accuracy: it falls below 95 % of its best, never comes back to it, and sinks to 90 % or lower.
 
-**Overfitting**: an eval loss whose best value is followed by at least three evaluations that rise (most steps
-up, the last ≥ 5 % above the best) while the train loss it pairs with keeps falling over the same steps.
+**Overfitting**: an eval loss whose best value is followed by at least three evaluations that rise (most
+steps up, the last ≥ 5 % above the best) while the train loss it pairs with keeps falling over the same steps,
+and no eval accuracy (mAP, acc) improved by more than 10 % over them.
 
 **Early explosion**: in the first ten rows the loss grows ≥ 10× its first value, or ≥ 3× while a gradient norm
 grows ≥ 10×.
@@ -102,15 +103,17 @@ def _halvings(run: RunLog, step_from: float, step_to: float) -> int:
 
 
 def _loss_divergence(
-    run: RunLog, metric: str, rows: np.ndarray, steps: np.ndarray, x: np.ndarray
+    run: RunLog, metric: str, rows: np.ndarray, steps: np.ndarray, x: np.ndarray, start_level: float
 ) -> Finding | None:
     n = x.size
     smooth = _running_median3(x)
     low = np.minimum.accumulate(smooth)
-    # explosion or sustained climb
-    for i in range(1, n):
+    # explosion or sustained climb: ten rows to tell it from a spike that decays, and above a tenth of where
+    # the loss started (0.01 → 0.1 near the floor is noise)
+    for i in range(1, n - 9):
         base = low[i - 1]
-        if base > 0 and x[i] >= 10 * base and np.median(x[i : i + 5]) >= 5 * base:
+        level = float(np.median(x[i : i + 10]))
+        if base > 0 and x[i] >= 10 * base and level >= 5 * base and level >= 0.1 * start_level:
             return _finding(
                 run,
                 metric,
@@ -230,10 +233,11 @@ def detect_divergence(run: RunLog, metric: str) -> list[Finding]:
     rows, steps, x = _series(run, metric)
     if x.size < 3 or x.min() < 0:
         return []
+    start_level = float(np.median(x[: min(10, x.size)]))
     for part in stretches(steps):
         r, s, v = rows[part], steps[part], x[part]
         got = (
-            _loss_divergence(run, metric, r, s, v)
+            _loss_divergence(run, metric, r, s, v, start_level)
             if kind == "loss"
             else _accuracy_divergence(run, metric, r, s, v)
         )
@@ -258,6 +262,21 @@ def _train_partner(run: RunLog, eval_metric: str) -> str | None:
     return max(pool, key=lambda m: int(np.count_nonzero(run.mask(m))))
 
 
+def _eval_accuracy_improved(run: RunLog, loss: str, step_from: float, step_to: float) -> bool:
+    """Whether an eval accuracy of the same eval set (``eval_g0_accuracy`` for ``eval_g0_loss``; any, when
+    none shares its name) got clearly better between the two steps."""
+    accuracies = [m for m in run.metrics if split_of(m) == EVAL and metric_kind(m) == "accuracy"]
+    own = set(_words(loss)) - {"loss"}
+    same = [m for m in accuracies if own and own <= set(_words(m))]
+    for m in same or accuracies:
+        _rows, steps, x = _series(run, m)
+        before = x[steps <= step_from]
+        end = x[(steps > step_from) & (steps <= step_to)]
+        if before.size and end.size and end[-1] > 1.1 * before[-1] + 1e-9:
+            return True
+    return False
+
+
 def detect_overfitting(run: RunLog) -> list[Finding]:
     findings: list[Finding] = []
     for metric in run.metrics:
@@ -268,8 +287,10 @@ def detect_overfitting(run: RunLog) -> list[Finding]:
             continue
         best = int(np.argmin(x))
         after = x[best:]
-        if after.size < 4 or after[-1] < 1.05 * x[best]:
+        if after.size < 4 or x[best] <= 0 or after[-1] < 1.05 * x[best]:
             continue
+        if _eval_accuracy_improved(run, metric, float(steps[best]), float(steps[-1])):
+            continue  # better on held-out data (mAP 0 → 0.87): an eval loss that rose is no overfit
         ups = np.diff(after) > 0
         if (
             np.count_nonzero(ups) < 0.6 * ups.size

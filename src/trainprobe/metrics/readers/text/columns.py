@@ -18,25 +18,52 @@ from trainprobe.metrics.table import TOTAL_PREFIX
 _NAME = re.compile(r"[A-Za-z_][\w\-./@]*")
 _CELL_NUMBER = re.compile(r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)([A-Za-z%]{0,3})")
 _COUNTER = re.compile(r"(\d+)/(\d+)")
+_PROSE_WORDS = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "to",
+        "of",
+        "in",
+        "on",
+        "at",
+        "is",
+        "are",
+        "was",
+        "and",
+        "or",
+        "for",
+        "with",
+        "by",
+        "as",
+    }
+)
 HEADER_REACH = 6  # a row further below its header than this many lines is not read by it
 
 
-def _cells(body: str) -> list[str]:
-    """Whitespace-separated cells before a progress tail (``64: 8% ━━ 1/12 2.6it/s``)."""
+def _cells(body: str) -> tuple[list[str], str]:
+    """Whitespace-separated cells before a progress tail (``64: 8% ━━ 1/12 2.6it/s``), and the tail."""
     out: list[str] = []
-    for cell in body.split():
+    parts = body.split()
+    for i, cell in enumerate(parts):
         if cell.endswith(":"):
             if cell[:-1]:
                 out.append(cell[:-1])
-            break
+            return out, " ".join(parts[i + 1 :])
         out.append(cell)
-    return out
+    return out, ""
 
 
 def header_names(body: str) -> list[str] | None:
     """The names of a header line, or None when the line is not one."""
+    cells, tail = _cells(body)
+    if (tail and "%" not in tail) or "=" in body or not 3 <= len(cells) <= 40:
+        return None
     names: list[str] = []
-    for cell in _cells(body):
+    for cell in cells:
+        if cell.endswith((".", ",", ";")) or cell.lower() in _PROSE_WORDS or "/" in cell:
+            return None  # a sentence or a path, not a row of names
         cell = cell.strip("()")
         if "(" in cell:  # ``Box(P``: a group name before the first of its columns
             cell = cell.split("(", 1)[1]
@@ -48,7 +75,7 @@ def header_names(body: str) -> list[str] | None:
 
 def pair_row(names: list[str], body: str) -> dict[str, float] | None:
     """Values of a row under a header (``TOTAL_PREFIX`` keys for counters' totals), or None."""
-    cells = _cells(body)
+    cells, _tail = _cells(body)
     if len(cells) != len(names):
         return None
     row: dict[str, float] = {}

@@ -221,8 +221,12 @@ class _Scan:
                 continue
             break
         start = self.skip_space(k, -1)
-        # a ``|``-separated segment, the first one of a ``|``-separated line included
+        # a ``|``-separated segment, the first one of a ``|``-separated line included, or the words after a
+        # field and its ``:``/``;`` (``iter 10: train loss 2.11``)
         in_segment = (start >= 0 and self.text(start) == "|") or (start < 0 and self.has_pipes)
+        after_field = start > 0 and self.text(start) in ":;" and self.used[self.skip_space(start - 1, -1)]
+        if sep == " " and after_field and len(idx) <= 3:
+            in_segment = True
         if sep == " " and not in_segment:
             idx = idx[:1]  # ``the loss went from 6.4``: only "from" could name 6.4, and it is prose
         idx.reverse()

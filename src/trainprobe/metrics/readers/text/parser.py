@@ -162,14 +162,12 @@ class LineParser:
         body = text[prefix.body_start :]
         names = header_names(body)
         if names is not None:
-            self._header = (names, order)
-            self._skip(order, text, "a table header: the values come on the lines under it")
-            return
+            self._header = (names, order)  # the line is read as any other too (it may be an event)
         fields = read_fields(body)
         why = why_not_metrics(fields, body)
         eval_context = self._eval_banner == order - 1
-        named = any(not k.startswith("#") for k in fields.values)
-        if not named and self._header is not None:
+        named = sum(not k.startswith("#") for k in fields.values)
+        if named <= 1 and self._header is not None:  # a class name in the first cell reads as one field
             header, at = self._header
             row = pair_row(header, body) if order - at <= HEADER_REACH else None
             if row is not None:
@@ -329,6 +327,8 @@ class LineParser:
         """Complete lines (no trailing newline)."""
         if b"\x1b" in chunk:
             chunk = _ANSI.sub(b"", chunk)
+        if chunk.endswith(b"\r"):
+            chunk = chunk[:-1]  # the CR of a CRLF whose LF ended the chunk
         if b"\r" in chunk:
             # a line a progress bar rewrote in place: its last rewrite is what it finally said
             chunk = _REWRITTEN.sub(b"", chunk.replace(b"\r\n", b"\n"))
