@@ -11,9 +11,9 @@ from trainprobe.metrics import SCHEMA_VERSION, analyze
 from trainprobe.metrics.synthetic import write_seed_story
 
 REAL_LOGS = Path(__file__).parents[1] / "data" / "real-logs"
-LLMC = REAL_LOGS / "modded-nanogpt__2024-10-13_llmc__main.log"
-MUON = REAL_LOGS / "modded-nanogpt__2024-10-10_Muon__eb5659d0.txt"
-BIGSCIENCE = REAL_LOGS / "bigscience__tr8-104B-wide__chronicles.md"
+LLMC = REAL_LOGS / "modded-nanogpt__2024-10-13_llmc" / "main.log"
+MUON = REAL_LOGS / "modded-nanogpt__2024-10-10_Muon" / "eb5659d0-fb6a-49e5-a311-f1f89412f726.txt"
+BIGSCIENCE = REAL_LOGS / "bigscience__tr8-104B-wide" / "chronicles.md"
 
 
 def test_seed_story_is_told_exactly(tmp_path: Path) -> None:
