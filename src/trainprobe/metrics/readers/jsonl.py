@@ -114,15 +114,14 @@ def read_json_lines(
     line_no = 0
     chunks = LineChunks(path)
     for chunk in chunks:
-        n = chunk.count(b"\n") + 1
         if bulk and template is None:
             first = chunk.lstrip().split(b"\n", 1)[0]
             template = learn_json_template(first)
         if template is not None:
-            got = template.read_block(chunk, n)
+            got = template.read_block(chunk, None)
             if got is not None:
                 builder.add_block(template.columns, got[0])
-                line_no += n
+                line_no += got[0].shape[0]
                 continue
         for line in chunk.split(b"\n"):
             line_no += 1

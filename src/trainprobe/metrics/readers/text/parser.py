@@ -34,6 +34,7 @@ _LEARN_TRIES = 400
 _SAMPLES = 12
 _PROSE_SHARE = 0.2
 _MIN_BULK = 8
+_MIN_BULK_BYTES = 4096
 _ONE_FIELD = "one field"
 _UNNAMED = "numbers"
 _TIME_UNITS = frozenset({"ms", "s", "sec", "secs", "us", "min", "h"})
@@ -332,17 +333,18 @@ class LineParser:
         if b"\r" in chunk:
             # a line a progress bar rewrote in place: its last rewrite is what it finally said
             chunk = _REWRITTEN.sub(b"", chunk.replace(b"\r\n", b"\n"))
-        n = chunk.count(b"\n") + 1
         base = self._line_no
-        if self.templates and n >= _MIN_BULK and self._line_pattern is None:
-            got = self.templates[0].read_block(chunk, n)
+        if self.templates and len(chunk) >= _MIN_BULK_BYTES and self._line_pattern is None:
+            got = self.templates[0].read_block(chunk, None)
             if got is not None:
+                n = got[0].shape[0]
                 self._close_record()
                 self._add_block(self.templates[0], got, np.arange(base, base + n, dtype=np.float64))
                 self._bulk_flags = (base, bytearray(b"\x01") * n)
                 self._line_no += n
                 return
         lines = chunk.split(b"\n")
+        n = len(lines)
         if not self.templates or self._line_pattern is not None:
             # learn from the first lines, then read the rest of the chunk with what was learnt
             i = 0

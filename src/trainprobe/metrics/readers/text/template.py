@@ -19,10 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainprobe.metrics.readers.text.clock import StampLayout
+from trainprobe.metrics.readers.text.fixed import read_fixed, runs_of_one_length
 
 # Appended to every line before parsing; a line with one number too many or too few moves it off its column.
-_MARKER = 7.25e300
-_MARKER_TEXT = b" 7.25e300\n"
+# Short, so it costs little to parse (a huge exponent took as long as the numbers of a line).
+_MARKER = -7.0
+_MARKER_TEXT = b" -7\n"
+_MIN_GROUP = 16
 # Pieces made only of characters a number may contain could hide inside a number: no fast path for them.
 _NUMBER_CHARS = frozenset(b"0123456789.eE+-")
 
@@ -31,36 +34,108 @@ _NUMBER_CHARS = frozenset(b"0123456789.eE+-")
 class Template:
     """One line shape. ``keys[i]`` is the column slot ``i`` fills (None: read and dropped)."""
 
-    pieces: tuple[bytes, ...]  # the literal text around the slots, in order (spaces trimmed, none empty)
+    pieces: tuple[bytes, ...]  # the literal text after the stamp, in order (spaces trimmed, none empty)
     keys: tuple[str | None, ...]
     stamp: StampLayout | None = None
     stamp_offset: int = 0
+    head: bytes = b""  # literal text before the stamp (``[`` of ``[2026-…]``)
+
+    @property
+    def literals(self) -> tuple[bytes, ...]:
+        return (self.head, *self.pieces) if self.head else self.pieces
 
     @property
     def anchor(self) -> bytes:
         """The longest piece: a line without it is not of this shape."""
-        return max(self.pieces, key=len)
+        return max(self.literals, key=len)
 
     @property
     def columns(self) -> tuple[str, ...]:
         return tuple(k for k in self.keys if k is not None)
 
     def fits_fast_path(self) -> bool:
-        return bool(self.pieces) and all(not set(p) <= _NUMBER_CHARS for p in self.pieces)
+        return bool(self.literals) and all(not set(p) <= _NUMBER_CHARS for p in self.literals)
 
-    def read_block(self, text: bytes, n_lines: int) -> tuple[np.ndarray, np.ndarray | None] | None:
+    def read_block(self, text: bytes, n_lines: int | None) -> tuple[np.ndarray, np.ndarray | None] | None:
         """Values (n_lines, len(columns)) and wall clock of ``n_lines`` lines joined by ``\\n``, or None when
-        some line is not of this shape (the caller then reads lines one by one)."""
+        some line is not of this shape (the caller then reads lines one by one). Groups of lines of one
+        length are read as byte matrices (:mod:`.fixed`), the rest by blanking the pieces and parsing the
+        numbers that remain."""
+        arr = np.frombuffer(text, dtype=np.uint8)
+        first = text.find(b"\n")
+        if first > 0 and (arr.size + 1) % (first + 1) == 0 and (arr[first :: first + 1] == 10).all():
+            # every line as long as the first (the newline every first+1 bytes): one run, no scan for
+            # newlines; a newline anywhere else sits where the prototype has no newline and fails the check
+            m = (arr.size + 1) // (first + 1)
+            if n_lines is None or n_lines == m:
+                got = read_fixed(
+                    arr, m, first, first + 1, self.pieces, self.stamp, self.stamp_offset, len(self.keys)
+                )
+                if got is not None:
+                    keep = [i for i, key in enumerate(self.keys) if key is not None]
+                    return np.ascontiguousarray(got[0][:, keep]), got[1]
+        breaks = np.flatnonzero(arr == 10)
+        if n_lines is None:
+            n_lines = int(breaks.size) + 1
+        elif breaks.size != n_lines - 1:
+            return None
+        starts = np.concatenate(([0], breaks + 1))
+        lengths = np.concatenate((breaks, [arr.size])) - starts
+        k = len(self.keys)
+        values = np.empty((n_lines, k))
+        walls = np.full(n_lines, np.nan) if self.stamp is not None else None
+        done = np.zeros(n_lines, dtype=bool)
+        # runs of consecutive lines of one length are strided views of the text (no copy); lines of lengths
+        # that alternate are gathered, one length at a time
+        groups: list[tuple[np.ndarray, np.ndarray, int, int]] = []  # rows, buffer, length, row bytes
+        for first, count in runs_of_one_length(lengths, _MIN_GROUP):
+            length = int(lengths[first])
+            groups.append((np.arange(first, first + count), arr[int(starts[first]) :], length, length + 1))
+        left = np.ones(n_lines, dtype=bool)
+        for rows, _buf, _length, _row in groups:
+            left[rows] = False
+        if left.sum() >= _MIN_GROUP:
+            idx = np.flatnonzero(left)
+            lens, inverse, counts = np.unique(lengths[idx], return_inverse=True, return_counts=True)
+            for g in np.flatnonzero(counts >= _MIN_GROUP):
+                rows = idx[inverse == g]
+                length = int(lens[g])
+                gathered = arr[starts[rows][:, None] + np.arange(length)].reshape(-1)
+                groups.append((rows, gathered, length, length))
+        for rows, buf, length, row_bytes in groups:
+            got = read_fixed(buf, rows.size, length, row_bytes, self.pieces, self.stamp, self.stamp_offset, k)
+            if got is not None:
+                values[rows] = got[0]
+                if walls is not None and got[1] is not None:
+                    walls[rows] = got[1]
+                done[rows] = True
+        rest = np.flatnonzero(~done)
+        if rest.size:
+            if rest.size == n_lines:
+                part = text
+            else:
+                part = b"\n".join(text[int(starts[i]) : int(starts[i] + lengths[i])] for i in rest)
+            got_rest = self._blank_and_parse(part, int(rest.size))
+            if got_rest is None:
+                return None
+            values[rest] = got_rest[0]
+            if walls is not None and got_rest[1] is not None:
+                walls[rest] = got_rest[1]
+        keep = [i for i, key in enumerate(self.keys) if key is not None]
+        return np.ascontiguousarray(values[:, keep]), walls
+
+    def _blank_and_parse(self, text: bytes, n_lines: int) -> tuple[np.ndarray, np.ndarray | None] | None:
         walls: np.ndarray | None = None
         if self.stamp is not None:
             got = self._stamps(text, n_lines)
             if got is None:
                 return None
             walls, text = got
-        for piece in set(self.pieces):
-            if text.count(piece) != n_lines * self._per_line(piece):
+        literals = self.literals
+        for piece in set(literals):
+            if text.count(piece) != n_lines * sum(p.count(piece) for p in literals):
                 return None
-        for piece in sorted(set(self.pieces), key=len, reverse=True):
+        for piece in sorted(set(literals), key=len, reverse=True):
             text = text.replace(piece, b" ")
         text = text.replace(b"\n", _MARKER_TEXT) + _MARKER_TEXT
         k = len(self.keys)
@@ -73,14 +148,9 @@ class Template:
         if flat.size != n_lines * (k + 1):
             return None
         table = flat.reshape(n_lines, k + 1)
-        if not (table[:, k] == _MARKER).all() or np.count_nonzero(table[:, :k] == _MARKER):
+        if not (table[:, k] == _MARKER).all():
             return None
-        keep = [i for i, key in enumerate(self.keys) if key is not None]
-        return np.ascontiguousarray(table[:, keep]), walls
-
-    def _per_line(self, piece: bytes) -> int:
-        # Occurrences of a piece in one line: in every piece (it may sit inside a longer one), counted apart.
-        return sum(p.count(piece) for p in self.pieces)
+        return table[:, :k], walls
 
     def _stamps(self, text: bytes, n_lines: int) -> tuple[np.ndarray, bytes] | None:
         stamp = self.stamp
@@ -108,7 +178,8 @@ def learn_template(
 ) -> Template | None:
     """A template from one line read by the tokenizer: ``slots`` are the (start, end, key) byte spans of its
     numbers, after the stamp (which spans ``stamp_at``…``stamp_at + width``)."""
-    pieces = [line[:stamp_at]] if stamp is not None else []
+    head = line[:stamp_at].strip(b" \t") if stamp is not None else b""
+    pieces: list[bytes] = []
     pos = stamp_at + (stamp.width if stamp is not None else 0)
     for start, end, _key in slots:
         if start < pos:
@@ -117,7 +188,7 @@ def learn_template(
         pos = end
     pieces.append(line[pos:])
     literal = tuple(p for p in (piece.strip(b" \t\r") for piece in pieces) if p)
-    made = Template(literal, tuple(k for _s, _e, k in slots), stamp, stamp_at)
+    made = Template(literal, tuple(k for _s, _e, k in slots), stamp, stamp_at, head)
     return made if made.fits_fast_path() and any(made.keys) else None
 
 
