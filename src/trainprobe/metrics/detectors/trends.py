@@ -110,10 +110,11 @@ def _loss_divergence(
     low = np.minimum.accumulate(smooth)
     # explosion or sustained climb: ten rows to tell it from a spike that decays, and above a tenth of where
     # the loss started (0.01 → 0.1 near the floor is noise)
-    for i in range(1, n - 9):
+    jumps = np.flatnonzero((x[1 : n - 9] >= 10 * low[: max(n - 10, 0)]) & (low[: max(n - 10, 0)] > 0)) + 1
+    for i in jumps[:1000].tolist():
         base = low[i - 1]
         level = float(np.median(x[i : i + 10]))
-        if base > 0 and x[i] >= 10 * base and level >= 5 * base and level >= 0.1 * start_level:
+        if level >= 5 * base and level >= 0.1 * start_level:
             return _finding(
                 run,
                 metric,

@@ -113,42 +113,17 @@ def runs_of_one_length(lengths: np.ndarray, min_run: int) -> list[tuple[int, int
     return [(int(a), int(b - a)) for a, b in itertools.pairwise(bounds.tolist()) if b - a >= min_run]
 
 
-_TILED: dict[bytes, np.ndarray] = {}
-
-
-def _tiled(pattern: bytes, size: int) -> np.ndarray:
-    """``pattern`` repeated over ``size`` bytes, kept for the next block of the same shape (each chunk of a
-    log has the same lines: the repetition is built once, not once per chunk)."""
-    got = _TILED.get(pattern)
-    if got is None or got.size < size:
-        reps = -(-max(size, 1 << 20) // len(pattern))
-        got = np.tile(np.frombuffer(pattern, np.uint8), reps)
-        if len(_TILED) > 16:
-            _TILED.clear()
-        _TILED[pattern] = got
-    return got[:size]
-
-
 def _column_diff(flat: np.ndarray, lines: int, length: int, row_bytes: int) -> np.ndarray:
     """Per column of the lines (``row_bytes`` apart in ``flat``): the OR over all lines of (byte xor the
-    first line's byte); zero where every line has the first line's byte. Eight bytes at a time, then one
-    reduction down the rows."""
-    first = np.zeros(row_bytes, dtype=np.uint8)
-    first[:length] = flat[:length]
+    first line's byte); zero where every line has the first line's byte. One xor of the rows against the
+    first, one reduction down them."""
+    first = flat[:length]
     full = (lines - 1) * row_bytes  # the last line may lack its newline: it is compared on its own
-    whole = full // 8 * 8
-    xor = np.empty(full, dtype=np.uint8)
-    expected = _tiled(first.tobytes(), full)
-    np.bitwise_xor(
-        flat[:whole].view(np.uint64), expected[:whole].view(np.uint64), out=xor[:whole].view(np.uint64)
-    )
-    np.bitwise_xor(flat[whole:full], expected[whole:full], out=xor[whole:])
-    diff = (
-        np.bitwise_or.reduce(xor.reshape(lines - 1, row_bytes), axis=0)[:length]
-        if lines > 1
-        else first[:length] * 0
-    )
-    return np.asarray(diff | (flat[full : full + length] ^ first[:length]), dtype=np.uint8)
+    diff = np.bitwise_xor(flat[full : full + length], first)
+    if lines > 1:
+        rows = flat[:full].reshape(lines - 1, row_bytes)[:, :length]
+        diff |= np.bitwise_or.reduce(rows ^ first, axis=0)
+    return np.asarray(diff, dtype=np.uint8)
 
 
 def read_fixed(

@@ -17,6 +17,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from trainprobe.metrics.readers.text.clock import StampLayout
 from trainprobe.metrics.readers.text.fixed import read_fixed, runs_of_one_length
@@ -26,6 +27,7 @@ from trainprobe.metrics.readers.text.fixed import read_fixed, runs_of_one_length
 _MARKER = -7.0
 _MARKER_TEXT = b" -7\n"
 _MIN_GROUP = 16
+_MAX_RUNS = 32
 # Pieces made only of characters a number may contain could hide inside a number: no fast path for them.
 _NUMBER_CHARS = frozenset(b"0123456789.eE+-")
 
@@ -88,7 +90,10 @@ class Template:
         # runs of consecutive lines of one length are strided views of the text (no copy); lines of lengths
         # that alternate are gathered, one length at a time
         groups: list[tuple[np.ndarray, np.ndarray, int, int]] = []  # rows, buffer, length, row bytes
-        for first, count in runs_of_one_length(lengths, _MIN_GROUP):
+        runs = runs_of_one_length(lengths, _MIN_GROUP)
+        if len(runs) > _MAX_RUNS:
+            runs = []  # lengths that change every few lines: fewer, larger groups by gathering each length
+        for first, count in runs:
             length = int(lengths[first])
             groups.append((np.arange(first, first + count), arr[int(starts[first]) :], length, length + 1))
         left = np.ones(n_lines, dtype=bool)
@@ -97,18 +102,24 @@ class Template:
         if left.sum() >= _MIN_GROUP:
             idx = np.flatnonzero(left)
             lens, inverse, counts = np.unique(lengths[idx], return_inverse=True, return_counts=True)
+            order = idx[np.argsort(inverse, kind="stable")]
+            bounds = np.concatenate(([0], np.cumsum(counts)))
             for g in np.flatnonzero(counts >= _MIN_GROUP):
-                rows = idx[inverse == g]
+                rows = order[bounds[g] : bounds[g + 1]]
                 length = int(lens[g])
-                gathered = arr[starts[rows][:, None] + np.arange(length)].reshape(-1)
+                # rows of a sliding window over the text: a copy of the lines, no index matrix
+                gathered = sliding_window_view(arr, length)[starts[rows]].reshape(-1)
                 groups.append((rows, gathered, length, length))
-        for rows, buf, length, row_bytes in groups:
+        while groups:
+            rows, buf, length, row_bytes = groups.pop()
             got = read_fixed(buf, rows.size, length, row_bytes, self.pieces, self.stamp, self.stamp_offset, k)
             if got is not None:
                 values[rows] = got[0]
                 if walls is not None and got[1] is not None:
                     walls[rows] = got[1]
                 done[rows] = True
+            elif row_bytes == length and rows.size >= 2 * _MIN_GROUP:
+                groups.extend(_by_layout(rows, buf.reshape(rows.size, length)))
         rest = np.flatnonzero(~done)
         if rest.size:
             if rest.size == n_lines:
@@ -171,6 +182,23 @@ class Template:
         blanked = arr.copy()
         blanked[where] = 32
         return seconds, blanked.tobytes()
+
+
+def _by_layout(rows: np.ndarray, block: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, int, int]]:
+    """Lines of one length split by where their digits are (``[64/60000 (0%)]`` and ``[128/60000 (1%)]``
+    are as long, but laid out apart), each layout a group of its own."""
+    digits = np.packbits((block >= 48) & (block <= 57), axis=1)
+    keys = np.ascontiguousarray(digits).view(np.dtype((np.void, digits.shape[1]))).ravel()
+    _uniq, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    if counts.size < 2:
+        return []
+    out = []
+    for g in np.flatnonzero(counts >= _MIN_GROUP):
+        pick = np.flatnonzero(inverse == g)
+        out.append(
+            (rows[pick], np.ascontiguousarray(block[pick]).reshape(-1), block.shape[1], block.shape[1])
+        )
+    return out
 
 
 def learn_template(
