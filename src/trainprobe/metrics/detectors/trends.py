@@ -110,7 +110,8 @@ def _loss_divergence(
     low = np.minimum.accumulate(smooth)
     # explosion or sustained climb: ten rows to tell it from a spike that decays, and above a tenth of where
     # the loss started (0.01 → 0.1 near the floor is noise)
-    jumps = np.flatnonzero((x[1 : n - 9] >= 10 * low[: max(n - 10, 0)]) & (low[: max(n - 10, 0)] > 0)) + 1
+    m = max(n - 10, 0)  # rows with ten rows from them on
+    jumps = np.flatnonzero((x[1 : 1 + m] >= 10 * low[:m]) & (low[:m] > 0)) + 1
     for i in jumps[:1000].tolist():
         base = low[i - 1]
         level = float(np.median(x[i : i + 10]))
