@@ -10,7 +10,7 @@ stretch of steps (a resume starts a new one), in any of these shapes:
 - *a short climb* (a few pasted lines): four or more rises in a row, to ≥ 1.5× where they began;
 - *a climb the gradients confirm*: the loss rises on two rows in a row after its lowest point while a gradient
   norm grows ≥ 3× over the same rows (or the fp16 loss scale is cut twice);
-- for an accuracy: it falls below 95 % of its best, never comes back to it, and sinks to 90 % or lower.
+- for an eval accuracy: it falls below 95 % of its best, never comes back to it, and sinks to 90 % or lower.
 
 **Overfitting**: an eval loss whose best value is followed by at least three evaluations that rise (most
 steps up, the last ≥ 5 % above the best) while the train loss it pairs with keeps falling over the same steps,
@@ -230,8 +230,8 @@ def _accuracy_divergence(
 
 def detect_divergence(run: RunLog, metric: str) -> list[Finding]:
     kind = metric_kind(metric)
-    if kind not in ("loss", "accuracy"):
-        return []
+    if kind not in ("loss", "accuracy") or (kind == "accuracy" and split_of(metric) != EVAL):
+        return []  # a training accuracy (detectron2's fg_cls_accuracy) swings too much early on
     rows, steps, x = _series(run, metric)
     if x.size < 3 or x.min() < 0:
         return []
