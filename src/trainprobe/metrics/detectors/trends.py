@@ -4,8 +4,10 @@
 stretch of steps (a resume starts a new one), in any of these shapes:
 
 - *explosion or sustained climb*: the loss reaches 10× its lowest level so far (the lowest of a 3-row running
-  median, so one perfectly fitted batch is no "lowest level") and the median of the ten rows from there stays
-  above 5× it; the onset is that row. This is also a climb after a spike that had recovered;
+  median, so one perfectly fitted batch is no "lowest level") and the median of the rows from there (ten, or
+  a tenth of what is left) stays above 5× it, and it is not back under 3× within a fifth of the rows that
+  follow; the onset is that row, the end where it is back under 3×. This is also a climb after a spike that
+  had recovered;
 - *a rising tail* (long logs): the medians of the last four of twenty blocks keep rising, to ≥ 1.5× the best;
 - *a short climb* (a few pasted lines): four or more rises in a row, to ≥ 1.5× where they began;
 - *a climb the gradients confirm*: the loss rises on two rows in a row after its lowest point while a gradient
@@ -114,23 +116,28 @@ def _loss_divergence(
     jumps = np.flatnonzero((x[1 : 1 + m] >= 10 * low[:m]) & (low[:m] > 0)) + 1
     for i in jumps[:1000].tolist():
         base = low[i - 1]
-        level = float(np.median(x[i : i + 10]))
+        span = max(10, (n - i) // 10)  # a tenth of what is left: a spike that decays is no climb
+        level = float(np.median(x[i : i + span]))
         if level >= 5 * base and level >= 0.1 * start_level:
+            back = np.flatnonzero(smooth[i:] < 3 * base)
+            end = i + int(back[0]) - 1 if back.size else n - 1
+            if back.size and end - i + 1 < 0.2 * (n - i):
+                continue  # up and back down within a fifth of what follows: a spike, not a climb
+            peak = float(x[i : end + 1].max())
             return _finding(
                 run,
                 metric,
                 rows,
                 steps,
                 i,
-                n - 1,
+                max(end, i),
                 float(base),
-                float(x[i:].max()),
-                f"{fmt_value(float(base))} → {fmt_value(float(x[i]))} and up to "
-                f"{fmt_value(float(x[i:].max()))}"
+                peak,
+                f"{fmt_value(float(base))} → {fmt_value(float(x[i]))} and up to {fmt_value(peak)}"
                 + (
                     " by the end of the log"
-                    if x[-1] >= 5 * base
-                    else f", back to {fmt_value(float(x[-1]))} later"
+                    if not back.size
+                    else f", back under {fmt_value(3 * float(base))} at step {fmt_step(steps[end + 1])}"
                 ),
             )
     # a rising tail of a long log

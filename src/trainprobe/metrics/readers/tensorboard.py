@@ -134,6 +134,8 @@ def _group_by_step(
     events: list[tuple[float, int, dict[str, float]]],
 ) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
     """One row per run of events with the same step: (tags, values with ABSENT gaps, first wall time)."""
+    if not events:
+        return ("step",), np.empty((0, 1)), np.empty(0)
     tags: dict[str, int] = {}
     for _wall, _step, values in events:
         for tag in values:
