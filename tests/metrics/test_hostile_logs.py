@@ -93,14 +93,16 @@ def test_numbers_and_stamps_that_once_raised(tmp_path: Path) -> None:
     )
     (run,) = read_logs(path)
     assert run.steps.tolist() == [1.0, 2.0, 3.0]
-    assert np.isnan(run.wall[0]) and np.isfinite(run.wall[1:]).all()
+    assert np.isnan(run.wall[0])
+    assert np.isfinite(run.wall[1:]).all()
     assert np.isinf(run.columns["loss"][1])
     jsonl = tmp_path / "m.jsonl"
     jsonl.write_text(
         f'{{"step": 1, "loss": 2.0}}\n{{"step": {huge}, "loss": 2.0}}\n{{"step": 3, "loss": 1.9}}\n'
     )
     (got,) = read_logs(jsonl)  # the huge step reads as inf, or the line json refuses is skipped
-    assert got.steps[0] == 1.0 and got.steps[-1] == 3.0
+    assert got.steps[0] == 1.0
+    assert got.steps[-1] == 3.0
 
 
 def test_an_infinite_step_is_written_as_json(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """Line by line, data-driven: each entry of ``lines/fields.json`` is a log line (the shapes issue 11 lists, as
 real loggers and launchers print them) with the fields it must give — column names as the reader names
-them, ``"nan"`` for a NaN, a counter's total ``#total:KEY`` only where listed — or ``"row": false`` for a line that must give no metric row, and whether its
-prefix holds a usable timestamp. A new shape is a new entry.
+them, ``"nan"`` for a NaN, a counter's total ``#total:KEY`` only where listed — or ``"row": false`` for a
+line that must give no metric row, and whether its prefix holds a usable timestamp. A new shape is a new
+entry.
 
 Each line is read twice: by the tokenizer (``LineParser.feed_line``) and through the template the first read
 taught (the same line repeated, in one chunk), and both must agree."""
