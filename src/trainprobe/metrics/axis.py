@@ -327,7 +327,13 @@ def _eval_stream(table: Table) -> np.ndarray | None:
             continue
         merged = cols.cols[key][own | train]
         alone = cols.cols[key][own]
-        if (np.diff(merged) < 0).any() and not (np.diff(alone) < 0).any():
+        train_alone = cols.cols[key][train]
+        # the train rows counting up on their own (not an iteration within each epoch, as mmdetection's)
+        if (
+            (np.diff(merged) < 0).any()
+            and not (np.diff(alone) < 0).any()
+            and not (np.diff(train_alone) < 0).any()
+        ):
             return is_eval_row
     return None
 

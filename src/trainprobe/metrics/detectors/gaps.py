@@ -64,12 +64,16 @@ def detect_missing(run: RunLog) -> list[Finding]:
     for j, name in enumerate(names[:62]):
         bits |= run.mask(name).astype(np.int64) << j
     shapes, counts = np.unique(bits, return_counts=True)
-    usual = int(shapes[np.argmax(counts)])
-    n_usual = bin(usual).count("1")
+    # the usual shapes: the rows a logger writes often (train rows, and train rows once evals began)
+    usual_shapes = [int(s) for s, c in zip(shapes, counts, strict=True) if c >= max(3, 0.05 * len(run))]
     findings: list[Finding] = []
     for shape in shapes:
         shape = int(shape)
-        if shape == usual or shape & ~usual or bin(shape).count("1") < max(1, n_usual // 2):
+        supersets = [u for u in usual_shapes if u != shape and not shape & ~u]
+        if shape in usual_shapes or not supersets:
+            continue
+        usual = min(supersets, key=lambda u: bin(u).count("1"))
+        if bin(shape).count("1") < max(1, bin(usual).count("1") // 2):
             continue
         shape_rows = np.flatnonzero(bits == shape)
         for j, name in enumerate(names[:62]):
