@@ -39,6 +39,7 @@ _NOT_A_SAVE = re.compile(
     r"(?i)\b(?:will|would|should|every|interval|about to|skip\w*|not|no|disabled?|failed|unable|"
     r"cannot|can't|could not|load\w*|resum\w*|restor\w*)\b"
 )
+_FAILED_SAVE = re.compile(r"(?i)\b(?:disabled|failed|skipped|skipping|unable|cannot|error)\b")
 # Echoed source code and shell lines mention saving too; they are not events. An assignment marks code, but
 # ``key=number`` without spaces does not: loggers write "Saving checkpoint to ... (step=10)", while source
 # spaces its "save_every : int = 0".
@@ -126,7 +127,7 @@ def _int_or_float(x: float) -> int | float | str:
 
 def looks_like_code(line: str) -> bool:
     """Echoed source or a shell line (quoted strings and paths, which may hold ``=`` and ``(``, left out)."""
-    bare = " ".join(t for t in _QUOTED.sub(" ", line).split(" ") if "/" not in t)
+    bare = " ".join(t if "/" not in t else "PATH" for t in _QUOTED.sub(" ", line).split(" "))
     return bool(_CODE_LINE.search(bare))
 
 
@@ -139,6 +140,8 @@ def is_save_line(line: str) -> bool:
         if not (_SAVED_THING.search(line) or save_path(line)):
             return False
     elif not _SAVE_ALONE.search(line):
+        return False
+    if _FAILED_SAVE.search(line):
         return False
     return not _NOT_A_SAVE.search(line[: verb.start()] if verb is not None else line)
 

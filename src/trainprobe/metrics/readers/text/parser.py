@@ -143,6 +143,9 @@ class LineParser:
 
     def _skip(self, order: int, text: str, why: str) -> None:
         self.skipped += 1
+        self._note(order, text, why)
+
+    def _note(self, order: int, text: str, why: str) -> None:
         if len(self.samples) < _SAMPLES:
             self.samples.append(Unread(order + 1, text[:160], why))
 
@@ -177,6 +180,9 @@ class LineParser:
                 self._record = _Record(order, row, wall, order)
                 return
         if why is None or (why.startswith(_ONE_FIELD) and (eval_context or self._after_row(order))):
+            if why is not None or not any(not k.startswith("#") for k in fields.values):
+                # kept (a record's next line, a progress counter), and said, should the log hold no metric
+                self._note(order, text, why or "a progress counter and no named field")
             self._add_fields(fields, order, wall, eval_context=eval_context)
             if why is None and not eval_context:
                 self._learn(fields, text, raw, prefix.body_start, stamp)
