@@ -5,9 +5,10 @@ stretch of steps (a resume starts a new one), in any of these shapes:
 
 - *explosion or sustained climb*: the loss reaches 10× its lowest level so far (the lowest of a 3-row running
   median, so one perfectly fitted batch is no "lowest level") and the median of the rows from there (ten, or
-  a tenth of what is left) stays above 5× it, and it is not back under 3× within a fifth of the rows that
-  follow; the onset is that row, the end where it is back under 3×. This is also a climb after a spike that
-  had recovered;
+  a tenth of what is left) stays above 5× it, it is not back under 3× within a fifth of the rows that
+  follow, and, if it does come back, its second half is not lower than its first (a jump that decays back is
+  a spike); the onset is that row, the end where it is back under 3×. This is also a climb after a spike
+  that had recovered;
 - *a rising tail* (long logs): the medians of the last four of twenty blocks keep rising, to ≥ 1.5× the best;
 - *a short climb* (a few pasted lines): four or more rises in a row, to ≥ 1.5× where they began;
 - *a climb the gradients confirm*: the loss rises on two rows in a row after its lowest point while a gradient
@@ -123,6 +124,10 @@ def _loss_divergence(
             end = i + int(back[0]) - 1 if back.size else n - 1
             if back.size and end - i + 1 < 0.2 * (n - i):
                 continue  # up and back down within a fifth of what follows: a spike, not a climb
+            rise = x[i : end + 1]
+            half = max(1, rise.size // 2)
+            if back.size and rise.size >= 4 and np.median(rise[half:]) < np.median(rise[:half]):
+                continue  # a jump that decays back (a save that upset training): a spike, not a climb
             peak = float(x[i : end + 1].max())
             return _finding(
                 run,
