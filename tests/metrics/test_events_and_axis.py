@@ -138,6 +138,16 @@ def test_time_fields_clock_or_duration(tmp_path: Path) -> None:
     (run,) = read_logs(per_iteration)
     assert run.wall is None  # a duration per iteration is no clock
     assert run.role("time") == "timing"
+    megatron = tmp_path / "c.log"
+    megatron.write_text(
+        "".join(
+            f" iteration {s:8d}/ 1000 | elapsed time per iteration (ms): {1800 + s % 7:.1f} | lm loss: 2 |\n"
+            for s in range(1, 21)
+        )
+    )
+    (run,) = read_logs(str(megatron))  # a str path works too
+    assert run.steps[:3].tolist() == [1.0, 2.0, 3.0]  # "… per iteration" is a rate, not the step
+    assert run.role("elapsed time per iteration (ms)") == "timing"
 
 
 def test_pattern_reads_any_line_shape(tmp_path: Path) -> None:

@@ -137,6 +137,9 @@ def _dominant_stream(cols: _Columns, values: np.ndarray, have: np.ndarray) -> np
     (DeepSpeed's engine ``step=100`` between a PPO loop's ``step: 98`` and ``step: 99``), the shape with the
     most rows is the axis, provided it counts up on its own; the other lines take its step, as rows without
     one do. One shape that goes back is a resume and stays as it is."""
+    # (no index or copy of a whole column for the usual log)
+    if have.all() and (values.size < 3 or not (values[1:] < values[:-1]).any()):
+        return have
     rows = np.flatnonzero(have)
     if rows.size < 3 or not (np.diff(values[rows]) < 0).any():
         return have
@@ -207,14 +210,17 @@ def step_axis(cols: _Columns) -> tuple[np.ndarray, np.ndarray]:
             have = _dominant_stream(cols, values, have)
             # Further step-like keys (e.g. "validation loss at iteration") fill the rows the first left empty,
             # where they fit between the steps around them.
-            filled, got = values.copy(), have.copy()
-            before = _ffill(values, have, -np.inf)
-            after = -_ffill(-values[::-1], have[::-1], -np.inf)[::-1]
-            for other in step_keys[1:]:
-                extra = cols.cols[other]
-                fill = ~got & cols.have[other] & (extra >= before) & (extra <= after)
-                filled[fill] = extra[fill]
-                got |= fill
+            filled, got = values, have
+            if len(step_keys) > 1 and not have.all():  # (only then: these are a few columns' worth of memory)
+                filled, got = values.copy(), have.copy()
+                before = _ffill(values, have, -np.inf)
+                after = -_ffill(-values[::-1], have[::-1], -np.inf)[::-1]
+                for other in step_keys[1:]:
+                    extra = cols.cols[other]
+                    fill = ~got & cols.have[other] & (extra >= before) & (extra <= after)
+                    filled[fill] = extra[fill]
+                    got |= fill
+                del before, after
             steps = _ffill(filled, got)
             own = got
             cols.declared_end = _total_of(cols, primary, constant=True)

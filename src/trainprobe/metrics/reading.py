@@ -75,7 +75,7 @@ def _walk(root: Path, options: ReadOptions) -> list[RunLog]:
 
 
 def read_logs(
-    path: Path,
+    path: Path | str,
     *,
     event_patterns: list[re.Pattern[str]] | None = None,
     line_pattern: re.Pattern[str] | None = None,
@@ -83,6 +83,7 @@ def read_logs(
     """Read one log file (format detected from its content), a run directory, or every log under a
     directory. Runs with no rows are left out of a directory's list."""
     options = ReadOptions(tuple(event_patterns or ()), line_pattern)
+    path = Path(path)
     if not path.exists():
         raise UsageError(f"{path}: no such file or directory", hint="check the path")
     if path.is_dir():

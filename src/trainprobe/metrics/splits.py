@@ -80,7 +80,13 @@ def is_step_key(key: str) -> bool:
     if low in STEP_NAMES:
         return True
     words = re.split(r"[\s/]+", low)
-    return len(words) > 1 and words[-1] in _STEP_LAST_WORDS and words[0] not in ("time", "samples", "tokens")
+    # ``train step``, ``global iteration``; not a rate (``elapsed time per iteration``, ``tokens per step``)
+    return (
+        len(words) > 1
+        and words[-1] in _STEP_LAST_WORDS
+        and words[0] not in ("time", "samples", "tokens")
+        and "per" not in words
+    )
 
 
 def is_epoch_key(key: str) -> bool:

@@ -2,7 +2,9 @@
 
 :mod:`.prefix` strips what loggers and launchers put before a message, :mod:`.tokens` and :mod:`.fields` read
 what the message says, :mod:`.template` reads lines of a shape already seen in bulk, :mod:`.parser` drives
-it all, chunk by chunk, and :mod:`.diagnose` explains a log that gave no metric rows.
+it all, chunk by chunk, keeping for each of the first lines that gave no row the reason why
+(``RunLog.unread``), which :func:`trainprobe.metrics.reading.no_rows_error` shows when a log gave no metric
+rows.
 """
 
 from __future__ import annotations
