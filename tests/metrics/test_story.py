@@ -55,6 +55,7 @@ def test_json_is_stable_and_joinable(tmp_path: Path) -> None:
         "baseline",
         "magnitude",
         "recovered_after_steps",
+        "settled_at",
         "event",
         "message",
         "suggestion",

@@ -151,3 +151,27 @@ def test_quiet_where_a_careful_reader_is() -> None:
     ev = [{"step": float(s), "val_loss": 1.0 + float(_noise(1, s)[0])} for s in range(0, n, 10)]
     ev[15]["val_loss"] = 3.0  # one evaluation off and back
     assert all(sev == "info" for *_rest, sev in _kinds(ev))
+
+
+def test_a_spike_is_no_baseline_for_the_next_one() -> None:
+    """Saves fifty steps apart that each upset the loss for ten steps: the tail of one jump widens the
+    trailing window, and without taking it out the next, smaller jump would pass unseen."""
+    x = 0.2 + _noise(200, seed=3, scale=0.03)
+    for at, peak in ((51, 2.0), (101, 1.4)):
+        x[at : at + 10] = 0.2 + (peak - 0.2) * np.exp(-np.arange(10) / 2.5)
+    x[151:154] = [0.7, 0.55, 0.4]
+    rows = [{"step": float(s), "loss": float(v)} for s, v in enumerate(x)]
+    spikes = [(k[2], k[3]) for k in _kinds(rows) if k[0] == "spike"]
+    assert [s for s, _sev in spikes] == [51, 101, 151]
+
+
+def test_a_jump_that_settles_a_little_higher_is_a_spike_that_settled() -> None:
+    x = 0.2 + _noise(120, seed=4, scale=0.005)
+    x[60:64] = [0.95, 0.8, 0.6, 0.45]
+    x[64:] += 0.06  # a torn save mutated the optimizer state: the loss stays 30 % higher (a cliff is ≥ 50 %)
+    findings = analyze([[{"step": float(s), "loss": float(v)} for s, v in enumerate(x)]]).findings
+    (spike,) = [f for f in findings if f.kind == "spike"]
+    assert spike.step == 60
+    assert spike.recovered_after is not None
+    assert "came most of the way back" in spike.message
+    assert not [f for f in findings if f.kind == "divergence"]

@@ -175,8 +175,9 @@ def derive_events(run: RunLog, options: Options) -> list[Event]:
             with np.errstate(divide="ignore", invalid="ignore"):
                 rel = np.abs(np.diff(x)) / np.maximum(np.abs(x[:-1]), 1e-30)
             changes = np.flatnonzero(rel > 0.01) + 1
-            # Schedules that move every step (warmup, cosine) are not events; step schedules are.
-            if 0 < changes.size <= max(3, 0.05 * rows.size):
+            # Schedules that move every step (warmup, cosine) are not events; step schedules are. (A few
+            # rows of a warmup, each one up, are a schedule too.)
+            if 0 < changes.size <= max(3, 0.05 * rows.size) and 2 * changes.size <= rows.size - 1:
                 for i in changes:
                     events.append(
                         Event(
@@ -253,11 +254,18 @@ def _nearest(events: list[Event], finding: Finding, near: float) -> tuple[Event 
 def _suggest(f: Finding, near: float) -> None:
     e = f.event
     if f.kind in (SPIKE, CLIFF, DIVERGENCE, NON_FINITE, MISSING) and e is not None:
-        f.message += f", {fmt_step(f.event_distance or 0)} steps after {e.describe()}"
+        gap = f.event_distance or 0
+        f.message += (
+            f", at {e.describe()}"
+            if gap == 0
+            else f", {fmt_step(gap)} step{'s' * (gap != 1)} after {e.describe()}"
+        )
     if f.kind == STALL:
         f.suggestion = (
             "look at what the job did then: checkpoint I/O, an eval, a slow or preempted node"
             if e is None
+            else f"time the eval at step {fmt_step(e.step)}: a long eval blocks training and logging"
+            if e.kind == EVAL
             else f"time the save at step {fmt_step(e.step)}: slow storage or a blocking save"
         )
         return
@@ -406,10 +414,16 @@ def _reported_nonfinite(run: RunLog, events: list[Event], found: list[Finding]) 
                 e.step,
                 e.step,
                 row=max(0, min(e.row, len(run) - 1)),
-                message=f"the log reports a non-finite value after step {fmt_step(e.step)}: {e.text[:120]}",
+                message=(
+                    f"the log reports a non-finite value after step {fmt_step(e.step)}: {_clip(e.text, 160)}"
+                ),
             )
         )
     return out
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _line_pattern(pattern: str | None) -> re.Pattern[str] | None:

@@ -10,9 +10,15 @@ other series), direction-aware (a loss up, an accuracy down). Rules that keep th
   (a few pasted lines) uses the short rule instead: a loss that jumps ×1.5 from one row to the next;
 - **recovery against the baseline that declared the spike**: a spike has recovered once the series is back
   within tolerance of that baseline, or beyond it in the good direction (a loss that falls below where it
-  was before the spike has recovered, however fast it was falling);
-- **suspect rows**: right after a checkpoint save or a resume a jump is suspect by itself, so the threshold
-  there is halved (every jump after a save on the demo run is reported);
+  was before the spike has recovered, however fast it was falling); a loss that comes most of the way back
+  (five rows in a row within a quarter of the peak's distance) and stays a little higher has *settled*, and
+  the message gives the level it settled at;
+- **a spike is no baseline**: once a spike is found, its rows up to its recovery are replaced by the
+  baseline that declared it for the judging of the rows after it, so the tail of one spike does not widen
+  the window and hide the next (the demo run's saves, fifty steps apart, each upset the loss);
+- **suspect rows**: right after a checkpoint save or a resume (three rows) a jump is suspect by itself, so the
+  threshold there is two thirds of the usual one (every jump after a save on the demo run is reported; batch
+  noise after a healthy save is not); a spike starts at the first row that was half way up to its peak;
 - a series that takes both signs (RL and GAN objectives) has no meaningful ratios: no spikes or cliffs;
 - severity ``info`` for an eval value off and back (small eval sets are noisy), and for a loss blip whose
   peak stays under a tenth of where the loss started (batch noise near the floor).
@@ -35,6 +41,8 @@ from trainprobe.metrics.table import RunLog
 
 MIN_BASELINE = 10
 SUSPECT_ROWS = 3
+# the threshold on the rows right after a save or resume, as a share of the usual one
+SUSPECT_FACTOR = 2 / 3
 
 
 def stretches(steps: np.ndarray) -> list[slice]:
@@ -103,42 +111,113 @@ def _spikes_in(
     rel_guard: float,
 ) -> list[Finding]:
     n = x.size
-    direction = {"loss": 1, "accuracy": -1}.get(kind, 0)
-    prev = np.concatenate([[np.nan], x[:-1]])
     if n < MIN_BASELINE:
         if kind != "loss" or n < 2:
             return []
         # A few pasted lines have no baseline: a loss that jumps ×1.5 from one row to the next is a spike.
+        prev = np.concatenate([[np.nan], x[:-1]])
         with np.errstate(invalid="ignore"):
             hit = (prev > 0) & (x >= 1.5 * prev)
-        med = prev
-        scale = np.full(n, np.nan)
+        med, scale = prev, np.full(n, np.nan)
     else:
-        med = trailing_median(x, window)
-        mad = trailing_mad(x, med, window)
-        scale = np.maximum(mad, 1e-3 * np.abs(med)) / 0.6745
-        with np.errstate(invalid="ignore", divide="ignore"):
-            z = (x - med) / scale
-            rel = np.abs(x - med) / np.maximum(np.abs(med), 1e-12)
-        zz = z * direction if direction else np.abs(z)
-        # Gradient norms and other auxiliary series are spiky by nature: only doublings are worth a line.
-        guard = rel_guard if kind in ("loss", "accuracy") else max(rel_guard, 1.0)
-        limit = np.where(suspect, threshold / 2, threshold)
-        enough = np.arange(n) >= MIN_BASELINE
-        # a zero baseline (values printed to 4 decimals, 0.0000) has no ratio to judge a jump by
-        hit = (zz > limit) & (rel > guard) & np.isfinite(med) & enough & (np.abs(med) > 0)
-    flagged = np.flatnonzero(hit)
-    if flagged.size == 0:
-        return []
-    dev = x - med
+        med, scale, hit = _baseline(x, x[:0], kind, suspect, threshold, window, rel_guard, 0, n)
     findings: list[Finding] = []
-    for group in np.split(flagged, np.flatnonzero(np.diff(flagged) > 2) + 1):
+    excluded = np.zeros(n, dtype=bool)  # rows of spikes found so far: no baseline for the rows after them
+    at = 0
+    while len(findings) < _MAX_SPIKES:
+        flagged = np.flatnonzero(hit[at:]) + at
+        if flagged.size == 0:
+            break
+        gaps = np.flatnonzero(np.diff(flagged) > 2)
+        group = flagged[: int(gaps[0]) + 1] if gaps.size else flagged
+        group = _with_onset(x, med, group, at)
+        dev = x - med
         finding = _judge(
             run, metric, kind, rows, x, steps, med, scale, dev, group, threshold, window, rel_guard
         )
-        if finding is not None:
-            findings.append(finding)
+        at = int(group[-1]) + 1
+        if finding is None:
+            continue
+        findings.append(finding)
+        if finding.kind != SPIKE or finding.recovered_after is None or n < MIN_BASELINE:
+            continue
+        start = int(group[0])
+        end = int(np.searchsorted(steps, steps[start] + finding.recovered_after, side="left"))
+        hit[start : end + 1] = False  # up to the row where it was back: this spike
+        if finding.settled_at is not None:
+            # it settled at a new level: the rows that stay there are that level, not new spikes
+            level = finding.settled_at
+            hit[end : end + window] &= np.abs(x[end : end + window] - level) > rel_guard * abs(level)
+            continue
+        # The rows of a spike that came back are no baseline for the next one: its tail in the window would
+        # widen it and hide a jump right after (the demo's saves, fifty steps apart). Its tail counts until
+        # the series is close to the baseline again (within the relative guard), if it is within half a
+        # window; one that takes longer is a new level, and stays in.
+        base = float(med[start])
+        tail = x[end : start + window // 2] - base
+        sign = 1 if kind == "loss" else -1 if kind == "accuracy" else 0
+        close = (tail * sign if sign else np.abs(tail)) <= rel_guard * abs(base)
+        stop = end + int(np.argmax(close)) if close.any() else end
+        excluded[start:stop] = True
+        history = x[:start][~excluded[:start]][-window:]
+        hi = min(n, stop + window + 1)
+        med[stop:hi], scale[stop:hi], hit[stop:hi] = _baseline(
+            x, history, kind, suspect, threshold, window, rel_guard, stop, hi
+        )
     return findings
+
+
+_MAX_SPIKES = 1000
+
+
+def _with_onset(x: np.ndarray, med: np.ndarray, group: np.ndarray, floor: int) -> np.ndarray:
+    """The group with the rows just before it that were already half way up to its peak (a jump whose
+    first row stayed under the threshold starts there, not one row later)."""
+    first = int(group[0])
+    base = med[first]
+    if not np.isfinite(base):
+        return group
+    dev = x[group] - base
+    peak = float(dev[np.argmax(np.abs(dev))])
+    start = first
+    while start - 1 >= max(floor, first - SUSPECT_ROWS) and (x[start - 1] - base) * np.sign(peak) > 0.5 * abs(
+        peak
+    ):
+        start -= 1
+    return group if start == first else np.concatenate([np.arange(start, first), group])
+
+
+def _baseline(
+    x: np.ndarray,
+    history: np.ndarray,
+    kind: str,
+    suspect: np.ndarray,
+    threshold: float,
+    window: int,
+    rel_guard: float,
+    lo: int,
+    hi: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(trailing median, noise scale, spike rows) for rows ``lo:hi``: each judged against the values before
+    it, ``history`` (the rows before ``lo`` that count) first."""
+    part = np.concatenate([history, x[lo:hi]])
+    med = trailing_median(part, window)
+    mad = trailing_mad(part, med, window)
+    med, mad = med[history.size :], mad[history.size :]
+    vals = x[lo:hi]
+    direction = {"loss": 1, "accuracy": -1}.get(kind, 0)
+    scale = np.maximum(mad, 1e-3 * np.abs(med)) / 0.6745
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = (vals - med) / scale
+        rel = np.abs(vals - med) / np.maximum(np.abs(med), 1e-12)
+    zz = z * direction if direction else np.abs(z)
+    # Gradient norms and other auxiliary series are spiky by nature: only doublings are worth a line.
+    guard = rel_guard if kind in ("loss", "accuracy") else max(rel_guard, 1.0)
+    limit = np.where(suspect[lo:hi], SUSPECT_FACTOR * threshold, threshold)
+    enough = np.arange(lo, hi) >= MIN_BASELINE
+    # a zero baseline (values printed to 4 decimals, 0.0000) has no ratio to judge a jump by
+    hit = (zz > limit) & (rel > guard) & np.isfinite(med) & enough & (np.abs(med) > 0)
+    return med, scale, hit
 
 
 def _judge(
@@ -192,10 +271,14 @@ def _judge(
             magnitude=shift_later,
             row=int(rows[start]),
             message=(
-                f"{metric} fell off a cliff at step {fmt_step(steps[start])}: "
-                f"{fmt_value(level_before)} → {fmt_value(new_level)} ({shift_later:+.0%}) and stayed there"
+                f"{metric} {'jumped' if new_level > level_before else 'fell off a cliff'} at step "
+                f"{fmt_step(steps[start])}: {fmt_value(level_before)} → {fmt_value(new_level)} "
+                f"({_change(level_before, new_level)}) and stayed there"
             ),
         )
+    settled: float | None = None
+    if recovered is None and kind in ("loss", "accuracy"):
+        recovered, settled = _settled(x, steps, start, peak, base, window)
     ratio = float(x[peak] / base) if base else float("inf")
     size = abs(float(dev[peak])) / max(abs(base), 1e-12)
     if kind in ("loss", "accuracy"):
@@ -211,6 +294,11 @@ def _judge(
         rec_text = "at the last row of the log"
     elif recovered is None:
         rec_text = "has not recovered by the end of the log"
+    elif settled is not None:
+        rec_text = (
+            f"came most of the way back after {fmt_step(recovered)} step{'' if recovered == 1 else 's'}, "
+            f"to {fmt_value(settled)} ({_change(base, settled)} on {fmt_value(base)})"
+        )
     else:
         rec_text = f"recovered after {fmt_step(recovered)} step{'' if recovered == 1 else 's'}"
     return Finding(
@@ -225,11 +313,43 @@ def _judge(
         magnitude=ratio,
         recovered_after=recovered,
         row=int(rows[start]),
+        settled_at=settled,
         message=(
             f"{metric} spiked at step {fmt_step(steps[start])}: {fmt_value(base)} → "
             f"{fmt_value(float(x[peak]))} (×{ratio:.3g}), {rec_text}"
         ),
     )
+
+
+SETTLE_ROWS = 5
+
+
+def _settled(
+    x: np.ndarray, steps: np.ndarray, start: int, peak: int, base: float, window: int
+) -> tuple[float | None, float | None]:
+    """(steps to settle, the level settled at) for a spike that did not come back within tolerance but
+    came most of the way: the median of five rows in a row within a quarter of the peak's distance from the
+    baseline (a save that upset training, after which the loss stays a little higher). (None, None) if not."""
+    rest = x[peak + 1 : peak + 1 + 4 * window]
+    if rest.size < SETTLE_ROWS:
+        return None, None
+    excess = np.abs(rest - base)
+    excess[~np.isfinite(excess)] = np.inf  # a NaN is no recovery
+    med = np.median(np.lib.stride_tricks.sliding_window_view(excess, SETTLE_ROWS), axis=1)
+    ok = np.flatnonzero(med <= 0.25 * abs(float(x[peak]) - base))
+    if not ok.size:
+        return None, None
+    at = peak + 1 + int(ok[0])
+    limit = 0.25 * abs(float(x[peak]) - base)
+    first = at + int(np.argmax(excess[at - peak - 1 : at - peak - 1 + SETTLE_ROWS] <= limit))
+    return float(steps[first] - steps[start]), float(np.median(x[at : at + SETTLE_ROWS]))
+
+
+def _change(before: float, after: float) -> str:
+    """``-97%``, ``+60%``, or a ratio once it is past doubling (``×9.4e+12``, not ``+937773251534779%``)."""
+    if before and after / before >= 2:
+        return f"×{fmt_value(after / before)}"
+    return f"{(after - before) / abs(before) if before else 0.0:+.0%}"
 
 
 __all__ = ["MIN_BASELINE", "SUSPECT_ROWS", "detect_spikes", "stretches"]

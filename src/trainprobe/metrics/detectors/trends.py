@@ -7,8 +7,9 @@ stretch of steps (a resume starts a new one), in any of these shapes:
   median, so one perfectly fitted batch is no "lowest level") and the median of the rows from there (ten, or
   a tenth of what is left) stays above 5× it, it is not back under 3× within a fifth of the rows that
   follow, and, if it does come back, its second half is not lower than its first (a jump that decays back is
-  a spike); the onset is that row, the end where it is back under 3×. This is also a climb after a spike
-  that had recovered;
+  a spike); nor is it a jump whose second half settles under 60 % of its first three rows and under 3× the
+  median of the 20 rows before it (a save that upset training, then mostly recovered: a spike). The onset is
+  that row, the end where it is back under 3×. This is also a climb after a spike that had recovered;
 - *a rising tail* (long logs): the medians of the last four of twenty blocks keep rising, to ≥ 1.5× the best;
 - *a short climb* (a few pasted lines): four or more rises in a row, to ≥ 1.5× where they began;
 - *a climb the gradients confirm*: the loss rises on two rows in a row after its lowest point while a gradient
@@ -115,7 +116,11 @@ def _loss_divergence(
     # the loss started (0.01 → 0.1 near the floor is noise)
     m = max(n - 10, 0)  # rows with ten rows from them on
     jumps = np.flatnonzero((x[1 : 1 + m] >= 10 * low[:m]) & (low[:m] > 0)) + 1
-    for i in jumps[:1000].tolist():
+    candidates = jumps[:1000].tolist()
+    onset_of: dict[int, int] = {}
+    for i in candidates:  # the first row of each run of rows in a row that are up (the jump's onset)
+        onset_of[i] = onset_of.get(i - 1, i)
+    for i in candidates:
         base = low[i - 1]
         span = max(10, (n - i) // 10)  # a tenth of what is left: a spike that decays is no climb
         level = float(np.median(x[i : i + span]))
@@ -128,6 +133,12 @@ def _loss_divergence(
             half = max(1, rise.size // 2)
             if back.size and rise.size >= 4 and np.median(rise[half:]) < np.median(rise[:half]):
                 continue  # a jump that decays back (a save that upset training): a spike, not a climb
+            if rise.size >= 6:
+                onset = onset_of[i]
+                jump, settled = float(np.median(x[onset : onset + 3])), float(np.median(rise[half:]))
+                before = float(np.median(x[max(0, onset - 20) : onset]))
+                if settled < 0.6 * jump and settled < 3 * before:
+                    continue  # a jump that fell most of the way back and stays near where it was: a spike
             peak = float(x[i : end + 1].max())
             return _finding(
                 run,
