@@ -5,10 +5,14 @@ Baseline: ``ssh host python3 -c pass`` (a fresh connection each time). Measured:
 - ``trainprobe run TARGET noop.py`` (the CLI, a new process each time) cold — every call opens a fresh
   connection (and leaves a ControlMaster behind, as a first call does) — and with connection reuse (the
   ControlMaster of an earlier call is up).
-- The same through ``python -m trainprobe.remote`` (no typer/rich: what the engine itself costs per process).
-- The same through the Python API (``trainprobe.remote.run`` in one process), for reference.
+- ``remote.run`` in a new process each time (``python -c``: the library's own fast path, what the CLI calls),
+  cold and reused.
+- The same through the Python API in this one process, for reference.
 
-Goals: cold ≤ 1.3× raw ssh; reused ≤ 0.5× raw ssh. Needs root (it adds a test user, as the test fixture does).
+Goals: cold ≤ 1.3× raw ssh; reused ≤ 0.5× raw ssh. Besides wall time, the CPU of both sides per call is
+reported (this process's children, sshd and everything under it, each in a cgroup of its own): on a shared
+machine wall times move with everybody else's load. Needs root (it adds a test user, as the test fixture
+does).
 
     .venv/bin/python benchmarks/remote.py [--repeat 10]
 
@@ -33,7 +37,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from _cgroup_cpu import CpuGroup  # noqa: E402
 from fixtures.sshd import SshServer, make_setup, remove_setup  # noqa: E402
 
 TRAINPROBE = str(Path(sys.executable).with_name("trainprobe"))
@@ -78,21 +84,36 @@ def raw_ssh_cold(bench: Bench) -> Call:
     return lambda: subprocess.run(argv, check=True) and None
 
 
+LIBRARY_RUN = (
+    "import sys\nfrom trainprobe import remote\nsys.exit(remote.run(sys.argv[1], sys.argv[2]).exit_code)\n"
+)
+
+
 def command(bench: Bench, lean: bool) -> list[str]:
-    """``trainprobe run -q TARGET noop.py``, or the same through ``python -m trainprobe.remote``."""
-    head = [sys.executable, "-m", "trainprobe.remote"] if lean else [TRAINPROBE, "run"]
-    return [*head, "-q", bench.server.target(SHELL), str(bench.noop)]
+    """``trainprobe run -q TARGET noop.py``, or ``remote.run`` from a fresh ``python -c``."""
+    if lean:
+        return [sys.executable, "-c", LIBRARY_RUN, bench.server.target(SHELL), str(bench.noop)]
+    return [TRAINPROBE, "run", "-q", bench.server.target(SHELL), str(bench.noop)]
+
+
+class Cold:
+    """A fresh connection every call, which leaves a ControlMaster behind as a first call does; the master
+    is stopped after the call (``after``, not timed: nobody waits for that)."""
+
+    def __init__(self, bench: Bench, lean: bool) -> None:
+        self.bench, self.lean = bench, lean
+        self.control = Path()
+
+    def __call__(self) -> None:
+        self.control = Path(tempfile.mkdtemp(prefix="tpb-", dir=self.bench.scratch))
+        subprocess.run(command(self.bench, self.lean), check=True, env=self.bench.env(str(self.control)))
+
+    def after(self) -> None:
+        stop_masters(self.bench, self.control)
 
 
 def cold(bench: Bench, *, lean: bool = False) -> Call:
-    """A fresh connection every call (it leaves a ControlMaster behind, as a first call does)."""
-
-    def once() -> None:
-        control = Path(tempfile.mkdtemp(prefix="tpb-", dir=bench.scratch))
-        subprocess.run(command(bench, lean), check=True, env=bench.env(str(control)))
-        stop_masters(bench, control)
-
-    return once
+    return Cold(bench, lean)
 
 
 def reused(bench: Bench, *, lean: bool = False) -> Call:
@@ -113,6 +134,17 @@ def api(bench: Bench, *, reuse: bool) -> Call:
     return once
 
 
+class ApiNewMaster(Cold):
+    """``remote.run`` in this process with a fresh control directory: the connection and its master start."""
+
+    def __call__(self) -> None:
+        from trainprobe import remote
+
+        self.control = Path(tempfile.mkdtemp(prefix="tpb-", dir=self.bench.scratch))
+        os.environ["TRAINPROBE_CONTROL_DIR"] = str(self.control)
+        remote.run(self.bench.server.target(SHELL), self.bench.noop).raise_for_error()
+
+
 @dataclass
 class Scenario:
     name: str
@@ -124,25 +156,36 @@ BASELINE = Scenario("raw: ssh host python3 -c pass", raw_ssh_cold)
 SCENARIOS = [
     Scenario("trainprobe run (CLI), cold", cold, 1.3),
     Scenario("trainprobe run (CLI), connection reused", reused, 0.5),
-    Scenario("python -m trainprobe.remote, cold", lambda b: cold(b, lean=True), 1.3),
-    Scenario("python -m trainprobe.remote, connection reused", lambda b: reused(b, lean=True), 0.5),
-    Scenario("remote.run (API), fresh connection", lambda b: api(b, reuse=False)),
+    Scenario("remote.run (new process), cold", lambda b: cold(b, lean=True), 1.3),
+    Scenario("remote.run (new process), connection reused", lambda b: reused(b, lean=True), 0.5),
+    Scenario("remote.run (API), fresh connection, no master", lambda b: api(b, reuse=False)),
+    Scenario("remote.run (API), fresh connection, new master", lambda b: ApiNewMaster(b, lean=False)),
     Scenario("remote.run (API), connection reused", lambda b: api(b, reuse=True)),
 ]
 
 
-def measure(bench: Bench, scenarios: list[Scenario]) -> list[float]:
-    """Median seconds per call of each scenario. Rounds interleave the scenarios (one call each per round), so
-    load from anything else on the machine falls on all of them alike; one warm-up round first."""
+def measure(
+    bench: Bench, scenarios: list[Scenario], groups: tuple[CpuGroup, CpuGroup]
+) -> list[tuple[float, float]]:
+    """(median seconds, median CPU seconds of both sides) per call of each scenario. Rounds interleave the
+    scenarios (one call each per round), so load from anything else on the machine falls on all of them
+    alike; one warm-up round first."""
     calls = [scenario.prepare(bench) for scenario in scenarios]
-    samples: list[list[float]] = [[] for _ in calls]
+    samples: list[list[tuple[float, float]]] = [[] for _ in calls]
+
+    def cpu() -> float:
+        return sum(group.seconds() for group in groups)
+
     for round_ in range(bench.repeat + 1):
         for call, taken in zip(calls, samples, strict=True):
-            start = time.perf_counter()
+            cpu_before, start = cpu(), time.perf_counter()
             call()
             if round_:
-                taken.append(time.perf_counter() - start)
-    return [statistics.median(taken) for taken in samples]
+                taken.append((time.perf_counter() - start, cpu() - cpu_before))
+            getattr(call, "after", lambda: None)()
+    return [
+        (statistics.median(t for t, _ in taken), statistics.median(c for _, c in taken)) for taken in samples
+    ]
 
 
 def main() -> None:
@@ -162,17 +205,25 @@ def main() -> None:
     noop = workdir / "noop.py"
     noop.write_text("pass\n")
     bench = Bench(setup.start("127.0.0.1"), noop, options.repeat, workdir)
+    local, far = CpuGroup("local"), CpuGroup("sshd")
     try:
+        local.__enter__()
+        far.__enter__()
+        local.add(os.getpid())
+        far.add(bench.server.process.pid)
         os.environ["TRAINPROBE_SSH_CONFIG"] = bench.config
-        base, *figures = measure(bench, [BASELINE, *SCENARIOS])
-        print(f"{'scenario':50} {'median':>9} {'× raw':>7} {'goal':>7}")
-        print(f"{BASELINE.name:50} {base * 1000:7.1f}ms {1.0:7.2f} {'':>7}")
-        for scenario, seconds in zip(SCENARIOS, figures, strict=True):
+        (base, base_cpu), *figures = measure(bench, [BASELINE, *SCENARIOS], (local, far))
+        print(f"{'scenario':48} {'median':>9} {'× raw':>7} {'CPU':>9} {'× raw':>7} {'goal (wall)':>12}")
+        print(f"{BASELINE.name:48} {base * 1000:7.1f}ms {1.0:7.2f} {base_cpu * 1000:7.1f}ms {1.0:7.2f}")
+        for scenario, (seconds, cpu) in zip(SCENARIOS, figures, strict=True):
             ratio = seconds / base
             goal = "" if scenario.goal is None else f"≤{scenario.goal:g}"
             verdict = "" if scenario.goal is None else (" ok" if ratio <= scenario.goal else " MISSED")
-            print(f"{scenario.name:50} {seconds * 1000:7.1f}ms {ratio:7.2f} {goal:>7}{verdict}")
+            print(f"{scenario.name:48} {seconds * 1000:7.1f}ms {ratio:7.2f} {cpu * 1000:7.1f}ms "
+                  f"{cpu / base_cpu:7.2f} {goal:>7}{verdict}")  # fmt: skip
     finally:
+        far.__exit__()
+        local.__exit__()
         for control in workdir.glob("tpb-*"):
             stop_masters(bench, control)
         remove_setup(setup)

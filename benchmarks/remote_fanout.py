@@ -1,191 +1,305 @@
-"""Fan-out to 1, 50 and 200 loopback sshd targets in one run; the baseline is the single target.
+"""Fan-out side by side with pdsh and parallel-ssh, in one run, on 50 and 1,000 loopback targets.
 
-Goals: 50 targets ≤ 3× one target, 200 targets ≤ 8× one target (wall time of ``run_fleet`` with the default
-``--parallel 32``), measured twice: cold (every target opens a fresh ssh connection) and with connection reuse
-(OpenSSH ControlMaster sockets already up, as for a second command against the same fleet).
+Same targets, same work (the far side's ``python3`` prints its host name), the same fan-out (32 at a time):
 
-The targets are real sshd processes on 127.0.1.1 … 127.0.1.200 (16 listen addresses per sshd, OpenSSH's
-limit), reached as a user whose login shell is dash, made by the test suite's sshd fixture code. Needs root.
+- **pdsh** (Debian's ``pdsh``, ``-R ssh``): one OpenSSH client per target, no connection reuse. The baseline.
+- **parallel-ssh** (PyPI ``parallel-ssh``, libssh2 in one process with gevent), no reuse.
+- **trainprobe** (``run_fleet`` in its own process, as ``trainprobe run --on`` calls it): *cold* with no
+  ControlMaster up (the first call to a fleet: each target opens its connection and leaves a master behind);
+  *warm*, the next call, through those masters. *cold, no reuse* (``TRAINPROBE_CONTROL_DIR=``) for reference.
 
-    .venv/bin/python benchmarks/remote_fanout.py [--repeat 3]
+Goals (ratios to pdsh in the same run): cold ≤ 1.0×, warm ≤ 0.5×; trainprobe's peak RSS ≤ 512 MB and it works
+under ``ulimit -n 1024`` (each tool runs under that limit; peak open files are sampled from /proc). Besides
+wall time, the CPU each tool cost is reported, client side (the tool and its ssh processes, ControlMasters
+included) and server side (sshd and everything under it: login shells, Pythons), each from a cgroup of its
+own: on a shared machine wall times move with everybody else's load, CPU time much less.
+
+The targets are 127.0.X.Y: one sshd, made by the test suite's sshd fixture code, listens on the port on every
+address (a firewall rule, while the benchmark runs, drops that port on every interface but loopback), and the
+user's login shell is dash. Needs root; apt ``pdsh`` and the ``bench`` extra (``pip install -e '.[bench]'``).
+
+    .venv/bin/python benchmarks/remote_fanout.py [--sizes 50,1000] [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
+import json
 import os
 import resource
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from fixtures.sshd import SSHD, make_setup, remove_setup  # noqa: E402
-from trainprobe.remote.fanout import run_fleet  # noqa: E402
+from _cgroup_cpu import CpuGroup  # noqa: E402
+from fixtures.sshd import SshSetup, free_port, make_setup, remove_setup  # noqa: E402
 
-SIZES = (1, 50, 200)
-GOALS = {50: 3.0, 200: 8.0}
-NOOP = "def main():\n    return 0\n"
-PARALLEL = 32  # run_fleet's default
-PER_SSHD = 16  # OpenSSH listens on at most 16 addresses per process
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.1.1", 0))
-        return int(sock.getsockname()[1])
+PARALLEL = 32
+OPEN_FILES = 1024
+WORK = "import socket; print(socket.gethostname())"
+SHELL = "dash"
 
 
-def start_sshds(sshd_config: Path, port: int, count: int, logdir: Path) -> list[subprocess.Popen[bytes]]:
-    procs = []
-    for first in range(1, count + 1, PER_SSHD):
-        listen = []
-        for n in range(first, min(first + PER_SSHD, count + 1)):
-            listen += ["-o", f"ListenAddress=127.0.1.{n}:{port}"]
-        procs.append(
-            subprocess.Popen(
-                [SSHD, "-D", "-f", str(sshd_config), *listen, "-E", str(logdir / f"sshd-{first}.log")],
-                stdin=subprocess.DEVNULL,
-            )
+def addresses(count: int) -> list[str]:
+    """127.0.1.1, 127.0.1.2, ... 250 per /24, never 127.0.0.1 (the machine's own services live there)."""
+    return [f"127.0.{1 + i // 250}.{1 + i % 250}" for i in range(count)]
+
+
+# --- the workers: each tool runs in its own process, under the open-files limit ---
+
+
+def worker_trainprobe(spec: dict[str, object]) -> None:
+    from trainprobe.remote.fanout import run_fleet
+
+    fleet = run_fleet(list(spec["targets"]), WORK + "\n", parallel=PARALLEL, timeout=300, connect_timeout=60)  # type: ignore[call-overload]
+    hosts = [o.summary for o in fleet.outcomes if not o.ok]
+    print(json.dumps({"ok": sum(o.ok for o in fleet.outcomes), "failed": hosts[:3]}))
+
+
+def worker_pssh(spec: dict[str, object]) -> None:
+    from pssh.clients import ParallelSSHClient
+
+    hosts = list(spec["hosts"])  # type: ignore[call-overload]
+    client = ParallelSSHClient(
+        hosts, user=str(spec["user"]), port=int(spec["port"]), pkey=str(spec["key"]),  # type: ignore[call-overload]
+        pool_size=PARALLEL, timeout=60, num_retries=1,
+    )  # fmt: skip
+    output = client.run_command(f"python3 -c '{WORK}'", stop_on_errors=False)
+    client.join(output)
+    ok = sum(1 for host in output if host.exception is None and list(host.stdout) and host.exit_code == 0)
+    print(json.dumps({"ok": ok, "failed": [str(h.exception) for h in output if h.exception][:3]}))
+
+
+WORKERS = {"trainprobe": worker_trainprobe, "pssh": worker_pssh}
+
+
+# --- measuring one tool ---
+
+
+@dataclass
+class Sample:
+    seconds: float
+    rss_mb: float
+    open_files: int
+    ok: int
+    cpu_client: float = 0.0
+    cpu_server: float = 0.0
+
+
+def measure(
+    argv: list[str], env: dict[str, str], expect: int, count_ok: object, group: CpuGroup, server: CpuGroup
+) -> Sample:
+    """Run ``argv`` to its end in ``group``: wall time, peak RSS of its largest process (and its children),
+    peak open files of the process itself (sampled), CPU of the client and server sides."""
+
+    def in_group_with_limit() -> None:
+        group.add(os.getpid())
+        resource.setrlimit(resource.RLIMIT_NOFILE, (OPEN_FILES, OPEN_FILES))
+
+    cpu_client, cpu_server = group.seconds(), server.seconds()
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=in_group_with_limit
+    )
+    streams: dict[str, bytes] = {}
+    peak_files = 0
+    done = threading.Event()
+
+    def drain(name: str) -> None:
+        streams[name] = getattr(proc, name).read()
+
+    def sample() -> None:
+        nonlocal peak_files
+        while not done.wait(0.05):
+            try:
+                peak_files = max(peak_files, len(os.listdir(f"/proc/{proc.pid}/fd")))
+            except OSError:
+                return
+
+    threads = [threading.Thread(target=drain, args=(n,)) for n in ("stdout", "stderr")]
+    threads.append(threading.Thread(target=sample, daemon=True))
+    for thread in threads:
+        thread.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    cpu_client, cpu_server = group.seconds() - cpu_client, server.seconds() - cpu_server
+    done.set()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    for thread in threads[:2]:
+        thread.join()
+    try:
+        ok = count_ok(streams["stdout"].decode(errors="replace"))  # type: ignore[operator]
+    except (ValueError, IndexError, KeyError):
+        ok = -1
+    if ok != expect:
+        raise RuntimeError(
+            f"{argv[:4]}: {ok} of {expect} targets answered\n{streams['stderr'].decode()[-3000:]}"
         )
-    deadline = time.monotonic() + 20
-    for n in range(1, count + 1):
-        while True:
-            with socket.socket() as sock:
-                if sock.connect_ex((f"127.0.1.{n}", port)) == 0:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"sshd on 127.0.1.{n}:{port} did not come up")
-            time.sleep(0.02)
-    return procs
+    return Sample(seconds, usage.ru_maxrss / 1024, peak_files, ok, cpu_client, cpu_server)
 
 
-#: CPU seconds this process and its children (the ssh clients) spent per target: (mode, targets) -> samples
-LOCAL_CPU: dict[tuple[str, int], list[float]] = {}
+def pdsh_ok(out: str) -> int:
+    return sum(1 for line in out.splitlines() if ": " in line)
 
 
-def cpu_seconds() -> float:
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+def json_ok(out: str) -> int:
+    return int(json.loads(out.strip().splitlines()[-1])["ok"])
 
 
-def timed_fleet(targets: list[str], mode: str = "warm-up") -> float:
-    cpu = cpu_seconds()
-    start = time.perf_counter()
-    fleet = run_fleet(targets, NOOP, timeout=120, connect_timeout=30)
-    elapsed = time.perf_counter() - start
-    LOCAL_CPU.setdefault((mode, len(targets)), []).append((cpu_seconds() - cpu) / len(targets))
-    if fleet.exit_code != 0:
-        raise RuntimeError(f"fan-out failed: {fleet.summary_line()}: {fleet.outcomes[0].summary}")
-    return elapsed
+@dataclass
+class Bench:
+    setup: SshSetup
+    port: int
+    work: Path
+    repeat: int
+    groups: dict[str, CpuGroup]
+    results: dict[tuple[str, int], list[Sample]] = field(default_factory=dict)
+
+    @property
+    def user(self) -> str:
+        return self.setup.users[SHELL]
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return {**os.environ, "TRAINPROBE_SSH_CONFIG": str(self.setup.ssh_config),
+                "TRAINPROBE_RUNS_DIR": str(self.work / "runs"), **extra}  # fmt: skip
+
+    def pdsh(self, hosts: list[str]) -> Sample:
+        env = self.env(PDSH_SSH_ARGS=f"-F {self.setup.ssh_config} -p {self.port} -2 -a -x -l%u %h")
+        argv = ["pdsh", "-R", "ssh", "-f", str(PARALLEL), "-l", self.user, "-w", ",".join(hosts),
+                f"python3 -c '{WORK}'"]  # fmt: skip
+        return measure(argv, env, len(hosts), pdsh_ok, self.groups["pdsh"], self.groups["sshd"])
+
+    def worker(self, tool: str, spec: dict[str, object], expect: int, **env: str) -> Sample:
+        path = self.work / f"{tool}-spec.json"
+        path.write_text(json.dumps(spec))
+        argv = [sys.executable, __file__, "--worker", tool, str(path)]
+        return measure(argv, self.env(**env), expect, json_ok, self.groups[tool], self.groups["sshd"])
+
+    def trainprobe(self, hosts: list[str], control: str) -> Sample:
+        targets = [f"ssh={self.user}@{host}:{self.port}" for host in hosts]
+        return self.worker("trainprobe", {"targets": targets}, len(hosts), TRAINPROBE_CONTROL_DIR=control)
+
+    def pssh(self, hosts: list[str]) -> Sample:
+        spec = {"hosts": hosts, "user": self.user, "port": self.port, "key": str(self.setup.client_key)}
+        return self.worker("pssh", spec, len(hosts))
+
+    def record(self, name: str, size: int, sample: Sample) -> None:
+        self.results.setdefault((name, size), []).append(sample)
 
 
-def timed_raw_ssh(ssh_config: Path, destinations: list[tuple[str, int]], control: Path | None) -> float:
-    """The baseline: plain ``ssh host python3 -c pass`` to every destination, 32 at a time."""
-    mux = ["-o", "ControlMaster=auto", "-o", f"ControlPath={control}/raw-%C", "-o", "ControlPersist=300"]
+def stop_masters(setup: SshSetup, control: Path) -> None:
+    for sock in control.glob("*"):
+        stop = ["ssh", "-F", str(setup.ssh_config), "-o", f"ControlPath={sock}", "-O", "exit", "x"]
+        subprocess.run(stop, capture_output=True, timeout=30)
 
-    def one(destination: tuple[str, int]) -> int:
-        host, port = destination
-        argv = [
-            "ssh",
-            "-F",
-            str(ssh_config),
-            *(mux if control else []),
-            "-p",
-            str(port),
-            host,
-            "python3 -c pass",
-        ]
-        return subprocess.run(argv, capture_output=True, timeout=120).returncode
 
-    start = time.perf_counter()
-    with concurrent.futures.ThreadPoolExecutor(PARALLEL) as pool:
-        codes = list(pool.map(one, destinations))
-    elapsed = time.perf_counter() - start
-    if any(codes):
-        raise RuntimeError(f"raw ssh failed: exit codes {sorted(set(codes))}")
-    return elapsed
+def run_size(bench: Bench, size: int, repeat: int) -> None:
+    hosts = addresses(size)
+    for _ in range(repeat):  # interleaved, so background load falls on every tool alike
+        control = Path(tempfile.mkdtemp(prefix="tpf-", dir="/tmp"))
+        try:
+            bench.record("pdsh", size, bench.pdsh(hosts))
+            bench.record("parallel-ssh", size, bench.pssh(hosts))
+            bench.record("trainprobe cold, no reuse", size, bench.trainprobe(hosts, ""))
+            bench.record("trainprobe cold", size, bench.trainprobe(hosts, str(control)))
+            bench.record("trainprobe warm", size, bench.trainprobe(hosts, str(control)))
+        finally:
+            stop_masters(bench.setup, control)
+            shutil.rmtree(control, ignore_errors=True)
+
+
+GOALS = {"trainprobe cold": 1.0, "trainprobe warm": 0.5}
+MAX_RSS_MB = 512
+
+
+def report(bench: Bench, sizes: list[int]) -> None:
+    print(f"fan-out, {PARALLEL} at a time, under ulimit -n {OPEN_FILES}, {os.cpu_count()} CPUs, "
+          f"medians of the runs; ratios to pdsh in the same run")  # fmt: skip
+    print("CPU per target: the tool and its ssh clients (and ControlMasters) + sshd and all below it")
+    head = (
+        f"{'tool':26} {'targets':>7} {'runs':>4} {'wall':>8} {'× pdsh':>7} {'CPU/target':>15} {'× pdsh':>7}"
+    )
+    print(f"{head} {'peak RSS':>9} {'files':>6}  goal (wall)")
+    for size in sizes:
+        base = statistics.median(s.seconds for s in bench.results[("pdsh", size)])
+        pdsh = bench.results[("pdsh", size)]
+        base_cpu = statistics.median(s.cpu_client + s.cpu_server for s in pdsh)
+        for (name, n), samples in bench.results.items():
+            if n != size:
+                continue
+            wall = statistics.median(s.seconds for s in samples)
+            client = statistics.median(s.cpu_client for s in samples) / size * 1000
+            server = statistics.median(s.cpu_server for s in samples) / size * 1000
+            cpu = statistics.median(s.cpu_client + s.cpu_server for s in samples)
+            rss = max(s.rss_mb for s in samples)
+            files = max(s.open_files for s in samples)
+            goal = ""
+            if name in GOALS:
+                met = wall / base <= GOALS[name] and rss <= MAX_RSS_MB
+                goal = f"≤ {GOALS[name]:g}× pdsh, ≤ {MAX_RSS_MB} MB: {'met' if met else 'MISSED'}"
+            row = f"{name:26} {size:>7} {len(samples):>4} {wall:>7.2f}s {wall / base:>6.2f}× "
+            row += (
+                f"{client:>5.0f}+{server:>4.0f} ms {cpu / base_cpu:>6.2f}× {rss:>7.0f}MB {files:>6}  {goal}"
+            )
+            print(row)
+
+
+def firewall(port: int, add: bool) -> None:
+    """While the benchmark runs, the sshd listening on every address answers on loopback only."""
+    if shutil.which("iptables"):
+        rule = ["INPUT", "-p", "tcp", "--dport", str(port), "!", "-i", "lo", "-j", "DROP"]
+        subprocess.run(["iptables", "-I" if add else "-D", *rule], capture_output=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3, help="runs per size; the median is reported")
-    opts = parser.parse_args()
+    parser.add_argument("--sizes", default="50,1000", help="numbers of targets, comma-separated")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of the smallest size (larger: one run)")
+    kex = "KexAlgorithms for every OpenSSH client (pdsh's and trainprobe's), e.g. curve25519-sha256 to see"
+    parser.add_argument("--kex", help=kex + " the cost beyond the key exchange; default: OpenSSH's own")
+    parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.worker:
+        WORKERS[options.worker[0]](json.loads(Path(options.worker[1]).read_text()))
+        return
     if os.geteuid() != 0:
-        sys.exit("needs root (it starts sshd and adds test users)")
-
+        sys.exit("needs root (it starts sshd and adds a test user)")
+    if not shutil.which("pdsh"):
+        sys.exit("needs pdsh: apt-get install pdsh")
+    sizes = sorted(int(n) for n in options.sizes.split(","))
     setup = make_setup()
+    if options.kex:
+        with setup.ssh_config.open("a") as config:
+            config.write(f"  KexAlgorithms {options.kex}\n")
     work = Path(tempfile.mkdtemp(prefix="tp-fanout-bench-"))
-    control = Path(tempfile.mkdtemp(prefix="tpcm-"))
-    procs: list[subprocess.Popen[bytes]] = []
+    port = free_port("0.0.0.0")
+    firewall(port, add=True)
+    groups = {name: CpuGroup(name) for name in ("sshd", "pdsh", "pssh", "trainprobe")}
     try:
-        port = free_port()
-        procs = start_sshds(setup.sshd_config, port, max(SIZES), work)
-        os.environ["TRAINPROBE_SSH_CONFIG"] = str(setup.ssh_config)
-        os.environ["TRAINPROBE_RUNS_DIR"] = str(work / "runs")
-        user = setup.users["dash"]
-        targets = [f"ssh={user}@127.0.1.{n}:{port}" for n in range(1, max(SIZES) + 1)]
-        destinations = [(f"{user}@127.0.1.{n}", port) for n in range(1, max(SIZES) + 1)]
-
-        def median(measure: Callable[[int], float]) -> dict[int, float]:
-            return {n: statistics.median(measure(n) for _ in range(opts.repeat)) for n in SIZES}
-
-        os.environ["TRAINPROBE_CONTROL_DIR"] = ""  # cold: no connection reuse
-        raw_cold = median(lambda n: timed_raw_ssh(setup.ssh_config, destinations[:n], None))
-        cold = median(lambda n: timed_fleet(targets[:n], "cold"))
-        os.environ["TRAINPROBE_CONTROL_DIR"] = str(control)
-        timed_fleet(targets)  # bring every ControlMaster up
-        timed_raw_ssh(setup.ssh_config, destinations, control)
-        raw_reused = median(lambda n: timed_raw_ssh(setup.ssh_config, destinations[:n], control))
-        reused = median(lambda n: timed_fleet(targets[:n], "reused"))
-
-        print(
-            f"fan-out of a no-op script, {PARALLEL} at a time, median of {opts.repeat}, {os.cpu_count()} CPUs"
-        )
-        print("(baseline: plain `ssh host python3 -c pass` to the same hosts, same concurrency)")
-        print(
-            f"{'targets':>7} | {'raw ssh':>8} {'trainprobe':>10} {'× one':>6} | "
-            f"{'raw mux':>8} {'reused':>8} {'× one':>6} | goal"
-        )
-        for n in SIZES:
-            x_cold, x_reused = cold[n] / cold[1], reused[n] / reused[1]
-            goal = "baseline"
-            if n in GOALS:
-                verdict = ["met" if x <= GOALS[n] else "MISSED" for x in (x_cold, x_reused)]
-                goal = f"≤ {GOALS[n]:g}× one: cold {verdict[0]}, reused {verdict[1]}"
-            print(
-                f"{n:>7} | {raw_cold[n]:>7.2f}s {cold[n]:>9.2f}s {x_cold:>5.1f}× | "
-                f"{raw_reused[n]:>7.2f}s {reused[n]:>7.2f}s {x_reused:>5.1f}× | {goal}"
-            )
-        cpu = {mode: statistics.median(LOCAL_CPU[(mode, max(SIZES))]) * 1000 for mode in ("cold", "reused")}
-        print(
-            f"local side per target ({max(SIZES)} targets): {cpu['cold']:.0f} ms CPU cold, "
-            f"{cpu['reused']:.0f} ms reused (trainprobe and its ssh clients); "
-            "the targets' sshd, login shells and Pythons share these CPUs"
-        )
+        for group in groups.values():
+            group.__enter__()
+        server = setup.start("0.0.0.0", port)
+        groups["sshd"].add(server.process.pid)
+        bench = Bench(setup, port, work, options.repeat, groups)
+        for size in sizes:
+            run_size(bench, size, options.repeat if size == sizes[0] else 1)
+        report(bench, sizes)
     finally:
-        for sock in control.glob("*"):
-            subprocess.run(
-                ["ssh", "-F", str(setup.ssh_config), "-o", f"ControlPath={sock}", "-O", "exit", "x"],
-                capture_output=True,
-                timeout=10,
-            )
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            proc.wait(10)
+        for group in groups.values():
+            group.__exit__()
+        firewall(port, add=False)
         remove_setup(setup)
         shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(control, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,17 +1,28 @@
-"""Benchmark `trainprobe scan` against what people do today, on a ~1 GB fp32 model + AdamW checkpoint.
+"""Benchmark `trainprobe scan` against what people do today, on a ~1 GB fp32 model + AdamW checkpoint, and
+the CLI's start-up against the interpreter's.
 
-In one run: writes the checkpoint (and a bf16 variant) into a temporary directory, warms the page cache
-(dropping it needs privileges, so every method reads from memory), then runs each method in its own process
-and reports wall time, peak RSS (from wait4) and peak anonymous memory (sampled from /proc):
+Part 1, start-up (what an agent pays on every one of its dozens of calls): each command runs ``--repeat``
+times, interleaved, in its own process; the medians (wall and CPU time) are compared with baselines measured
+in the same run:
 
-  (a) naive:  torch.load(weights_only=False) + torch.isnan/isinf per tensor
+  trainprobe --version                 vs python -c pass            goal <= 1.2x pass + 30 ms
+  trainprobe scan small.safetensors    vs python -c "import numpy"  goal <= 1.5x (a 16-tensor file, stdout
+                                                                    a pipe: the whole process)
+
+Part 2, a large checkpoint: writes the checkpoint (and a bf16 variant) into a temporary directory, warms the
+page cache (dropping it needs privileges, so every method reads from memory), then runs each method in its
+own process, ``--large-repeat`` times (medians), and reports wall time, peak RSS (from wait4) and peak
+anonymous memory (sampled from /proc):
+
+  (a) naive:  torch.load(weights_only=False) + torch.isnan/isinf per tensor (the seed's script)
   (b) mmap:   torch.load(mmap=True, weights_only=True) + torch.isfinite per tensor
   (c) trainprobe scan, the whole CLI process (--json, so the scan's own time is reported too)
   (d) floor:  one chunked np.isfinite pass over the memory-mapped file, in-process
 
 Goals: (c) >= 20x faster than (a), >= 5x faster than (b); the scan itself within 1.5x of (d).
 
-Usage: python benchmarks/scan.py [--size-gb 1.0] [--keep DIR]
+Usage: python benchmarks/scan.py [--size-gb 1.0] [--keep DIR] [--repeat 21] [--large-repeat 3]
+                                 [--only startup|large]
 """
 
 from __future__ import annotations
@@ -19,13 +30,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+TRAINPROBE = str(Path(sys.executable).with_name("trainprobe"))
 
 NAIVE = r"""
 import sys, torch
@@ -143,23 +158,41 @@ def warm(path: Path) -> None:
             pass
 
 
-def bench(path: Path, np_dtype: str, label: str) -> dict[str, float]:
+def bench(path: Path, np_dtype: str, label: str, repeat: int) -> dict[str, float]:
     py = sys.executable
-    trainprobe = str(Path(py).with_name("trainprobe"))
     warm(path)
-    rows: dict[str, tuple[float, float, float]] = {}
-    rows["a"] = measure([py, "-c", NAIVE, str(path)])[:3]
-    rows["b"] = measure([py, "-c", MMAP, str(path)])[:3]
-    *row, out = measure([trainprobe, "scan", "--json", str(path)])
-    rows["c"] = (row[0], row[1], row[2])
-    scan_seconds = json.loads(out)["totals"]["seconds"]
-    *row, out = measure([py, "-c", FLOOR, str(path), np_dtype])
-    rows["d"] = (row[0], row[1], row[2])
-    floor_seconds = float(out)
+    commands = {
+        "a": [py, "-c", NAIVE, str(path)],
+        "b": [py, "-c", MMAP, str(path)],
+        "c": [TRAINPROBE, "scan", "--json", str(path)],
+        "d": [py, "-c", FLOOR, str(path), np_dtype],
+    }
+    samples: dict[str, list[tuple[float, float, float]]] = {key: [] for key in commands}
+    scan_times: list[float] = []
+    floor_times: list[float] = []
+    for _ in range(repeat):
+        for key, argv in commands.items():
+            *row, out = measure(argv)
+            samples[key].append((row[0], row[1], row[2]))
+            if key == "c":
+                scan_times.append(json.loads(out)["totals"]["seconds"])
+            elif key == "d":
+                floor_times.append(float(out))
+    rows = {
+        key: (
+            statistics.median(r[0] for r in runs),
+            statistics.median(r[1] for r in runs),
+            statistics.median(r[2] for r in runs),
+        )
+        for key, runs in samples.items()
+    }
+    scan_seconds = statistics.median(scan_times)
+    floor_seconds = statistics.median(floor_times)
 
     size = path.stat().st_size
     print(
-        f"\n{label}: {path.name}, {size / 1e9:.2f} GB, page cache warm, load average {os.getloadavg()[0]:.1f}"
+        f"\n{label}: {path.name}, {size / 1e9:.2f} GB, page cache warm, medians of {repeat}, "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
     names = {
         "a": "(a) torch.load(weights_only=False) + isnan/isinf",
@@ -183,6 +216,92 @@ def bench(path: Path, np_dtype: str, label: str) -> dict[str, float]:
     return ratios
 
 
+SMALL_TENSORS = 16
+
+
+def write_small_safetensors(path: Path) -> None:
+    """A small real-shaped safetensors file (16 float32 tensors of 64x64, one with a NaN), without torch."""
+    import struct
+
+    header: dict[str, Any] = {}
+    data = bytearray()
+    for i in range(SMALL_TENSORS):
+        values = [0.01 * (j % 97) for j in range(64 * 64)]
+        if i == 3:
+            values[5] = float("nan")
+        header[f"layers.{i}.weight"] = {
+            "dtype": "F32",
+            "shape": [64, 64],
+            "data_offsets": [len(data), len(data) + 4 * len(values)],
+        }
+        data += struct.pack(f"<{len(values)}f", *values)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    path.write_bytes(len(text).to_bytes(8, "little") + text + bytes(data))
+
+
+def startup_times(commands: dict[str, list[str]], repeat: int) -> dict[str, tuple[float, float]]:
+    """Median (wall, CPU) seconds of each command, run ``repeat`` times interleaved (so a burst of load hits
+    them all alike), stdout and stderr pipes as an agent's are."""
+    for argv in commands.values():  # once each first: page cache and .pyc files
+        subprocess.run(argv, capture_output=True, check=False)
+    wall: dict[str, list[float]] = {key: [] for key in commands}
+    cpu: dict[str, list[float]] = {key: [] for key in commands}
+    for _ in range(repeat):
+        for key, argv in commands.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            proc = subprocess.run(argv, capture_output=True, check=False)
+            wall[key].append(time.perf_counter() - t0)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[key].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+            if proc.returncode not in (0, 1):
+                raise RuntimeError(f"{argv} failed ({proc.returncode}): {proc.stderr.decode()}")
+    return {key: (statistics.median(wall[key]), statistics.median(cpu[key])) for key in commands}
+
+
+def bench_startup(tmp: Path, repeat: int) -> dict[str, float]:
+    small = tmp / "small.safetensors"
+    write_small_safetensors(small)
+    py = sys.executable
+    times = startup_times(
+        {
+            "pass": [py, "-c", "pass"],
+            "version": [TRAINPROBE, "--version"],
+            "numpy": [py, "-c", "import numpy"],
+            "scan": [TRAINPROBE, "scan", str(small)],
+        },
+        repeat,
+    )
+    names = {
+        "pass": "python -c pass",
+        "version": "trainprobe --version",
+        "numpy": 'python -c "import numpy"',
+        "scan": f"trainprobe scan {small.name} ({SMALL_TENSORS} tensors, stdout a pipe)",
+    }
+    print(f"\nstart-up: medians of {repeat}, interleaved, load average {os.getloadavg()[0]:.1f}")
+    print(f"  {'process':<62} {'wall ms':>8} {'CPU ms':>8}")
+    for key, (w, c) in times.items():
+        print(f"  {names[key]:<62} {w * 1e3:>8.1f} {c * 1e3:>8.1f}")
+    (pass_wall, pass_cpu), (version_wall, version_cpu) = times["pass"], times["version"]
+    budget = 1.2 * pass_wall + 0.030
+    ratios = {
+        "version/pass": version_wall / pass_wall,
+        "version/budget": version_wall / budget,
+        "scan/numpy": times["scan"][0] / times["numpy"][0],
+    }
+    verdict = "met" if version_wall <= budget else "missed"
+    print(
+        f"  trainprobe --version: {ratios['version/pass']:.2f}x python -c pass "
+        f"(goal <= 1.2x pass + 30 ms = {budget * 1e3:.1f} ms: {verdict}; CPU {version_cpu / pass_cpu:.2f}x)"
+    )
+    print(
+        f'  trainprobe scan of a small file: {ratios["scan/numpy"]:.2f}x python -c "import numpy" '
+        f"(goal <= 1.5x; CPU {times['scan'][1] / times['numpy'][1]:.2f}x)"
+    )
+    return ratios
+
+
 def main() -> None:
     if len(sys.argv) == 5 and sys.argv[1] == "--write":
         # A child of the benchmark: torch's memory must not inflate the parent the measured processes
@@ -194,11 +313,20 @@ def main() -> None:
     )
     parser.add_argument("--size-gb", type=float, default=1.0, help="checkpoint size (default 1.0)")
     parser.add_argument("--keep", help="write the checkpoints here and keep them")
+    parser.add_argument("--repeat", type=int, default=21, help="start-up runs per command (default 21)")
+    parser.add_argument(
+        "--large-repeat", type=int, default=3, help="runs per method on the large checkpoint (default 3)"
+    )
+    parser.add_argument("--only", choices=("startup", "large"), help="one part only")
     args = parser.parse_args()
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="trainprobe-bench-"))
     tmp.mkdir(parents=True, exist_ok=True)
     try:
         print(f"cpus: {os.cpu_count()}, python {sys.version.split()[0]}")
+        if args.only != "large":
+            bench_startup(tmp, args.repeat)
+        if args.only == "startup":
+            return
         for dtype_name, np_dtype in (("float32", "<f4"), ("bfloat16", "<u2")):
             path = tmp / f"model-adamw-{dtype_name}.pt"
             t0 = time.perf_counter()
@@ -214,7 +342,7 @@ def main() -> None:
                 f"wrote {path.name}: {n / 1e6:.0f}M parameters + AdamW state "
                 f"in {time.perf_counter() - t0:.1f} s"
             )
-            bench(path, np_dtype, dtype_name)
+            bench(path, np_dtype, dtype_name, args.large_repeat)
             if not args.keep:
                 path.unlink()
     finally:

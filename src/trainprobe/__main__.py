@@ -1,3 +1,3 @@
 from trainprobe.cli import main
 
-main()
+raise SystemExit(main())

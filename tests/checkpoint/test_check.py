@@ -79,6 +79,10 @@ def test_counters_that_disagree_mean_torn(tmp_path: Path) -> None:
     assert ev.outcome == "fail"
     assert ev.values["counters"] == {"4": 2, "3": 2}
     assert "per-parameter step counters disagree" in ev.message
+    # Every parameter of each step group, and where in the write order the step fell.
+    assert ev.values["groups"] == {"4": ["0.weight", "0.bias"], "3": ["2.weight", "2.bias"]}
+    assert "counters read 4 up to record data/" in ev.message
+    assert "the optimizer stepped while torch.save wrote optimizer.state.1.exp_avg (0.bias)" in ev.message
 
 
 def test_optimizer_steps_ahead_of_the_step_field_mean_torn(tmp_path: Path) -> None:

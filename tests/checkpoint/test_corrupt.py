@@ -83,21 +83,22 @@ def empty_file(tmp: Path) -> Path:
     return path
 
 
-# builder -> words the one-line message must contain
-CASES: dict[str, tuple[Callable[[Path], Path], str]] = {
-    "truncated zip": (truncated_zip, "not a complete zip archive"),
-    "truncated legacy": (truncated_legacy, "truncated"),
-    "zip missing a record": (zip_missing_record, "tensor w: the zip has no record good/data/0"),
-    "safetensors header lies": (safetensors_lying_header, "header says F32[8, 4] (128 bytes)"),
-    "safetensors truncated": (safetensors_truncated, "truncated"),
-    "wrong format": (not_a_checkpoint, "not a checkpoint format trainprobe reads"),
-    "empty file": (empty_file, "is empty"),
+# builder -> (words the one-line message must contain, verdict). Damage is a finding ("corrupt", exit 1);
+# a file that is no checkpoint could not be judged ("unreadable", exit 2).
+CASES: dict[str, tuple[Callable[[Path], Path], str, str]] = {
+    "truncated zip": (truncated_zip, "not a complete zip archive: truncated at byte", "corrupt"),
+    "truncated legacy": (truncated_legacy, "truncated at byte", "corrupt"),
+    "zip missing a record": (zip_missing_record, "tensor w: the zip has no record good/data/0", "corrupt"),
+    "safetensors header lies": (safetensors_lying_header, "header says F32[8, 4] (128 bytes)", "corrupt"),
+    "safetensors truncated": (safetensors_truncated, "truncated at byte 312 of 328", "corrupt"),
+    "wrong format": (not_a_checkpoint, "not a checkpoint format trainprobe reads", "unreadable"),
+    "empty file": (empty_file, "is empty", "unreadable"),
 }
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_broken_file_is_named_and_others_still_scanned(tmp_path: Path, case: str) -> None:
-    build, words = CASES[case]
+    build, words, verdict = CASES[case]
     broken = build(tmp_path)
     nan = tmp_path / "nan.pt"
     torch.save({"w": torch.tensor([float("nan")])}, nan)
@@ -108,16 +109,16 @@ def test_broken_file_is_named_and_others_still_scanned(tmp_path: Path, case: str
     report = scan([str(broken), str(good)])
     bad, ok = report.files
     assert bad.path == str(broken)
-    assert bad.verdict == "unreadable"
+    assert bad.verdict == verdict
     assert bad.error is not None
     assert words in bad.error
     assert ok.verdict == "clean"
     assert ok.tensor_count == 2
-    assert report.exit_code == 2
+    assert report.exit_code == (1 if verdict == "corrupt" else 2)
 
-    # A non-finite finding elsewhere wins: exit 1, the broken file still reported.
+    # A finding elsewhere wins over an unreadable file: exit 1, the broken file still reported.
     report = scan([str(broken), str(nan)])
-    assert [f.verdict for f in report.files] == ["unreadable", "nonfinite"]
+    assert [f.verdict for f in report.files] == [verdict, "nonfinite"]
     assert report.exit_code == 1
 
 
@@ -134,9 +135,10 @@ def test_verify_finds_a_flipped_byte_that_loading_ignores(tmp_path: Path) -> Non
     report = scan([str(path)], verify=True)
     (f,) = report.files
     assert f.verdict == "corrupt"
-    assert report.exit_code == 2
+    assert report.exit_code == 1  # a CRC mismatch is a finding, not an unreadable file
     assert len(f.problems) == 1
     assert "good/data/0 fails its CRC32 check" in f.problems[0]
+    assert f.problems[0].endswith(": it holds w")  # named by the tensor, not only the record
 
 
 def test_verify_passes_on_intact_files(tmp_path: Path) -> None:

@@ -78,4 +78,10 @@ def test_placeholders_for_unknown_data_classes_are_inert(tmp_path: Any) -> None:
         assert isinstance(args, Opaque)
         assert args.global_name == "argparse.Namespace"
         assert args.fields() == {"lr": 0.1, "name": "x"}
-        assert ckpt.notes == []  # a known data class: kept inert, not reported
+        # A known data class: kept inert, and a note (not a finding) says how torch would load it.
+        assert [(n.kind, n.message) for n in ckpt.notes] == [
+            (
+                "pickled-class",
+                "a pickled argparse.Namespace in data.pkl: loading it needs torch.load(weights_only=False)",
+            )
+        ]

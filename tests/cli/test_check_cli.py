@@ -65,7 +65,7 @@ def test_json_report(checkpoints: dict[str, Path]) -> None:
     proc = _trainprobe("check", "--json", str(checkpoints["torn"]))
     assert proc.returncode == 1
     report = json.loads(proc.stdout)
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == 2
     assert report["exit_code"] == 1
     (result,) = report["checkpoints"]
     assert result["verdict"] == "torn"

@@ -10,16 +10,14 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from trainprobe.cli import app
 from trainprobe.metrics.synthetic import write_seed_story
 
 REAL_LOGS = Path(__file__).parents[1] / "data" / "real-logs"
 LLMC = REAL_LOGS / "modded-nanogpt__2024-10-13_llmc" / "main.log"
-runner = CliRunner()
 
 
 @pytest.fixture
@@ -43,8 +41,8 @@ def test_seed_story_terminal_report_and_exit_code(seed_log: Path) -> None:
     assert "3 error, 2 warning, 0 info" in out
 
 
-def test_json_document(seed_log: Path) -> None:
-    result = runner.invoke(app, ["logs", str(seed_log), "--json"])
+def test_json_document(seed_log: Path, cli: Any) -> None:
+    result = cli("logs", str(seed_log), "--json")
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
     assert doc["schema_version"] == 1
@@ -55,45 +53,45 @@ def test_json_document(seed_log: Path) -> None:
     ]
 
 
-def test_fail_on_levels(seed_log: Path) -> None:
-    assert runner.invoke(app, ["logs", str(LLMC), "-q"]).exit_code == 0  # healthy: info only
-    assert runner.invoke(app, ["logs", str(LLMC), "-q", "--fail-on", "info"]).exit_code == 1
-    assert runner.invoke(app, ["logs", str(seed_log), "-q", "--fail-on", "never"]).exit_code == 0
+def test_fail_on_levels(seed_log: Path, cli: Any) -> None:
+    assert cli("logs", str(LLMC), "-q").exit_code == 0  # healthy: info only
+    assert cli("logs", str(LLMC), "-q", "--fail-on", "info").exit_code == 1
+    assert cli("logs", str(seed_log), "-q", "--fail-on", "never").exit_code == 0
 
 
 def _said(text: str) -> str:
     return " ".join(text.split())  # rich wraps long lines
 
 
-def test_usage_errors_exit_2(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["logs", str(tmp_path / "nope.log")])
+def test_usage_errors_exit_2(tmp_path: Path, cli: Any) -> None:
+    result = cli("logs", str(tmp_path / "nope.log"))
     assert result.exit_code == 2
     assert "no such file or directory — check the path" in _said(result.stderr)
     empty = tmp_path / "empty.log"
     empty.write_text("hello\nworld\n")
-    result = runner.invoke(app, ["logs", str(empty)])
+    result = cli("logs", str(empty))
     assert result.exit_code == 2
     assert "no metric rows found" in _said(result.stderr)
-    result = runner.invoke(app, ["logs", str(empty), "--event", "("])
+    result = cli("logs", str(empty), "--event", "(")
     assert result.exit_code == 2
     assert "--event: not a valid regular expression" in _said(result.stderr)
 
 
-def test_checkpoint_dir_mtimes_are_save_events(tmp_path: Path) -> None:
+def test_checkpoint_dir_mtimes_are_save_events(tmp_path: Path, cli: Any) -> None:
     lines = [f"step {s} loss {1.0 + (5.0 if s == 130 else 0.0):.2f}" for s in range(200)]
     (tmp_path / "t.log").write_text("\n".join(lines) + "\n")
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     (ckpt / "model_step120.pt").write_bytes(b"x")
-    result = runner.invoke(app, ["logs", str(tmp_path / "t.log"), "--checkpoints", str(ckpt), "--json"])
+    result = cli("logs", str(tmp_path / "t.log"), "--checkpoints", str(ckpt), "--json")
     (spike,) = json.loads(result.stdout)["findings"]
     assert spike["event"]["kind"] == "checkpoint_save"
     assert spike["event"]["step"] == 120
 
 
-def test_png_report(seed_log: Path, tmp_path: Path) -> None:
+def test_png_report(seed_log: Path, tmp_path: Path, cli: Any) -> None:
     png = tmp_path / "r.png"
-    result = runner.invoke(app, ["logs", str(seed_log), "--png", str(png), "-q"])
+    result = cli("logs", str(seed_log), "--png", str(png), "-q")
     assert result.exit_code == 1
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert png.stat().st_size > 10_000
@@ -106,9 +104,9 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 @pytest.mark.skipif(
     CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium; .ci/run does)"
 )
-def test_html_report_renders_in_headless_chromium(seed_log: Path, tmp_path: Path) -> None:
+def test_html_report_renders_in_headless_chromium(seed_log: Path, tmp_path: Path, cli: Any) -> None:
     html = tmp_path / "report.html"
-    assert runner.invoke(app, ["logs", str(seed_log), "--html", str(html), "-q"]).exit_code == 1
+    assert cli("logs", str(seed_log), "--html", str(html), "-q").exit_code == 1
     text = html.read_text()
     assert "http://" not in text.replace("http://www.w3.org/2000/svg", "")
     assert "https://" not in text
@@ -146,10 +144,10 @@ def test_html_report_renders_in_headless_chromium(seed_log: Path, tmp_path: Path
 
 
 def test_png_without_matplotlib_names_the_extra(
-    seed_log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    seed_log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Any
 ) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
-    result = runner.invoke(app, ["logs", str(seed_log), "--png", str(tmp_path / "r.png")])
+    result = cli("logs", str(seed_log), "--png", str(tmp_path / "r.png"))
     assert result.exit_code == 2
     assert "pip install 'trainprobe[plot]'" in _said(result.stderr)
     assert not (tmp_path / "r.png").exists()

@@ -1,4 +1,4 @@
-"""``trainprobe run`` on one target: the fast path (no typer, no rich) and the Typer command agree exactly."""
+"""``trainprobe run`` on one target, as the real program: output, JSON, exit codes, usage errors."""
 
 from __future__ import annotations
 
@@ -11,12 +11,6 @@ from pathlib import Path
 import pytest
 
 TRAINPROBE = str(Path(sys.executable).with_name("trainprobe"))
-#: the Typer command alone, as `trainprobe` runs it for anything the fast path declines
-TYPER = [
-    sys.executable,
-    "-c",
-    "import sys; sys.argv[0] = 'trainprobe'; from trainprobe.cli import load_app; load_app()()",
-]
 
 SCRIPT = """\
 import sys
@@ -42,31 +36,57 @@ def script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def normalised(proc: subprocess.CompletedProcess[str]) -> tuple[int, str, str]:
-    def clean(text: str) -> str:
-        text = re.sub(r"/runs/[^\s\"/]+", "/runs/RUN", text)
-        return re.sub(r'"duration": [0-9.]+', '"duration": D', text)
+def trainprobe(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([TRAINPROBE, *args], capture_output=True, text=True, timeout=60)
 
-    return proc.returncode, clean(proc.stdout), clean(proc.stderr)
+
+LOG_LINE = re.compile(r"log: \S+/runs/[^\s/]+\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "stdout", "stderr"),
+    [
+        (
+            ["local", "{script}", "--", "a", "--b", "$c"],
+            0,
+            "out ['a', '--b', '$c'] {braces} $HOME\n",
+            "err\n",
+        ),
+        (["--on", "local", "{script}", "-q", "--", "exit"], 3, "", ""),
+        (
+            ["--on=local", "{script}", "--timeout", "60", "--", "raise"],
+            1,
+            "out ['raise'] {braces} $HOME\n",
+            None,
+        ),
+        (["local//python=/nonexistent/python3", "{script}"], 127, "", None),
+    ],
+)
+def test_options_anywhere_and_what_each_run_prints(
+    script: Path, args: list[str], code: int, stdout: str, stderr: str | None
+) -> None:
+    proc = trainprobe("run", *(a.replace("{script}", str(script)) for a in args))
+    assert proc.returncode == code, proc.stderr
+    assert proc.stdout == stdout
+    if stderr is not None:
+        assert LOG_LINE.sub("", proc.stderr) == stderr
+    assert proc.stderr.count("error:") == (1 if code in (1, 127) else 0)
 
 
 @pytest.mark.parametrize(
     "args",
     [
-        ["local", "{script}", "--", "a", "--b", "$c"],
         ["here", "{script}", "--json", "--", "x"],
-        ["--on", "local", "{script}", "-q", "--", "exit"],
-        ["--on=local", "{script}", "--timeout", "60", "--", "raise"],
         ["local", "{script}", "--need", "json,os", "--connect-timeout=5", "--json"],
-        ["local//python=/nonexistent/python3", "{script}"],
     ],
 )
-def test_fast_path_and_typer_command_print_and_exit_the_same(script: Path, args: list[str]) -> None:
-    argv = ["run", *(a.replace("{script}", str(script)) for a in args)]
-    fast = subprocess.run([TRAINPROBE, *argv], capture_output=True, text=True, timeout=60)
-    typer = subprocess.run([*TYPER, *argv], capture_output=True, text=True, timeout=60)
-    assert normalised(fast) == normalised(typer)
-    assert fast.stderr.count("error:") <= 1
+def test_json_is_one_document_and_live_output_goes_to_stderr(script: Path, args: list[str]) -> None:
+    proc = trainprobe("run", *(a.replace("{script}", str(script)) for a in args))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["exit_code"] == 0
+    assert data["result"] == {"args": args[args.index("--") + 1 :] if "--" in args else []}
+    assert proc.stderr.startswith("out ")
 
 
 def test_single_run_output_json_and_exit_codes(script: Path) -> None:
@@ -90,23 +110,17 @@ def test_single_run_output_json_and_exit_codes(script: Path) -> None:
     assert "error: local: ValueError: boom" in failed.stderr
 
 
-def test_the_fast_path_loads_neither_typer_nor_rich(script: Path) -> None:
-    code = (
-        "import sys; from trainprobe.cli import fast_run; "
-        f"rc = fast_run(['local', {str(script)!r}, '-q']); "
-        "print(rc, 'typer' in sys.modules, 'rich' in sys.modules)"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert proc.stdout == "0 False False\n"
-
-
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
         (["--help"], "Run a local Python script on TARGET"),
-        (["local", "--bogus", "x.py"], "No such option: --bogus"),
-        (["local", "{script}", "--timeout", "soon"], "Invalid value for '--timeout'"),
-        (["local", "missing.py"], "script missing.py is not a readable file"),
+        (["local", "--bogus", "x.py"], "error: run: no such option: --bogus — see 'trainprobe run --help'"),
+        (["local", "{script}", "--timeout", "soon"], "error: run: --timeout: 'soon' is not a number"),
+        (["local", "{script}", "--timeout", "nan"], "--timeout: 'nan' is not a finite number"),
+        (["local", "{script}", "--timeout", "-1"], "--timeout: '-1' is not a positive number of seconds"),
+        (["local", "{script}", "--connect-timeout", "0"], "--connect-timeout: '0' is not a positive number"),
+        (["local", "{script}", "--parallel", "0"], "--parallel: '0' is less than 1"),
+        (["local", "missing.py"], "error: script missing.py is not a readable file"),
         (["nosuch", "{script}"], "'nosuch' is neither a target string nor a name"),
         (["local"], "missing SCRIPT"),
         (
@@ -115,10 +129,17 @@ def test_the_fast_path_loads_neither_typer_nor_rich(script: Path) -> None:
         ),
     ],
 )
-def test_what_the_fast_path_declines_the_typer_command_explains(
-    script: Path, args: list[str], expected: str
-) -> None:
-    argv = [a.replace("{script}", str(script)) for a in args]
-    proc = subprocess.run([TRAINPROBE, "run", *argv], capture_output=True, text=True, timeout=60)
+def test_usage_errors_are_one_line_and_exit_2(script: Path, args: list[str], expected: str) -> None:
+    proc = trainprobe("run", *(a.replace("{script}", str(script)) for a in args))
     assert expected in " ".join((proc.stdout + proc.stderr).split())
     assert proc.returncode == (0 if args == ["--help"] else 2)
+    if args != ["--help"]:
+        assert proc.stdout == ""
+        assert len(proc.stderr.splitlines()) == 1, proc.stderr
+
+
+def test_without_arguments_the_help_is_shown_and_exit_2() -> None:
+    proc = trainprobe("run")
+    assert proc.returncode == 2
+    assert "usage: trainprobe run TARGET SCRIPT" in proc.stderr
+    assert "Exit codes, one target" in proc.stderr

@@ -9,18 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from trainprobe.checkpoint import ScanReport
-from trainprobe.cli import app
 
 torch = pytest.importorskip("torch")
 
-runner = CliRunner(env={"COLUMNS": "200"})  # no wrapping: assertions read whole lines
 
-
-def _run(*args: str) -> Any:
-    return runner.invoke(app, ["scan", *args])
+@pytest.fixture
+def run_scan(cli: Any) -> Any:
+    return lambda *args: cli("scan", *args)
 
 
 @pytest.fixture
@@ -46,15 +43,15 @@ def run_dir(tmp_path: Path) -> Path:
     return tmp_path / "ckpt"
 
 
-def test_clean_file_exits_0(run_dir: Path) -> None:
-    result = _run(str(run_dir / "step1.pt"))
+def test_clean_file_exits_0(run_dir: Path, run_scan: Any) -> None:
+    result = run_scan(str(run_dir / "step1.pt"))
     assert result.exit_code == 0, result.output
     assert "✓ clean" in result.stdout
     assert "no NaN or Inf" in result.stdout
 
 
-def test_directory_scan_names_the_bad_tensors_and_exits_1(run_dir: Path) -> None:
-    result = _run(str(run_dir))
+def test_directory_scan_names_the_bad_tensors_and_exits_1(run_dir: Path, run_scan: Any) -> None:
+    result = run_scan(str(run_dir))
     assert result.exit_code == 1
     out = result.stdout
     assert out.count("✓ clean") == 2
@@ -68,15 +65,17 @@ def test_directory_scan_names_the_bad_tensors_and_exits_1(run_dir: Path) -> None
     assert "3 non-finite values in 2 tensor(s) (NaN 1, +Inf 1, −Inf 1)" in out.replace("\n", " ")
 
 
-def test_json_schema(run_dir: Path) -> None:
-    result = _run(str(run_dir / "step3.pt"), str(run_dir / "missing.pt"), "--json", "--stats")
+def test_json_schema(run_dir: Path, run_scan: Any) -> None:
+    result = run_scan(str(run_dir / "step3.pt"), str(run_dir / "missing.pt"), "--json", "--stats")
     assert result.exit_code == 1
     data = json.loads(result.stdout)
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     assert data["exit_code"] == 1
     assert data["verdict"] == "nonfinite"
     assert data["options"] == {"stats": True, "verify": False}
     assert set(data["totals"]) == {
+        "units",
+        "units_unreadable",
         "files",
         "files_unreadable",
         "tensors",
@@ -90,14 +89,19 @@ def test_json_schema(run_dir: Path) -> None:
         "seconds",
     }
     assert (data["totals"]["nan"], data["totals"]["posinf"], data["totals"]["neginf"]) == (1, 1, 1)
-    bad, missing = data["files"]
-    assert set(bad) == {"path", "format", "verdict", "error", "totals", "notes", "problems", "tensors"}
+    (bad,) = data["files"]
+    missing = data["units"][1]
+    assert set(bad) == {
+        "path", "unit", "role", "format", "verdict", "error", "totals", "notes", "problems", "tensors"
+    }  # fmt: skip
+    assert [u["verdict"] for u in data["units"]] == ["nonfinite", "unreadable"]
     assert missing["verdict"] == "unreadable"
-    assert missing["error"] == "no such file or directory"
+    assert missing["problem"] == "no such file or directory"
     tensor = next(t for t in bad["tensors"] if t["name"] == "optimizer.state.0.exp_avg_sq")
     assert tensor == {
         "name": "optimizer.state.0.exp_avg_sq",
         "param_name": "weight",
+        "role": "optimizer",
         "dtype": "float32",
         "shape": [2, 3],
         "numel": 6,
@@ -106,6 +110,7 @@ def test_json_schema(run_dir: Path) -> None:
         "posinf": 1,
         "neginf": 1,
         "first_bad_index": [0, 0],
+        "fingerprint": tensor["fingerprint"],
         "stats": tensor["stats"],
         "error": None,
     }
@@ -113,39 +118,41 @@ def test_json_schema(run_dir: Path) -> None:
     assert ScanReport.from_json(data).to_json() == data  # what `scan --on` rebuilds locally
 
 
-def test_unreadable_only_exits_2_with_one_clear_line(tmp_path: Path) -> None:
+def test_unreadable_only_exits_2_with_one_clear_line(tmp_path: Path, run_scan: Any) -> None:
     bad = tmp_path / "broken.pt"
     bad.write_bytes(b"PK\x03\x04 not really a zip")
-    result = _run(str(bad))
-    assert result.exit_code == 2
-    assert f"! unreadable  {bad}  not a complete zip archive" in result.stdout.replace("\n", "")
+    result = run_scan(str(bad))
+    assert result.exit_code == 1  # damaged is a finding; only what cannot be judged exits 2
+    assert f"✗ CORRUPT  {bad}  not a complete zip archive" in result.stdout.replace("\n", "")
 
 
-def test_glob_and_no_match(run_dir: Path) -> None:
-    result = _run(str(run_dir / "step[12].pt"), "--json")
+def test_glob_and_no_match(run_dir: Path, run_scan: Any) -> None:
+    result = run_scan(str(run_dir / "step[12].pt"), "--json")
     assert result.exit_code == 0
     assert [Path(f["path"]).name for f in json.loads(result.stdout)["files"]] == ["step1.pt", "step2.pt"]
-    result = _run(str(run_dir / "*.safetensors"), "--json")
+    result = run_scan(str(run_dir / "*.safetensors"), "--json")
     assert result.exit_code == 2
-    assert json.loads(result.stdout)["files"][0]["error"] == "no file matches this pattern"
+    assert json.loads(result.stdout)["units"][0]["problem"] == "no file matches this pattern"
 
 
-def test_verify_and_stats_in_human_output(run_dir: Path) -> None:
-    result = _run(str(run_dir / "step1.pt"), "--verify", "--stats")
+def test_verify_and_stats_in_human_output(run_dir: Path, run_scan: Any) -> None:
+    result = run_scan(str(run_dir / "step1.pt"), "--verify", "--stats")
     assert result.exit_code == 0
     assert "absmax" in result.stdout
     assert "model.weight" in result.stdout
 
 
-def test_on_without_remote_support_is_a_usage_error(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "trainprobe.remote.tasks", None)  # makes the import fail
-    result = _run(str(run_dir), "--on", "user@host")
+def test_on_without_remote_support_is_a_usage_error(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, run_scan: Any
+) -> None:
+    monkeypatch.setitem(sys.modules, "trainprobe.tasks", None)  # makes the import fail
+    result = run_scan(str(run_dir), "--on", "user@host")
     assert result.exit_code == 2
     assert "remote scanning (--on) is not available" in result.stderr
 
 
-def test_no_arguments_is_a_usage_error() -> None:
-    assert _run().exit_code == 2
+def test_no_arguments_is_a_usage_error(run_scan: Any) -> None:
+    assert run_scan().exit_code == 2
 
 
 def test_real_program_quiet(run_dir: Path) -> None:

@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
-from typer.testing import CliRunner
-
-from trainprobe.cli import app
 
 pytest.importorskip("torch")
 
 
 @pytest.mark.slow
-def test_demo_tells_the_story(tmp_path: Path) -> None:
-    result = CliRunner(env={"COLUMNS": "200"}).invoke(
-        app, ["demo", "--dir", str(tmp_path), "--quick", "--no-remote"]
-    )
+def test_demo_tells_the_story(tmp_path: Path, cli: Any) -> None:
+    result = cli("demo", "--dir", str(tmp_path), "--quick", "--no-remote")
     assert result.exit_code == 0, result.output
     out = re.sub(r"\s+", " ", result.stdout)
     assert "with the naive background-thread save: 4 checkpoints kept" in out
@@ -37,7 +33,7 @@ def test_demo_tells_the_story(tmp_path: Path) -> None:
         f"step-{s:08d}.pt" for s in (50, 100, 150, 200)
     ]
     assert (tmp_path / "naive" / "train.log").read_text().count("Saving checkpoint") == 4
-    again = CliRunner().invoke(app, ["demo", "--dir", str(tmp_path), "--quick", "--no-remote"])
+    again = cli("demo", "--dir", str(tmp_path), "--quick", "--no-remote")
     assert again.exit_code == 2
     assert "already exists" in re.sub(r"\s+", " ", again.stderr)
 

@@ -8,14 +8,12 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from trainprobe.cli import app
 from triage.runs import BLOWUP, STALL_FLOOR, story_run
 
-runner = CliRunner(env={"COLUMNS": "200"})
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLOOR = ["--stall-floor", str(STALL_FLOOR)]
 
@@ -25,9 +23,9 @@ def _said(text: str) -> str:
 
 
 @pytest.mark.slow
-def test_terminal_summary_tells_the_story() -> None:
+def test_terminal_summary_tells_the_story(cli: Any) -> None:
     run = story_run("naive", True)
-    result = runner.invoke(app, ["triage", str(run), *FLOOR])
+    result = cli("triage", str(run), *FLOOR)
     assert result.exit_code == 1, result.output
     out = _said(result.stdout)
     assert f"{run}: 1 log file(s), 4 checkpoint(s)" in out
@@ -39,8 +37,8 @@ def test_terminal_summary_tells_the_story() -> None:
 
 
 @pytest.mark.slow
-def test_healthy_run_exits_0() -> None:
-    result = runner.invoke(app, ["triage", str(story_run("writer", False)), *FLOOR])
+def test_healthy_run_exits_0(cli: Any) -> None:
+    result = cli("triage", str(story_run("writer", False)), *FLOOR)
     assert result.exit_code == 0, result.output
     out = _said(result.stdout)
     assert "no anomalies in the logs" in out
@@ -49,8 +47,8 @@ def test_healthy_run_exits_0() -> None:
 
 
 @pytest.mark.slow
-def test_json_is_one_document_with_the_resume_point() -> None:
-    result = runner.invoke(app, ["triage", str(story_run("writer", True)), "--json", *FLOOR])
+def test_json_is_one_document_with_the_resume_point(cli: Any) -> None:
+    result = cli("triage", str(story_run("writer", True)), "--json", *FLOOR)
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
     assert doc["schema_version"] == 1
@@ -60,20 +58,20 @@ def test_json_is_one_document_with_the_resume_point() -> None:
     assert doc["conclusions"][0]["checkpoint"].endswith("ckpt/step-00000200.pt")
 
 
-def test_usage_errors_exit_2(tmp_path: Path) -> None:
-    missing = runner.invoke(app, ["triage", str(tmp_path / "nope")])
+def test_usage_errors_exit_2(tmp_path: Path, cli: Any) -> None:
+    missing = cli("triage", str(tmp_path / "nope"))
     assert missing.exit_code == 2
     assert "no such file or directory" in _said(missing.stderr)
     (tmp_path / "empty").mkdir()
-    empty = runner.invoke(app, ["triage", str(tmp_path / "empty")])
+    empty = cli("triage", str(tmp_path / "empty"))
     assert empty.exit_code == 2
     assert "no training log and no checkpoint found" in _said(empty.stderr)
     (tmp_path / "prose").mkdir()
     (tmp_path / "prose" / "notes.txt").write_text("we changed the optimizer today\nand it went fine\n")
-    prose = runner.invoke(app, ["triage", str(tmp_path / "prose")])
+    prose = cli("triage", str(tmp_path / "prose"))
     assert prose.exit_code == 2
     assert "no checkpoint, and no metric rows in its logs" in _said(prose.stderr)
-    bad_target = runner.invoke(app, ["triage", "--on", "ssh=", str(tmp_path)])
+    bad_target = cli("triage", "--on", "ssh=", str(tmp_path))
     assert bad_target.exit_code == 2
 
 
@@ -82,9 +80,9 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
 @pytest.mark.skipif(
     CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium; .ci/run does)"
 )
-def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
+def test_html_report_renders_in_headless_chromium(tmp_path: Path, cli: Any) -> None:
     html = tmp_path / "triage.html"
-    result = runner.invoke(app, ["triage", str(story_run("naive", True)), "--html", str(html), "-q", *FLOOR])
+    result = cli("triage", str(story_run("naive", True)), "--html", str(html), "-q", *FLOOR)
     assert result.exit_code == 1
     text = html.read_text()
     assert "https://" not in text
@@ -106,7 +104,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert 'data-cause="save-race"' in dom
     assert 'data-cause="gradient-explosion"' in dom
     assert dom.count('class="ckpt torn"') >= 1
-    assert dom.count('class="ckpt non-finite"') == 1
+    assert dom.count('class="ckpt nonfinite"') == 1
     assert dom.count('class="ckpt-row"') == 4
     console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
     assert console == []
@@ -114,20 +112,20 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.ssh
-def test_triage_on_a_target_with_only_numpy(sshd: object, numpy_venv: Path) -> None:
+def test_triage_on_a_target_with_only_numpy(sshd: object, numpy_venv: Path, cli: Any) -> None:
     from fixtures.sshd import SshServer
 
     assert isinstance(sshd, SshServer)
     assert subprocess.run([str(numpy_venv), "-c", "import trainprobe"], capture_output=True).returncode
     run = story_run("naive", True)
     target = f"{sshd.target('fish')}//python={numpy_venv}"
-    remote = runner.invoke(app, ["triage", "--on", target, str(run), "--json", *FLOOR])
-    local = runner.invoke(app, ["triage", str(run), "--json", *FLOOR])
+    remote = cli("triage", "--on", target, str(run), "--json", *FLOOR)
+    local = cli("triage", str(run), "--json", *FLOOR)
     assert remote.exit_code == local.exit_code == 1, remote.output
     rdoc, ldoc = json.loads(remote.stdout), json.loads(local.stdout)
     assert rdoc["target"] == target
     assert rdoc["conclusions"] == ldoc["conclusions"]
     assert [c["verdict"] for c in rdoc["checkpoints"]] == [c["verdict"] for c in ldoc["checkpoints"]]
-    missing = runner.invoke(app, ["triage", "--on", target, str(run / "nope")])
+    missing = cli("triage", "--on", target, str(run / "nope"))
     assert missing.exit_code == 2
     assert "no such file or directory" in _said(missing.stderr)

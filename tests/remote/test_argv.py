@@ -69,10 +69,10 @@ def test_unsafe_words_are_rejected(word: str) -> None:
 
 
 def test_both_ends_agree_on_the_protocol() -> None:
-    from trainprobe.remote import _stage1, agent, session
+    from trainprobe.remote import _discovery, _stage1, agent, session
 
     assert session.MAGIC == _stage1.MAGIC
-    assert _stage1.OUR_BOOT.decode() in BOOT
+    assert _discovery.OUR_BOOT.decode() in BOOT
     assert (session.STDOUT, session.STDERR, session.READY, session.EXIT) == (
         agent.STDOUT, agent.STDERR, agent.READY, agent.EXIT,
     )  # fmt: skip

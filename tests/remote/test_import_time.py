@@ -1,9 +1,11 @@
 """What a plain ``trainprobe run`` imports, on both sides: the start-up work the engine saves stays saved.
 
 Every run starts a local Python process and at least one far-side interpreter, so a module imported on that
-path is paid on every run: ``dataclasses`` (it imports ``inspect``) costs about 10 ms, ``typer`` and ``rich``
-about 100 ms, next to ~45 ms for a whole run over a reused ssh connection (docs/remote.md, Benchmark). These
-tests name the modules, not times: a timing assertion would fail on a busy machine and pass a slow change.
+path is paid on every run: ``dataclasses`` (it imports ``inspect``) costs about 10 ms, ``typer`` (gone from
+the CLI) and ``rich`` about 100 ms, next to ~45 ms for a whole run over a reused ssh connection
+(docs/remote.md, Benchmark). These tests name the modules, not times: a timing assertion would fail on a
+busy machine and pass a slow change. The run goes through ``trainprobe.cli.main``, the one path every
+``trainprobe run`` takes.
 """
 
 from __future__ import annotations
@@ -36,10 +38,10 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def local_modules_after_run(script: Path) -> set[str]:
-    """The modules a fresh process holds after ``trainprobe run local SCRIPT -q`` (the CLI fast path)."""
+    """The modules a fresh process holds after ``trainprobe run local SCRIPT -q`` (the CLI's one path)."""
     code = (
-        "import json, sys; from trainprobe.cli import fast_run; "
-        f"rc = fast_run(['local', {str(script)!r}, '-q']); "
+        "import json, sys; from trainprobe.cli import main; "
+        f"rc = main(['run', 'local', {str(script)!r}, '-q']); "
         "print(json.dumps([rc, sorted(sys.modules)]))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -68,5 +70,5 @@ def test_the_far_side_adds_nothing_heavy_to_the_script_process(env: Path) -> Non
         [sys.executable, "-c", REPORT_MODULES], capture_output=True, text=True, check=True
     ).stdout
     added = with_agent - set(json.loads(bare))
-    assert "selectors" in added  # the agent did run in this interpreter
+    assert "select" in added  # the agent did run in this interpreter (it waits on select, a built-in)
     assert sorted(set(FAR_HEAVY) & added) == []

@@ -62,13 +62,30 @@ def test_cli_probe_json(tmp_path: Path) -> None:
     )
 
 
+def descendants(root: int) -> set[int]:
+    """Every process below ``root`` (from /proc's parent links)."""
+    parent = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    parent[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError):
+                continue
+    found, frontier = set(), {root}
+    while frontier:
+        frontier = {pid for pid, ppid in parent.items() if ppid in frontier} - found
+        found |= frontier
+    return found
+
+
 def test_probe_leaves_out_trainprobes_own_processes(tmp_path: Path) -> None:
     """Other runs' agents and other probes' short interpreter checks are not "running Python processes".
 
     The checks live for a moment only; here each is held at start-up by a ``sitecustomize`` that sleeps, so
     its command line is exactly the real one while the probe looks.
     """
-    from trainprobe.remote import _stage1
+    from trainprobe.remote import _discovery as _stage1
     from trainprobe.remote._probe_script import INSPECT
     from trainprobe.remote.api import run
 
@@ -87,6 +104,7 @@ def test_probe_leaves_out_trainprobes_own_processes(tmp_path: Path) -> None:
     try:
         time.sleep(1.0)  # the other run's agent is up
         report = probe("local", cuda=False)
+        started_by_this_test = descendants(os.getpid())
     finally:
         cancel.set()
         for proc in (*checks, user):
@@ -96,7 +114,11 @@ def test_probe_leaves_out_trainprobes_own_processes(tmp_path: Path) -> None:
     listed = {p["pid"]: p["cmdline"] for p in report["processes"]}
     assert user.pid in listed  # a user's Python is listed, even one started the same way
     assert not {p.pid for p in checks} & set(listed)
-    assert not [cmd for cmd in listed.values() if "base64" in cmd or "importlib.util" in cmd]
+    ours = {
+        pid: cmd for pid, cmd in listed.items() if pid in started_by_this_test
+    }  # not other sessions' runs
+    own_code = (_stage1.OUR_BOOT.decode(), "importlib.util")
+    assert not [cmd for cmd in ours.values() if any(code in cmd for code in own_code)]
 
 
 def test_probe_fleet_gives_each_target_its_report(tmp_path: Path) -> None:

@@ -172,22 +172,6 @@ def test_runs_in_parallel_threads_stay_apart() -> None:
         assert r.stdout_path.read_text() == f"{i}\n"
 
 
-def test_lean_entry_point_runs_like_the_cli(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    script = tmp_path / "s.py"
-    script.write_text("import sys\nprint(sys.argv[1:])\nsys.exit(5)\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "trainprobe.remote", "local", str(script), "--", "--timeout", "x y"],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 5
-    assert proc.stdout == "['--timeout', 'x y']\n"
-    assert "log: " in proc.stderr
-
-
 def test_a_python_too_old_for_the_agent_is_named(tmp_path: Path) -> None:
     # A stand-in for Python 2.7/3.6 (CI has neither): it fails on stage 1 the way they do.
     old = tmp_path / "python"

@@ -38,7 +38,7 @@ def test_naive_saves_raced_training_and_a_corrupt_batch_exploded() -> None:
     assert {a.kind for a in explosion.anomalies} >= {"non_finite", "cliff"}
     assert explosion.confidence == "high"
     assert explosion.checkpoint == by_step[200].path
-    assert by_step[200].verdict == "non-finite"
+    assert by_step[200].verdict == "nonfinite"
     assert by_step[200].optimizer_nonfinite
     assert any("in optimizer state" in e and "exp_avg" in e for e in explosion.evidence)
     for c in report.conclusions:
@@ -54,7 +54,7 @@ def test_naive_saves_raced_training_and_a_corrupt_batch_exploded() -> None:
 def test_the_writer_run_keeps_only_the_explosion_and_resumes_from_the_last_clean_checkpoint() -> None:
     report = triage(str(story_run("writer", True)), stall_floor_s=STALL_FLOOR)
     assert [c.cause for c in report.conclusions] == ["gradient-explosion"]
-    assert {c.step: c.verdict for c in report.checkpoints} == {100: "clean", 150: "clean", 200: "non-finite"}
+    assert {c.step: c.verdict for c in report.checkpoints} == {100: "clean", 150: "clean", 200: "nonfinite"}
     assert all(c.step_source == "CheckpointWriter manifest" for c in report.checkpoints)
     assert report.resume_from is not None
     assert report.resume_from.step == 150

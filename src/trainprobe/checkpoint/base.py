@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from trainprobe.checkpoint.dtypes import DType, element_count_factor, lookup
-from trainprobe.errors import CorruptCheckpointError
+from trainprobe.errors import CorruptCheckpointError, UnknownFormatError
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,6 +38,8 @@ class Storage:
     # compares it.
     declared_numel: int | None = None
     declared_itemsize: int | None = None
+    # The CRC32 the container stores for these bytes (a zip record's), when it has one: a free fingerprint.
+    crc32: int | None = None
 
 
 @dataclass(frozen=True)
@@ -152,20 +154,32 @@ class Opaque:
     executed."""
 
     __slots__ = ("args", "dict_items", "items", "kwargs", "state")
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    state: Any
+    items: list[Any]
+    dict_items: dict[Any, Any]
     module: str = ""
     qualname: str = ""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.args = args
-        self.kwargs = kwargs
-        self.state: Any = None
-        self.items: list[Any] = []
-        self.dict_items: dict[Any, Any] = {}
+    # How often a pickle *called* this class (REDUCE ``cls(*args)``), which would run its constructor; NEWOBJ,
+    # the way pickling an instance rebuilds it, only calls ``__new__``. Set per placeholder class.
+    calls: int = 0
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Opaque:
         obj = object.__new__(cls)
-        Opaque.__init__(obj, *args, **kwargs)
+        obj.args = args
+        obj.kwargs = kwargs
+        obj.state = None
+        obj.items = []
+        obj.dict_items = {}
         return obj
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Only a call reaches __init__ (pickle's NEWOBJ calls __new__ alone).
+        self.args = args
+        self.kwargs = kwargs
+        if args or kwargs:
+            type(self).calls += 1
 
     def __call__(self, *args: Any, **kwargs: Any) -> Opaque:
         # A pickle may call what an earlier call returned (getattr(__import__("os"), "system")(...)): inert.
@@ -207,8 +221,31 @@ class Opaque:
 class Note:
     """Something a reader noticed that is not a tensor: a suspicious global, an unsupported feature."""
 
-    kind: str  # "suspicious-global", "unsupported", "warning"
+    kind: str  # "suspicious-global", "pickled-class", "metadata-nonfinite", "unsupported", "warning"
     message: str
+    global_name: str = ""  # the pickle global a suspicious-global or pickled-class note is about
+
+
+def notes_of(exc: BaseException) -> list[Note]:
+    """The notes a reader made before it failed (what a pickle named is reported even when it broke off)."""
+    notes = getattr(exc, "notes", None)
+    return list(notes) if isinstance(notes, list) else []
+
+
+class UnsupportedWithNotes(UnknownFormatError):
+    """A file trainprobe does not read (its tensors), with the notes on what its pickles name."""
+
+    def __init__(self, path: str, message: str, *, notes: list[Note], hint: str | None = None) -> None:
+        super().__init__(path, message, hint=hint)
+        self.notes = notes
+
+
+class PickleReadError(CorruptCheckpointError):
+    """A pickle inside a checkpoint could not be read; ``notes`` keeps what it named before it broke off."""
+
+    def __init__(self, path: str, message: str, *, notes: list[Note], hint: str | None = None) -> None:
+        super().__init__(path, message, hint=hint)
+        self.notes = notes
 
 
 @dataclass

@@ -11,18 +11,25 @@ Imports only the standard library, numpy and trainprobe.checkpoint (shipped to r
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from trainprobe.checkpoint.base import Checkpoint, TensorRecord
-from trainprobe.checkpoint.check import _find_optimizers, _label, _scalar, suffix_index
+from trainprobe.checkpoint import verdict as V
+from trainprobe.checkpoint.base import Checkpoint, Note, TensorRecord
+from trainprobe.checkpoint.check.state import find_optimizers, label_of, scalar, suffix_index
 from trainprobe.checkpoint.formats import open_file
 from trainprobe.checkpoint.numerics import as_float, blocks
+from trainprobe.checkpoint.units import discover_units
+from trainprobe.checkpoint.unpickler import SUSPICIOUS
+from trainprobe.errors import CheckpointError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+_LOW_PRECISION = ("bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
 _CHUNK_ELEMS = 1 << 20
 _MAX_LISTED = 50
 
@@ -41,6 +48,8 @@ class TensorDiff:
     diff_sq: float = 0.0
     norm_sq: float = 0.0
     param_name: str | None = None
+    nonfinite_a: int = 0
+    nonfinite_b: int = 0
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -56,6 +65,8 @@ class TensorDiff:
         if self.other_shape is not None:
             out["shape_b"] = self.other_shape
         if self.status in ("identical", "changed"):
+            out["nonfinite_a"] = self.nonfinite_a
+            out["nonfinite_b"] = self.nonfinite_b
             out["rel_change"] = _json_float(self.rel_change)
             out["max_abs_diff"] = _json_float(self.max_abs_diff)
             out["norm_a"] = _json_float(self.norm_a)
@@ -103,6 +114,14 @@ class DiffReport:
     frozen: list[str] = field(default_factory=list)
     step_without_weights: list[str] = field(default_factory=list)
     weights_without_step: list[str] = field(default_factory=list)
+    # Low-precision weights whose optimizer stepped while their stored value did not change: updates below
+    # the dtype's resolution, a note (not the trace of a tear).
+    below_resolution: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+
+    @property
+    def suspicious(self) -> list[str]:
+        return [n.message for n in self.notes if n.kind == SUSPICIOUS]
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -139,16 +158,27 @@ class DiffReport:
         return best
 
     @property
+    def verdict(self) -> str:
+        """``suspicious`` when a pickle of either names a global that would run code; ``torn`` when the
+        optimizer's steps and the weights disagree about what moved; else ``clean``."""
+        if self.suspicious:
+            return V.SUSPICIOUS
+        if self.step_without_weights or self.weights_without_step:
+            return V.TORN
+        return V.CLEAN
+
+    @property
     def exit_code(self) -> int:
-        """1 when the optimizer's steps and the weights disagree about what moved; else 0."""
-        return 1 if self.step_without_weights or self.weights_without_step else 0
+        return V.exit_code([self.verdict])
 
     def to_json(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
             "a": self.a,
             "b": self.b,
+            "verdict": self.verdict,
             "exit_code": self.exit_code,
+            "notes": [{"kind": n.kind, "message": n.message} for n in self.notes],
             "summary": self.counts(),
             "optimizer_steps": {"a": self.steps[0], "b": self.steps[1]},
             "same_run": {
@@ -156,6 +186,8 @@ class DiffReport:
                 "frozen_count": len(self.frozen),
                 "step_moved_weights_did_not": self.step_without_weights[:_MAX_LISTED],
                 "weights_moved_step_did_not": self.weights_without_step[:_MAX_LISTED],
+                "below_resolution": self.below_resolution[:_MAX_LISTED],
+                "below_resolution_count": len(self.below_resolution),
             },
             "modules": [m.to_json() for m in self.modules()],
             "top_modules": [m.to_json() for m in self.top_modules()],
@@ -163,9 +195,37 @@ class DiffReport:
         }
 
 
+def open_unit(path: str) -> Checkpoint:
+    """The unit at ``path`` as one checkpoint: a file as it is; a directory unit (``checkpoint-N/``) with
+    the records of all its parts, each named ``<file>/<tensor>``. Raises CheckpointError when a part
+    cannot be read (its notes kept on the error)."""
+    units = discover_units([path])
+    unit = units[0] if units else None
+    if unit is None or unit.problem is not None:
+        raise CheckpointError(path, unit.problem if unit and unit.problem else "no checkpoint here")
+    if len(unit.parts) == 1 and unit.parts[0].path == unit.path and not unit.unread:
+        return open_file(unit.path)
+    if unit.unread:
+        raise CheckpointError(path, f"{unit.unread[0]} looks like a checkpoint but no reader claims it")
+    merged = Checkpoint(unit.path, unit.framework, {}, [])
+    try:
+        for part in unit.parts:
+            ckpt = open_file(part.path)
+            merged._resources.append(ckpt)
+            rel = os.path.relpath(part.path, unit.path)
+            merged.objects[rel] = ckpt.objects
+            merged.notes.extend(ckpt.notes)
+            merged.records.extend(dataclasses.replace(r, name=f"{rel}/{r.name}") for r in ckpt.records)
+    except BaseException:
+        merged.close()
+        raise
+    return merged
+
+
 def diff_paths(a: str, b: str) -> DiffReport:
-    """Compare checkpoint ``a`` (the reference) with ``b``; CheckpointError when either cannot be read."""
-    with open_file(a) as ca, open_file(b) as cb:
+    """Compare unit ``a`` (the reference) with ``b`` (files or directory units of any kind);
+    CheckpointError when either cannot be read."""
+    with open_unit(a) as ca, open_unit(b) as cb:
         return diff_checkpoints(ca, cb)
 
 
@@ -174,7 +234,7 @@ def diff_paths_json(a: str, b: str) -> dict[str, Any]:
 
 
 def diff_checkpoints(a: Checkpoint, b: Checkpoint) -> DiffReport:
-    report = DiffReport(a.path, b.path)
+    report = DiffReport(a.path, b.path, notes=[*a.notes, *b.notes])
     in_b = {r.name: r for r in b.records}
     seen: set[str] = set()
     for ra in a.records:
@@ -215,18 +275,21 @@ def _diff_tensor(ra: TensorRecord, rb: TensorRecord | None) -> TensorDiff:
     for (_s, xa), (_t, xb) in zip(
         blocks(ra.array(), _CHUNK_ELEMS), blocks(rb.array(), _CHUNK_ELEMS), strict=True
     ):
+        fa, fb = as_float(ra.dtype, xa).ravel(), as_float(rb.dtype, xb).ravel()
+        bad_a, bad_b = ~np.isfinite(fa), ~np.isfinite(fb)
+        t.nonfinite_a += int(np.count_nonzero(bad_a))
+        t.nonfinite_b += int(np.count_nonzero(bad_b))
+        both = ~(bad_a | bad_b)  # only where both are finite do numbers compare; NaN/Inf are counted
+        with np.errstate(invalid="ignore", over="ignore"):
+            norm_sq += float(np.dot(fa[both], fa[both]))
         if identical and _equal(xa, xb):
-            fa = as_float(ra.dtype, xa)
-            norm_sq += float(np.dot(fa.ravel(), fa.ravel())) if fa.size else 0.0
             continue
         identical = False
-        fa, fb = as_float(ra.dtype, xa).ravel(), as_float(rb.dtype, xb).ravel()
-        d = fa - fb
+        d = fa[both] - fb[both]
         with np.errstate(invalid="ignore", over="ignore"):
             diff_sq += float(np.dot(d, d))
-            norm_sq += float(np.dot(fa, fa))
             if d.size:
-                max_abs = max(max_abs, float(np.nanmax(np.abs(d))) if not np.isnan(d).all() else math.nan)
+                max_abs = max(max_abs, float(np.abs(d).max()))
     t.status = "identical" if identical else "changed"
     t.diff_sq, t.norm_sq = diff_sq, norm_sq
     t.norm_a = math.sqrt(norm_sq) if norm_sq >= 0 else None
@@ -258,12 +321,12 @@ def _same_bytes(ra: TensorRecord, rb: TensorRecord) -> bool:
 def _optimizer_steps(ckpt: Checkpoint) -> dict[str, float]:
     """param name -> its step counter, for optimizer state whose parameter the reader could name."""
     out: dict[str, float] = {}
-    for _where, opt in _find_optimizers(ckpt.objects):
+    for _where, opt in find_optimizers(ckpt.objects):
         for pid, entry in opt["state"].items():
             if isinstance(entry, dict) and "step" in entry:
-                value = _scalar(entry["step"])
+                value = scalar(entry["step"])
                 if value is not None:
-                    out[_label(pid, entry)] = value
+                    out[label_of(pid, entry)] = value
     return out
 
 
@@ -290,7 +353,11 @@ def _same_run(a: Checkpoint, b: Checkpoint, report: DiffReport) -> None:
         if weight is None:
             continue
         if sb != sa and weight.status == "identical":
-            report.step_without_weights.append(f"{weight.name} (step {sa:g} -> {sb:g}, weights identical)")
+            line = f"{weight.name} (step {sa:g} -> {sb:g}, weights identical)"
+            if weight.dtype in _LOW_PRECISION:
+                report.below_resolution.append(f"{line}: the updates moved below {weight.dtype}'s resolution")
+            else:
+                report.step_without_weights.append(line)
         elif sb == sa and weight.status == "changed":
             report.weights_without_step.append(
                 f"{weight.name} (step stays {sa:g}, weights changed by {weight.rel_change or 0:.3g})"

@@ -15,6 +15,7 @@ either part is +Inf, else as −Inf."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from trainprobe.checkpoint.base import TensorRecord, page_releaser
+from trainprobe.checkpoint.fingerprint import Fingerprinter, stored_fingerprint
 
 # Per chunk: at most 8 MiB of data and 2 Mi elements, so the temporaries (a bool mask, a masked copy of the
 # bits) stay a few MiB per thread; measured no slower than 16 MiB chunks.
@@ -38,6 +40,7 @@ class NonFinite:
     posinf: int = 0
     neginf: int = 0
     first_bad_index: tuple[int, ...] | None = None
+    fingerprint: str | None = None  # with ``count_nonfinite(..., fingerprint=True)``
 
     @property
     def total(self) -> int:
@@ -88,7 +91,7 @@ _BITS: dict[str, tuple[int, int, int | None, int | None]] = {
 _SINGLE_NAN: dict[str, int] = {"float8_e4m3fnuz": 0x80, "float8_e5m2fnuz": 0x80, "float8_e8m0fnu": 0xFF}
 
 
-def _bad_mask(dtype: str, block: Array) -> Array:
+def bad_mask(dtype: str, block: Array) -> Array:
     if dtype in _SINGLE_NAN:
         mask: Array = block == _SINGLE_NAN[dtype]
         return mask
@@ -100,7 +103,7 @@ def _bad_mask(dtype: str, block: Array) -> Array:
     return ~finite
 
 
-def _all_finite(dtype: str, block: Array) -> bool:
+def all_finite(dtype: str, block: Array) -> bool:
     if dtype in _SINGLE_NAN:
         return not bool((block == _SINGLE_NAN[dtype]).any())
     if dtype in _BITS:
@@ -109,7 +112,7 @@ def _all_finite(dtype: str, block: Array) -> bool:
     return bool(np.isfinite(block).all())
 
 
-def _classify(dtype: str, block: Array) -> tuple[int, int, int]:
+def classify(dtype: str, block: Array) -> tuple[int, int, int]:
     if dtype in _SINGLE_NAN:
         return int(np.count_nonzero(block == _SINGLE_NAN[dtype])), 0, 0
     if dtype in _BITS:
@@ -134,7 +137,7 @@ def _complex_parts(arr: Array, dtype: str) -> tuple[Array, Array]:
     return arr.real, arr.imag
 
 
-def _releaser(record: TensorRecord, arr: Array) -> Callable[[int, int], None]:
+def block_releaser(record: TensorRecord, arr: Array) -> Callable[[int, int], None]:
     """For a contiguous tensor in a file mapping: a function that drops the pages of elements already checked.
 
     The pages stay in the page cache; they only leave this process's resident set, so RSS stays at a few
@@ -153,37 +156,58 @@ def _releaser(record: TensorRecord, arr: Array) -> Callable[[int, int], None]:
     return release
 
 
-def count_nonfinite(record: TensorRecord, chunk_bytes: int = CHUNK_BYTES) -> NonFinite:
-    """Exact NaN/+Inf/−Inf counts and the first bad index of a floating tensor (zeros for other dtypes)."""
+def count_nonfinite(
+    record: TensorRecord, chunk_bytes: int = CHUNK_BYTES, *, fingerprint: bool = False
+) -> NonFinite:
+    """Exact NaN/+Inf/−Inf counts and the first bad index of a floating tensor (zeros for other dtypes).
+
+    ``fingerprint``: also the tensor's fingerprint (:mod:`trainprobe.checkpoint.fingerprint`), from the
+    container's stored CRC32 when it has one, else computed on the blocks this pass reads anyway."""
     info = record.dtype_info
-    if info is None or not info.is_floating or record.numel == 0:
-        return NonFinite()
+    stored = stored_fingerprint(record) if fingerprint else None
+    hasher = Fingerprinter() if fingerprint and stored is None else None
+    if info is None or record.numel == 0:
+        return NonFinite(fingerprint=stored or (hasher.digest() if hasher else None))
+    if not info.is_floating:
+        if hasher is not None:
+            arr = record.array()
+            release = block_releaser(record, arr)
+            for start, block in blocks(arr, max(1, chunk_bytes // max(1, arr.dtype.itemsize))):
+                hasher.update(block)
+                release(start, block.size)
+        return NonFinite(fingerprint=stored or (hasher.digest() if hasher else None))
     arr = record.array()
     dtype = record.dtype
     if info.kind == "complex":
-        return _count_complex(arr, dtype, chunk_bytes)
+        found = _count_complex(arr, dtype, chunk_bytes, hasher)
+        return dataclasses.replace(found, fingerprint=stored or (hasher.digest() if hasher else None))
     max_elems = max(1, min(chunk_bytes // arr.dtype.itemsize, CHUNK_ELEMS))
     nan = pinf = ninf = 0
     first: int | None = None
-    release = _releaser(record, arr)
+    release = block_releaser(record, arr)
     for start, block in blocks(arr, max_elems):
-        finite = _all_finite(dtype, block)
+        finite = all_finite(dtype, block)
+        if hasher is not None:
+            hasher.update(block)
         release(start, block.size)
         if finite:
             continue
-        a, b, c = _classify(dtype, block)
+        a, b, c = classify(dtype, block)
         nan, pinf, ninf = nan + a, pinf + b, ninf + c
         if first is None:
-            first = start + int(np.flatnonzero(_bad_mask(dtype, block))[0])
+            first = start + int(np.flatnonzero(bad_mask(dtype, block))[0])
     index = tuple(int(i) for i in np.unravel_index(first, record.shape)) if first is not None else None
-    return NonFinite(nan, pinf, ninf, index)
+    return NonFinite(nan, pinf, ninf, index, stored or (hasher.digest() if hasher else None))
 
 
-def _count_complex(arr: Array, dtype: str, chunk_bytes: int) -> NonFinite:
+def _count_complex(arr: Array, dtype: str, chunk_bytes: int, hasher: Fingerprinter | None) -> NonFinite:
     real, imag = _complex_parts(arr, dtype)
     max_elems = max(1, min(chunk_bytes // (2 * real.dtype.itemsize), CHUNK_ELEMS))
     nan = pinf = ninf = 0
     first: int | None = None
+    if hasher is not None:
+        for _start, block in blocks(arr, max(1, min(chunk_bytes // arr.dtype.itemsize, CHUNK_ELEMS))):
+            hasher.update(block)
     for (start, re), (_, im) in zip(blocks(real, max_elems), blocks(imag, max_elems), strict=True):
         if np.isfinite(re).all() and np.isfinite(im).all():
             continue
@@ -280,3 +304,54 @@ def compute_stats(record: TensorRecord, chunk_elems: int = 1 << 20) -> Stats | N
     mean = total / count
     var = max(sq / count - mean * mean, 0.0)
     return Stats(lo, hi, mean, math.sqrt(var), amax, math.sqrt(sq), zeros / count)
+
+
+class NonFiniteTally:
+    """count_nonfinite's counts, gathered chunk by chunk inside another pass over the same tensor."""
+
+    def __init__(self, record: TensorRecord) -> None:
+        self.record = record
+        self.nan = self.posinf = self.neginf = 0
+        self.first: int | None = None
+
+    def add(self, start: int, block: np.ndarray[Any, Any]) -> None:
+        dtype = self.record.dtype
+        if all_finite(dtype, block):
+            return
+        a, b, c = classify(dtype, block)
+        self.nan, self.posinf, self.neginf = self.nan + a, self.posinf + b, self.neginf + c
+        if self.first is None:
+            self.first = start + int(np.flatnonzero(bad_mask(dtype, block))[0])
+
+    def result(self) -> NonFinite:
+        first = self.first
+        index = None if first is None else tuple(int(i) for i in np.unravel_index(first, self.record.shape))
+        return NonFinite(self.nan, self.posinf, self.neginf, index)
+
+
+class ChunkReleaser:
+    """Drops the pages of a tensor's elements already checked from the resident set, a few MiB at a time
+    (numerics' page releaser does the page arithmetic: whole pages only, shared ones kept)."""
+
+    def __init__(self, record: TensorRecord, arr: np.ndarray[Any, Any]) -> None:
+        self._release = block_releaser(record, arr)
+        self._every = max(1, CHUNK_BYTES // max(1, arr.itemsize))
+        self._start = self._end = 0
+
+    def done(self, start: int, count: int) -> None:
+        if start != self._end:
+            self.flush()
+            self._start = start
+        self._end = start + count
+        if self._end - self._start >= self._every:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._end > self._start:
+            self._release(self._start, self._end - self._start)
+        self._start = self._end
+
+
+def flat(arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """A contiguous tensor as a 1-D view (cheaper chunks); any other as it is (never copied)."""
+    return arr.reshape(-1) if arr.flags.c_contiguous else arr

@@ -18,6 +18,7 @@ from typing import Any
 
 from trainprobe.checkpoint.base import Note, Opaque
 from trainprobe.checkpoint.dtypes import STORAGE_CLASSES, lookup
+from trainprobe.checkpoint.pickle_globals import KnownGlobal, classify_global
 
 
 @dataclass(frozen=True)
@@ -105,12 +106,30 @@ def _device(*args: Any) -> str:
     return ":".join(str(a) for a in args)
 
 
+def _rebuild_qtensor(
+    storage: Any, storage_offset: Any, size: Any, stride: Any, quantizer: Any, *_rest: Any
+) -> TensorRef:
+    ref = TensorRef(storage, _storage_dtype(storage), _ints(size), _ints(stride), int(storage_offset))
+    # (qscheme, scale, zero_point) or (qscheme, scales, zero_points, axis): per-channel ones are tensors.
+    ref.extra["quantizer"] = quantizer
+    return ref
+
+
+def _reconstructor(cls: Any, base: Any = None, state: Any = None, *_rest: Any) -> Any:
+    # copyreg._reconstructor(cls, object, None) is how protocols 0/1 write "an instance of cls": build it
+    # as NEWOBJ would (the placeholder's constructor is not "called").
+    if isinstance(cls, type) and issubclass(cls, Opaque):
+        return cls.__new__(cls)
+    return None
+
+
 _REBUILDERS: dict[tuple[str, str], Callable[..., Any]] = {
     ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
     ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
     ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
     ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
     ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
+    ("torch._utils", "_rebuild_qtensor"): _rebuild_qtensor,
     ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
     ("collections", "OrderedDict"): collections.OrderedDict,
     ("builtins", "set"): set,
@@ -119,74 +138,19 @@ _REBUILDERS: dict[tuple[str, str], Callable[..., Any]] = {
     ("builtins", "complex"): complex,
     ("builtins", "bytearray"): _bytearray,
     ("_codecs", "encode"): _codecs_encode,
+    ("copyreg", "_reconstructor"): _reconstructor,
     ("torch", "Size"): _size,
     ("torch", "device"): _device,
 }
 
-# Classes known to be plain data in checkpoints: kept as placeholders without a report.
-_KNOWN_DATA_MODULES = (
-    "torch.distributed.checkpoint.",
-    "torch.distributed._shard.",
-    "torch.distributed.tensor.",
-    "pathlib",
-    "numpy",
-    "lightning.fabric.utilities.data",
-    "pytorch_lightning.utilities.parsing",
-    "lightning_fabric.utilities.data",
-    "omegaconf",
-    "deepspeed.runtime.zero.config",
-    "deepspeed.runtime.fp16.loss_scaler",
-    "deepspeed.utils.tensor_fragment",
-    "deepspeed.checkpoint.constants",
-    "transformers.training_args",
-)
-_KNOWN_DATA_GLOBALS = {
-    ("argparse", "Namespace"),
-    ("collections", "defaultdict"),
-    ("collections", "Counter"),
-    ("collections", "deque"),
-    ("builtins", "object"),
-    ("builtins", "range"),
-    ("datetime", "datetime"),
-    ("datetime", "date"),
-    ("datetime", "timedelta"),
-    ("datetime", "timezone"),
-    ("decimal", "Decimal"),
-    ("fractions", "Fraction"),
-    ("enum", "Enum"),
-    ("uuid", "UUID"),
-    ("torch", "Tensor"),
-    ("torch.nn.parameter", "Parameter"),
-    ("torch.nn.parameter", "Buffer"),
-    ("torch.serialization", "_get_layout"),
-    ("torch", "strided"),
-    ("torch", "sparse_coo"),
-    ("torch", "contiguous_format"),
-    ("torch", "channels_last"),
-    ("torch", "preserve_format"),
-    ("torch.optim.lr_scheduler", "LambdaLR"),
-}
-
-
-def _is_known_data(module: str, name: str) -> bool:
-    if (module, name) in _KNOWN_DATA_GLOBALS:
-        return True
-    return any(module == p.rstrip(".") or module.startswith(p.rstrip(".") + ".") for p in _KNOWN_DATA_MODULES)
-
-
-_placeholder_cache: dict[tuple[str, str], type[Opaque]] = {}
-
 
 def placeholder_class(module: str, name: str) -> type[Opaque]:
-    """An Opaque subclass standing for ``module.name``; calling or building it records arguments, nothing
-    else."""
-    key = (module, name)
-    cls = _placeholder_cache.get(key)
-    if cls is None:
-        safe_name = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "Global"
-        cls = type(safe_name, (Opaque,), {"__slots__": (), "module": module, "qualname": name})
-        _placeholder_cache[key] = cls
-    return cls
+    """A fresh Opaque subclass standing for ``module.name``; building it records arguments, nothing else.
+
+    Each unpickler makes its own, so what one pickle did with a class (called it, or only rebuilt an
+    instance) is known per pickle."""
+    safe_name = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "Global"
+    return type(safe_name, (Opaque,), {"__slots__": (), "module": module, "qualname": name, "calls": 0})
 
 
 #: What a damaged or hostile pickle makes the (safe) unpickler raise: each means "cannot be unpickled safely".
@@ -198,14 +162,22 @@ UNPICKLE_ERRORS: tuple[type[Exception], ...] = (
     AttributeError,
     IndexError,
     KeyError,
+    OverflowError,
+    RecursionError,
+    MemoryError,
 )
+
+SUSPICIOUS = "suspicious-global"
+PICKLED_CLASS = "pickled-class"
 
 
 class SafeUnpickler(pickle.Unpickler):
     """Unpickle a checkpoint pickle without executing it.
 
     ``persistent_load`` is injected (the zip and legacy readers map storages to byte ranges); ``source``
-    names the pickle in reports (``data.pkl``). Suspicious globals are collected in ``notes``."""
+    names the pickle in reports (``data.pkl``). What the pickle names is judged by
+    :func:`trainprobe.checkpoint.pickle_globals.classify_global` and reported in ``notes``: suspicious
+    globals (also those reached before the pickle broke off) and the known classes it rebuilt."""
 
     def __init__(
         self,
@@ -217,9 +189,40 @@ class SafeUnpickler(pickle.Unpickler):
         stream = io.BytesIO(data) if isinstance(data, (bytes, bytearray, memoryview)) else data
         super().__init__(stream, encoding="latin1")
         self.source = source
-        self.notes: list[Note] = []
-        self._reported: set[str] = set()
+        self._found: list[Note] = []
+        self._classes: dict[tuple[str, str], tuple[type[Opaque], KnownGlobal | None]] = {}
         self._persistent_load = persistent_load
+
+    @property
+    def notes(self) -> list[Note]:
+        """What this pickle names that is not plain data, in the order first met: suspicious globals, the
+        known classes it rebuilt, and known classes it called (their constructor would run)."""
+        out = list(self._found)
+        for (module, name), (cls, known) in self._classes.items():
+            qualified = f"{module}.{name}"
+            if known is None or known.kind == "data":
+                continue
+            calls = int(getattr(cls, "calls", 0))
+            if known.kind == "class" and calls:
+                out.append(
+                    Note(
+                        SUSPICIOUS,
+                        f"suspicious global {qualified} in {self.source}: called with arguments, so "
+                        "torch.load would run its constructor",
+                        qualified,
+                    )
+                )
+            else:
+                loader = "torch.jit.load" if known.kind == "torchscript" else "torch.load(weights_only=False)"
+                what = known.what if known.what == qualified else f"{known.what} ({qualified})"
+                out.append(
+                    Note(
+                        PICKLED_CLASS,
+                        f"a pickled {what} in {self.source}: loading it needs {loader}",
+                        qualified,
+                    )
+                )
+        return out
 
     def persistent_load(self, pid: Any) -> Any:
         if self._persistent_load is None:
@@ -238,9 +241,8 @@ class SafeUnpickler(pickle.Unpickler):
         if module == "torch":
             if name in STORAGE_CLASSES:
                 return StorageType(STORAGE_CLASSES[name])
-            if lookup(name) is not None:
-                info = lookup(name)
-                assert info is not None
+            info = lookup(name)
+            if info is not None:
                 return DTypeToken(info.name)
         if module in ("torch.storage", "torch") and name in (
             "UntypedStorage",
@@ -248,21 +250,42 @@ class SafeUnpickler(pickle.Unpickler):
             "_LegacyStorage",
         ):
             return StorageType("uint8")
-        if not _is_known_data(module, name):
-            qualified = f"{module}.{name}"
-            if qualified not in self._reported:
-                self._reported.add(qualified)
-                self.notes.append(
-                    Note("suspicious-global", f"suspicious global {qualified} in {self.source}")
+        key = (module, name)
+        if key not in self._classes:
+            known = classify_global(module, name)
+            self._classes[key] = (placeholder_class(module, name), known)
+            if known is None:
+                qualified = f"{module}.{name}"
+                self._found.append(
+                    Note(SUSPICIOUS, f"suspicious global {qualified} in {self.source}", qualified)
                 )
-        return placeholder_class(module, name)
+        return self._classes[key][0]
 
 
 def safe_loads(
     data: bytes, *, source: str, persistent_load: Callable[[Any], Any] | None = None
 ) -> tuple[Any, list[Note]]:
-    """Unpickle ``data`` safely; returns the object (placeholders inside) and the notes on suspicious
-    globals."""
+    """Unpickle ``data`` safely; returns the object (placeholders inside) and the notes on what it names."""
     unpickler = SafeUnpickler(data, source=source, persistent_load=persistent_load)
     obj = unpickler.load()
     return obj, unpickler.notes
+
+
+_NOT_PARSED = object()
+
+
+def first_pickle(head: bytes) -> Any:
+    """The object the first pickle in ``head`` builds (placeholders inside), or a sentinel that equals
+    nothing when ``head`` does not start with a complete pickle. For sniffing formats: never raises."""
+    try:
+        return SafeUnpickler(head, source="header", persistent_load=lambda _pid: None).load()
+    except Exception:  # any failure to parse a file's first bytes just means "not this format"
+        return _NOT_PARSED
+
+
+def starts_like_a_pickle(head: bytes) -> bool:
+    """Whether ``head`` opens with a pickle: a PROTO opcode (protocols 2-5), or a complete protocol-0/1
+    pickle (text that merely starts with an opcode letter does not parse to the end)."""
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+        return True
+    return first_pickle(head) is not _NOT_PARSED

@@ -16,6 +16,7 @@ import zipfile
 import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from trainprobe.checkpoint.base import page_releaser
@@ -97,6 +98,14 @@ def record_data_offset(buffer: Any, base: int, info: zipfile.ZipInfo) -> int:
     return int(info.header_offset) + 30 + int(name_len) + int(extra_len)
 
 
+@dataclass(frozen=True)
+class RecordProblem:
+    """One integrity problem of a zip archive: the record it concerns ("" for the whole archive) and what."""
+
+    record: str
+    message: str
+
+
 def verify_zip_crc(
     buffer: Any,
     base: int = 0,
@@ -110,40 +119,58 @@ def verify_zip_crc(
 
     ``crc32`` replaces the CRC function (default: zlib-ng's when installed, else ``zlib.crc32``); ``workers``
     bounds the threads that check records in parallel (default: up to 4)."""
+    return [p.message for p in record_problems(buffer, base, length, crc32=crc32, workers=workers)]
+
+
+def record_problems(
+    buffer: Any,
+    base: int = 0,
+    length: int | None = None,
+    *,
+    crc32: Crc32 | None = None,
+    workers: int | None = None,
+) -> list[RecordProblem]:
+    """:func:`verify_zip_crc` with each problem's record name, so a reader can name the tensor it holds."""
     crc32 = crc32 or _default_crc32
     length = len(buffer) - base if length is None else length
     try:
         with zipfile.ZipFile(BufferWindow(buffer, base, length)) as zf:
             infos = zf.infolist()
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        return [f"not a readable zip archive: {exc}"]
+        return [RecordProblem("", f"not a readable zip archive: {exc}")]
     # Per record, in archive order: a problem found from the headers alone, or a range whose CRC to compute.
-    found: list[str | tuple[zipfile.ZipInfo, int, int]] = []
+    found: list[RecordProblem | tuple[zipfile.ZipInfo, int, int]] = []
     for info in infos:
         if info.compress_type != zipfile.ZIP_STORED:
             continue  # torch never compresses; zipfile itself checks compressed records when they are read
         try:
             start = record_data_offset(buffer, base, info)
         except ValueError as exc:
-            found.append(str(exc))
+            found.append(RecordProblem(info.orig_filename, str(exc)))
             continue
         end = start + info.file_size
         if end > length:
             found.append(
-                f"record {info.filename} is truncated: needs {info.file_size} bytes, file ends sooner"
+                RecordProblem(
+                    info.orig_filename,
+                    f"record {info.filename} is truncated at byte {length:,} of at least {end:,}",
+                )
             )
             continue
         found.append((info, base + start, base + end))
-    ranges = [item for item in found if not isinstance(item, str)]
+    ranges = [item for item in found if not isinstance(item, RecordProblem)]
     release = page_releaser(buffer)
     with memoryview(buffer) as view:
 
-        def check(item: tuple[zipfile.ZipInfo, int, int]) -> str | None:
+        def check(item: tuple[zipfile.ZipInfo, int, int]) -> RecordProblem | None:
             info, start, end = item
             crc = _record_crc32(view, start, end, crc32, release)
             if crc == info.CRC:
                 return None
-            return f"record {info.filename} fails its CRC32 check (stored {info.CRC:08x}, computed {crc:08x})"
+            return RecordProblem(
+                info.orig_filename,
+                f"record {info.filename} fails its CRC32 check (stored {info.CRC:08x}, computed {crc:08x})",
+            )
 
         workers = min(workers or _WORKERS, len(ranges))
         if workers > 1 and sum(end - start for _i, start, end in ranges) >= _PARALLEL_MIN_BYTES:
@@ -151,9 +178,9 @@ def verify_zip_crc(
                 outcomes = iter(list(pool.map(check, ranges)))
         else:
             outcomes = iter([check(item) for item in ranges])
-    problems: list[str] = []
+    problems: list[RecordProblem] = []
     for item in found:
-        problem = item if isinstance(item, str) else next(outcomes)
+        problem = item if isinstance(item, RecordProblem) else next(outcomes)
         if problem is not None:
             problems.append(problem)
     return problems

@@ -1,222 +1,133 @@
 """Command-line interface: parses arguments, calls one library function, hands the result to the output sink.
 
-Only this package imports typer and rich, and only when a command needs them: importing ``trainprobe.cli`` is
-standard library only, and ``trainprobe.cli.app`` (the Typer application with every command registered) loads
-on first use. ``trainprobe run TARGET SCRIPT`` on one target never loads it (see :func:`main`): typer, rich
-and the command modules cost about 100 ms, more than a whole run over a reused ssh connection.
+Lean start: an agent calls the CLI dozens of times per diagnosis, so each call imports only what its command
+needs (``tests/cli/test_import_budget.py`` names what each must not import; ``benchmarks/scan.py`` times it).
+
+- The dispatcher (:func:`main`) knows the command names and summaries (:data:`COMMANDS`) without importing
+  any command module; ``--version`` imports nothing but this package and :mod:`~trainprobe.cli._errors`.
+- The chosen command's module alone is imported; it builds its argparse parser
+  (:mod:`~trainprobe.cli._command`) and checks values as argument types, so a usage error is reported before
+  any library is imported. The library modules a command calls are imported inside its function.
+- Output that does not go to a terminal is plain text and never imports rich; on a terminal, markup is
+  styled by us and rich only draws tables and progress bars (:mod:`~trainprobe.cli._output`).
+- numpy comes only with the library code that reads tensors or series (``scan``, ``check``, ``diff``,
+  ``logs``, ``watch``, ``triage``); never for ``run``, ``probe``, help or a usage error.
+- ``trainprobe run`` has one implementation, :mod:`trainprobe.cli.run`, which imports neither rich, numpy
+  nor dataclasses for a single target (``tests/remote/test_import_time.py``).
+- The program ends without the interpreter's teardown (:func:`~trainprobe.cli._errors.skip_teardown`).
+
+How a command ends — its exit code, one error line, 141 when its output is closed, 130 on Ctrl-C — is
+decided in :mod:`trainprobe.cli._errors`.
 """
 
 from __future__ import annotations
 
-import importlib
-import json
-import os
 import sys
-import types
-from collections.abc import Sequence
-from typing import IO, TYPE_CHECKING, Any
 
+# Not typing.TYPE_CHECKING: importing typing (it imports re, collections, contextlib) costs more than the
+# rest of `trainprobe --version`, which imports nothing but this package and cli._errors.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import typer
+    from collections.abc import Sequence
 
-# The order `trainprobe --help` lists them in: the whole diagnosis first, then its parts.
-COMMAND_MODULES = ("triage", "scan", "check", "diff", "logs", "watch", "run", "probe", "demo")
+#: every command and its one-line summary, in the order ``trainprobe --help`` lists them (the whole
+#: diagnosis first, then its parts); each is ``trainprobe.cli.<name>``, imported only when it runs
+COMMANDS = {
+    "triage": "The whole diagnosis of one run in one command: what went wrong, when, why, and which "
+    "checkpoint to resume from.",
+    "scan": "Find NaN/+Inf/−Inf in checkpoints: weights and optimizer state, without torch and without "
+    "executing the file.",
+    "check": "Is each checkpoint one consistent snapshot? A verdict per checkpoint with the evidence that "
+    "decided it.",
+    "diff": "What changed between two checkpoints A and B, tensor by tensor, without torch.",
+    "logs": "Find loss spikes, accuracy cliffs, stalls, NaN/Inf and missing values in training logs, each "
+    "tied to the event before it.",
+    "watch": "Follow a growing training log like `tail -F` and print each new finding as it appears.",
+    "run": "Run a local Python script on TARGET: no quoting, live output, hard timeout, nothing left "
+    "running.",
+    "probe": "Show what is on TARGET: Pythons (numpy, torch, CUDA), GPUs, disk, load, memory and training "
+    "processes.",
+    "mcp": "Serve trainprobe's tools to an AI agent over the Model Context Protocol (stdio).",
+    "demo": "The seed's story on your CPU in well under two minutes, and `trainprobe triage` telling it.",
+}
 
+_DESCRIPTION = """\
+Debug ML training runs at a distance.
 
-def load_app() -> typer.Typer:
-    """The Typer application with every command registered (each module registers its command on import)."""
-    for name in COMMAND_MODULES:
-        importlib.import_module(f"trainprobe.cli.{name}")
-    application: typer.Typer = importlib.import_module("trainprobe.cli.app").app
-    return application
+scan: find NaN/Inf in checkpoints without torch.  check/diff: torn snapshots and what changed.
+run/probe: run a local Python script on a far target through ssh, containers and venvs.
+logs/watch: spikes, cliffs, stalls and NaN in training logs.  triage: all of it on one run."""
 
+_EPILOG = """\
+Run 'trainprobe COMMAND --help' for a command's options, examples and exit codes.
 
-class _CliPackage(types.ModuleType):
-    """Makes ``trainprobe.cli.app`` the Typer application, loaded on first use.
-
-    A property, not a plain attribute: the import system binds the submodule ``trainprobe.cli.app`` to this
-    name whenever it is imported, and the property ignores that (the submodule stays in ``sys.modules``).
-    """
-
-    @property
-    def app(self) -> typer.Typer:
-        return load_app()
-
-    @app.setter
-    def app(self, value: object) -> None:
-        pass
-
-
-sys.modules[__name__].__class__ = _CliPackage
-
-
-def main() -> None:
-    argv = sys.argv[1:]
-    if argv[:1] == ["run"]:
-        code = fast_run(argv[1:])
-        if code is not None:
-            _exit_now(code)
-    load_app()()
+Exit codes: 0 healthy, 1 findings or a failed run, 2 usage error or unreadable input; 141 when the output
+was closed (| head), 130 when interrupted. TRAINPROBE_DEBUG=1 shows a traceback with an error."""
 
 
-def _exit_now(code: int) -> None:
-    """Exit without the interpreter's shutdown (module teardown, garbage collection): about 4 ms of a run
-    over a reused connection. The run's files are closed and its threads done; only our streams need
-    flushing, and if that fails (a closed pipe) the normal exit reports it."""
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        sys.exit(code)
-    os._exit(code)
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` and return its exit code. Without ``argv`` this is the program
+    (``sys.argv[1:]``: the ``trainprobe`` script, ``python -m trainprobe``), which then exits without the
+    interpreter's teardown (:func:`~trainprobe.cli._errors.skip_teardown`)."""
+    from trainprobe.cli._errors import guarded, skip_teardown
+
+    record_exit_code = skip_teardown() if argv is None else None
+    words = list(sys.argv[1:] if argv is None else argv)
+    code = guarded(lambda: _dispatch(words))
+    if record_exit_code is not None:
+        record_exit_code(code)
+    return code
 
 
-# --- `trainprobe run` on one target, without typer and rich ------------------------------------------------
+def _dispatch(words: list[str]) -> int:
+    from trainprobe.cli._errors import write_stderr, write_stdout
 
-_RUN_VALUE_OPTIONS = ("--on", "--timeout", "--connect-timeout", "--need", "--parallel", "--config")
-_RUN_FLAGS = {"--json": "json", "--quiet": "quiet", "-q": "quiet"}
+    first = words[0] if words else None
+    if first is None:
+        write_stderr(top_help())
+        return 2
+    if first in ("-h", "--help"):
+        write_stdout(top_help())
+        return 0
+    if first == "--version":
+        from trainprobe import __version__
 
+        write_stdout(f"trainprobe {__version__}\n")
+        return 0
+    if first not in COMMANDS:
+        from trainprobe.errors import UsageError
 
-def parse_run_args(argv: Sequence[str]) -> dict[str, Any] | None:
-    """The options of ``trainprobe run`` as the Typer command reads them, or None for anything this small
-    parser does not handle exactly like it (help, an unknown or malformed option, a bad number, a missing
-    TARGET or SCRIPT): the Typer command then parses the line and explains the problem."""
-    values: dict[str, Any] = {"on": [], "json": False, "quiet": False}
-    words: list[str] = []
-    rest = list(argv)
-    while rest:
-        word = rest.pop(0)
-        if word == "--":
-            words.extend(rest)
-            break
-        if word.startswith("--") and "=" in word:
-            name, value = word.split("=", 1)
-        elif word in _RUN_VALUE_OPTIONS:
-            if not rest or rest[0].startswith("-"):
-                return None
-            name, value = word, rest.pop(0)
-        elif word in _RUN_FLAGS:
-            values[_RUN_FLAGS[word]] = True
-            continue
-        elif word.startswith("-") and word != "-":
-            return None
-        else:
-            words.append(word)
-            continue
-        if name not in _RUN_VALUE_OPTIONS:
-            return None
-        if name == "--on":
-            values["on"].append(value)
-        else:
-            values[name[2:].replace("-", "_")] = value
-    try:
-        timeout = float(values["timeout"]) if "timeout" in values else None
-        connect_timeout = float(values.get("connect_timeout", 10.0))
-        if int(values.get("parallel", 32)) < 1:
-            return None
-    except ValueError:
-        return None
-    if len(words) < (1 if values["on"] else 2):
-        return None
-    specs = values["on"] or words[:1]
-    words = words[len(specs) :] if not values["on"] else words
-    need = tuple(n.strip() for n in values.get("need", "").split(",") if n.strip())
-    return {
-        "specs": specs, "script": words[0], "args": words[1:], "timeout": timeout,
-        "connect_timeout": connect_timeout, "need": need, "config": values.get("config"),
-        "json_mode": values["json"], "quiet": values["quiet"],
-    }  # fmt: skip
+        what = "option" if first.startswith("-") else "command"
+        raise UsageError(f"no such {what}: {first}", hint=_suggestion(first))
+    from trainprobe.cli._command import run_command
+
+    return run_command(first, COMMANDS[first], words[1:])
 
 
-def fast_run(argv: Sequence[str]) -> int | None:
-    """``trainprobe run`` for one target, or None when the Typer command must handle the line: a fleet, help,
-    a usage problem (whose message the Typer command words), anything :func:`parse_run_args` declines."""
-    options = parse_run_args(argv)
-    if options is None or not os.path.isfile(options["script"]):
-        return None
-    from trainprobe.errors import TrainprobeError
-    from trainprobe.remote.fleet import expand_targets, load_config
+def _suggestion(word: str) -> str:
+    import difflib
 
-    try:
-        targets = expand_targets(options["specs"], load_config(options["config"]))
-    except TrainprobeError:
-        return None
-    if len(targets) != 1 or "slurm=" in targets[0]:  # a fleet (a Slurm job fans out to its nodes)
-        return None
-    return run_single(
-        targets[0], options["script"], options["args"], timeout=options["timeout"],
-        connect_timeout=options["connect_timeout"], need=options["need"], json_mode=options["json_mode"],
-        quiet=options["quiet"],
-    )  # fmt: skip
+    close = difflib.get_close_matches(word.lstrip("-"), COMMANDS, n=1)
+    if close:
+        return f"did you mean 'trainprobe {close[0]}'? (see 'trainprobe --help')"
+    return f"the commands are {', '.join(COMMANDS)} (see 'trainprobe --help')"
 
 
-def _styled(stream: IO[str], style: str, text: str) -> str:
-    colour = stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
-    return f"\x1b[{style}m{text}\x1b[0m" if colour else text
+def top_help() -> str:
+    """``trainprobe --help``: what the tool is, every command with its summary, the exit codes."""
+    from trainprobe.cli._command import fill, help_width
+
+    width = help_width()
+    name_width = max(len(name) for name in COMMANDS) + 2
+    lines = ["usage: trainprobe COMMAND [options] ...", "       trainprobe --version", ""]
+    lines += [_DESCRIPTION, "", "commands:"]  # as written: its lines pair the commands
+    for name, summary in COMMANDS.items():
+        text = fill(summary, width - name_width - 2).split("\n")
+        lines.append(f"  {name:<{name_width}}{text[0]}")
+        lines += [" " * (name_width + 2) + rest for rest in text[1:]]
+    lines += ["", "options:", "  -h, --help    Show this help and exit.", "  --version     Show the version."]
+    lines += ["", fill(_EPILOG, width), ""]
+    return "\n".join(lines)
 
 
-def run_single(
-    target: str,
-    script: str,
-    args: Sequence[str],
-    *,
-    timeout: float | None,
-    connect_timeout: float,
-    need: Sequence[str],
-    json_mode: bool,
-    quiet: bool,
-) -> int:
-    """One run, printed: live output (to stderr under ``--json``), the JSON document, one error line, where
-    the log is. The one implementation behind ``trainprobe run`` on a single target, with or without Typer.
-    Returns the exit code."""
-    from trainprobe.errors import TrainprobeError
-    from trainprobe.remote import run
-
-    def sink(stream: IO[bytes] | None) -> Any:
-        if stream is None:
-            return None
-
-        def write(data: bytes) -> None:
-            stream.write(data)
-            stream.flush()
-
-        return write
-
-    def error(message: str) -> None:
-        sys.stderr.write(f"{_styled(sys.stderr, '1;31', 'error:')} {message}\n")
-        sys.stderr.flush()
-
-    try:
-        result = run(
-            target,
-            script,
-            list(args),
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            need=need,
-            stdout=sink(None if quiet else (sys.stderr.buffer if json_mode else sys.stdout.buffer)),
-            stderr=sink(None if quiet else sys.stderr.buffer),
-        )
-    except TrainprobeError as exc:
-        if os.environ.get("TRAINPROBE_DEBUG"):
-            raise
-        error(str(exc))
-        return exc.exit_code
-    except KeyboardInterrupt:
-        error("interrupted")
-        return 130
-    if json_mode:
-        data = result.to_json()
-        data["stdout_log"] = str(result.stdout_path)
-        data["stderr_log"] = str(result.stderr_path)
-        sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str, allow_nan=False) + "\n")
-        sys.stdout.flush()
-    if result.error is not None:
-        error(str(result.error))
-    if not quiet:  # never wrapped: people copy the path
-        sys.stderr.write(_styled(sys.stderr, "2", f"log: {result.log_dir}") + "\n")
-        sys.stderr.flush()
-    return result.exit_code
-
-
-__all__ = ["app", "fast_run", "load_app", "main", "parse_run_args", "run_single"]
+__all__ = ["COMMANDS", "main"]

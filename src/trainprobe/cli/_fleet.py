@@ -1,20 +1,22 @@
-"""What `run`, `probe` and `scan --on` share for fleets: the target help, expanding specs, live output
-prefixed by target, the per-target table. Library imports stay inside the functions (fast start)."""
+"""What `run`, `probe`, `scan --on` and `check --on` share for fleets: the target help and options,
+expanding specs, live output prefixed by target, the per-target table. Library imports stay inside the
+functions (fast start)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from trainprobe.cli._command import at_least
+from trainprobe.cli._output import Console, LiveOutput, Table, escape
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from trainprobe.remote.fanout import FleetResult, Outcome
 
 TARGET_HELP = (
-    "\b\nTARGET is one string of //-separated hops, outermost first:\n"
+    "TARGET is one string of //-separated hops, outermost first:\n"
     "  local                             this machine\n"
     "  ssh=user@host:port                OpenSSH; user@ and :port optional (~/.ssh/config applies)\n"
     "  ssh=bastion//ssh=gpu07            through a jump host (ProxyJump)\n"
@@ -29,21 +31,33 @@ TARGET_HELP = (
 )
 
 FLEET_HELP = (
-    "\b\nA fleet (many targets at once): several targets (as the usage shows), and/or\n"
+    "A fleet (many targets at once): several targets (as the usage shows), and/or\n"
     "  ssh=node[01-16]//docker=trainer   host ranges ([1-3,7]; a leading zero pads)\n"
     "  trainers                          a name or group from the targets file (--config)\n"
-    "  ssh=login1//slurm=812345          every node of a running Slurm job\n"
+    "  ssh=login1//slurm=812345          every node of a running Slurm job\n\n"
     "Targets run at most --parallel at once, output lines are prefixed by target, and a table per "
     "target (status, exit code, duration, summary) ends the run. The targets file is --config, else "
     "$TRAINPROBE_CONFIG, else $XDG_CONFIG_HOME/trainprobe/targets.toml (~/.config/trainprobe/targets.toml)."
 )
 
-PARALLEL_HELP = "A fleet: at most this many targets at once."
+PARALLEL_HELP = "A fleet: at most this many targets at once"
 CONFIG_HELP = (
     "The targets file (names and groups); default $TRAINPROBE_CONFIG or ~/.config/trainprobe/targets.toml."
 )
 
 _STATUS_STYLE = {"ok": "green", "failed": "red", "exception": "red", "timeout": "yellow", "killed": "yellow"}
+
+
+def add_fleet_options(group: Any, *, prefix: str = "") -> None:
+    """--parallel and --config, for a command that takes fleets (``prefix``: e.g. "With --on: ")."""
+    group.add_argument(
+        "--parallel",
+        type=at_least(1),
+        default=32,
+        metavar="N",
+        help=f"{prefix}{PARALLEL_HELP} (default: %(default)s).",
+    )
+    group.add_argument("--config", type=Path, metavar="FILE", help=prefix + CONFIG_HELP)
 
 
 def expand_specs(specs: Sequence[str], config: Path | None) -> list[str]:
@@ -54,17 +68,22 @@ def expand_specs(specs: Sequence[str], config: Path | None) -> list[str]:
 
 
 def is_fleet(targets: Sequence[str]) -> bool:
+    """More than one run: several targets, or a Slurm job (its nodes). One target without a Slurm hop is
+    answered without importing the fleet engine (a single ``run`` does not need it)."""
+    if len(targets) == 1 and "slurm=" not in targets[0]:
+        return False
     from trainprobe.remote.fanout import needs_fleet
 
     return needs_fleet(targets)
 
 
 def live_reporter(
-    targets: Sequence[str], stdout: IO[bytes] | None, stderr: IO[bytes] | None
+    targets: Sequence[str], stdout: LiveOutput | None, stderr: LiveOutput | None
 ) -> tuple[Callable[[str, str, bytes], None] | None, Callable[[list[str]], None], Callable[[Outcome], None]]:
     """(on_output, on_plan, on_done) for a fleet: output lines prefixed by target; a line as each target ends.
 
-    Every write is one whole line, so lines of different targets never mix.
+    Every write is one whole line, so lines of different targets never mix. The streams never raise (a
+    :class:`LiveOutput` keeps its failure for the command to raise after the fleet).
     """
     from trainprobe.remote.fanout import LinePrefixer
 
@@ -101,9 +120,6 @@ def render_fleet(
 ) -> None:
     """The per-target table, the summary line and where the logs are. ``summaries`` overrides the summary
     column for some targets (``probe`` shows host, interpreters and GPUs instead of the raw result)."""
-    from rich.markup import escape
-    from rich.table import Table
-
     table = Table("target", "status", "exit", "duration", "summary", title=title)
     for outcome in fleet.outcomes:
         style = _STATUS_STYLE.get(outcome.status, "bold red")
@@ -115,18 +131,6 @@ def render_fleet(
             f"{outcome.duration:.1f} s",
             escape(summary),
         )
-    if console.is_terminal:
-        console.print(table)
-    else:  # piped: whole rows, one line each, for grep and people's scripts
-        from rich.measure import Measurement
-
-        saved = console.width
-        console.width = max(
-            saved, Measurement.get(console, console.options.update_width(1000), table).maximum
-        )
-        try:
-            console.print(table)
-        finally:
-            console.width = saved
+    console.print(table)  # piped: whole rows, one line each, for grep and people's scripts
     console.print(fleet.summary_line())
     console.print(f"logs: {fleet.log_dir}", soft_wrap=True, markup=False, highlight=False)

@@ -1,37 +1,27 @@
-"""`trainprobe check`."""
+"""`trainprobe check`: is each checkpoint one consistent snapshot (here, on a target or on a fleet)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-import typer
-from rich.console import Console
-from rich.markup import escape
-
-from trainprobe.cli._errors import reported_errors
-from trainprobe.cli._fleet import (
-    CONFIG_HELP,
-    PARALLEL_HELP,
-    expand_specs,
-    is_fleet,
-    live_reporter,
-    render_fleet,
-)
-from trainprobe.cli._output import Output
-from trainprobe.cli.app import app
+from trainprobe.cli._command import Command, CommandParser, add_output_options, seconds
+from trainprobe.cli._fleet import add_fleet_options, expand_specs, is_fleet, live_reporter, render_fleet
+from trainprobe.cli._output import Console, Output, escape
 
 _CHECK_HELP = (
-    "Is each checkpoint one consistent snapshot? A verdict per checkpoint with the evidence that decided it: "
-    "consistent, torn (it mixes optimizer steps), corrupt (damaged container), unknown (not enough evidence "
-    "in one file) or unreadable.\n\n"
+    "Verdicts: consistent, torn (it mixes optimizer steps), corrupt (damaged container), unknown (not "
+    "enough evidence in one file) or unreadable.\n\n"
     "Evidence: Adam/AdamW step counters all equal and equal to the checkpoint's step field; exp_avg_sq >= 0; "
     "exp_avg == 0 where exp_avg_sq == 0; the Adam bound |m| <= (1-b1)/sqrt((1-b2)(1-b1²/b2))·sqrt(v) (7.27 "
     "for betas 0.9/0.999); state shaped like its parameter; param_groups cover the state; bf16/fp16 weights "
     "equal the cast of their fp32 master copy; zip CRC32s and record sizes; DCP chunks tile each tensor and "
     "every shard file exists; HF index entries present; the CheckpointWriter manifest (sha256, step). "
-    "NaN/Inf are reported too. Never imports torch and never executes anything from the file.\n\n"
-    "\b\nExamples:\n"
+    "NaN/Inf are reported too. Never imports torch and never executes anything from the file."
+)
+
+_CHECK_EPILOG = (
+    "examples:\n"
     "  trainprobe check ckpt/step-00001000.pt\n"
     "  trainprobe check ckpt/                        all checkpoints below\n"
     "  trainprobe check 'runs/*/last.ckpt' --json    JSON, schema_version 1\n"
@@ -45,27 +35,48 @@ _CHECK_HELP = (
 
 _MARK = {
     "consistent": "[green]✓ consistent[/]",
+    "clean": "[green]✓ clean[/]",
+    "suspicious": "[bold red]✗ SUSPICIOUS[/]",
+    "nonfinite": "[bold red]✗ NON-FINITE[/]",
     "torn": "[bold red]✗ TORN[/]",
     "corrupt": "[bold red]✗ CORRUPT[/]",
     "unknown": "[yellow]? unknown[/]",
     "unreadable": "[yellow]! unreadable[/]",
 }
-_OUTCOME = {"pass": "[green]pass[/]", "fail": "[bold red]FAIL[/]", "skip": "[dim]skip[/]"}
+_OUTCOME = {
+    "pass": "[green]pass[/]",
+    "fail": "[bold red]FAIL[/]",
+    "skip": "[dim]skip[/]",
+    "note": "[dim]note[/]",
+}
 
 
 def render_check_report(console: Console, report: dict[str, Any]) -> None:
     """The human form of a check report's JSON (identical for local and remote checks)."""
     for c in report["checkpoints"]:
-        console.print(f"{_MARK.get(c['verdict'], c['verdict'])}  [bold]{escape(c['path'])}[/]")
+        files = c.get("files") or []
+        extra = ""
+        if len(files) > 1 or (files and files[0]["path"] != c["path"]):
+            extra = f"  [dim]{c.get('framework', '')} · {len(files)} file(s)"
+            extra += (
+                f" · step {c['step']} ({c.get('step_source', '')})[/]" if c.get("step") is not None else "[/]"
+            )
+        console.print(f"{_MARK.get(c['verdict'], c['verdict'])}  [bold]{escape(c['path'])}[/]{extra}")
         console.print(
             f"    {escape(c['reason'])}",
             style="dim" if c["verdict"] == "consistent" else None,
             soft_wrap=True,
         )
         for e in c["evidence"]:
+            where = f"[dim]{escape(e['file'])}:[/] " if e.get("file") else ""
+            outcome = _OUTCOME.get(e["outcome"], e["outcome"])
             console.print(
-                f"    {_OUTCOME[e['outcome']]} {e['check']:<22} {escape(e['message'])}", soft_wrap=True
+                f"    {outcome} {e['check']:<22} {where}{escape(e['message'])}",
+                soft_wrap=True,
             )
+        for note in c.get("notes", []):
+            style = "bold red" if note["kind"] == "suspicious-global" else "dim"
+            console.print(f"    [{style}]{escape(note['message'])}[/]", soft_wrap=True)
         for bad in c["nonfinite"][:10]:
             counts = f"{bad['nan']} NaN, {bad['posinf']} +Inf, {bad['neginf']} -Inf"
             console.print(f"    [red]{escape(bad['name'])}: {counts}[/]")
@@ -80,50 +91,60 @@ def _exit_code(report: dict[str, Any], strict: bool) -> int:
     return code
 
 
-@app.command(help=_CHECK_HELP)
-def check(
-    paths: list[str] = typer.Argument(
-        ..., metavar="PATH...", help="Checkpoint files, directories or quoted globs."
-    ),
-    json_mode: bool = typer.Option(
-        False, "--json", help="Print the JSON report (schema_version 1) to stdout."
-    ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit code tells."),
-    strict: bool = typer.Option(
-        False, "--strict", help="Exit 1 when a verdict is 'unknown' (not enough evidence)."
-    ),
-    on: list[str] | None = typer.Option(
-        None,
-        "--on",
-        metavar="TARGET",
+def add_arguments(parser: CommandParser) -> None:
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH...", help="Checkpoint files, directories or quoted globs."
+    )
+    options = parser.add_argument_group("options")
+    options.add_argument(
+        "--strict", action="store_true", help="Exit 1 when a verdict is 'unknown' (not enough evidence)."
+    )
+    add_output_options(options)
+    remote = parser.add_argument_group("where the files are (--on)")
+    remote.add_argument(
+        "--on", action="append", metavar="TARGET",
         help="Check on a remote target (ssh=user@host...); repeat, or a range/name/group, for a fleet.",
-    ),
-    timeout: float = typer.Option(
-        3600.0, "--timeout", help="With --on: seconds before the remote check is killed (per target)."
-    ),
-    connect_timeout: float = typer.Option(20.0, "--connect-timeout", help="With --on: seconds to connect."),
-    parallel: int = typer.Option(32, "--parallel", min=1, help="With --on: " + PARALLEL_HELP),
-    config: Path | None = typer.Option(None, "--config", metavar="FILE", help="With --on: " + CONFIG_HELP),
-) -> None:
+    )  # fmt: skip
+    remote.add_argument(
+        "--timeout", type=seconds, default=3600.0, metavar="SECONDS",
+        help="Seconds before the remote check is killed (per target; default: %(default)g).",
+    )  # fmt: skip
+    remote.add_argument(
+        "--connect-timeout", type=seconds, default=20.0, metavar="SECONDS",
+        help="Seconds to connect (default: %(default)g).",
+    )  # fmt: skip
+    add_fleet_options(remote)
+
+
+def check(
+    paths: list[str],
+    *,
+    json_mode: bool,
+    quiet: bool,
+    strict: bool,
+    on: list[str] | None,
+    timeout: float,
+    connect_timeout: float,
+    parallel: int,
+    config: Path | None,
+) -> int:
     out = Output(json_mode=json_mode, quiet=quiet)
-    with reported_errors(out):
-        if on:
-            from trainprobe.remote.tasks import check_on
+    if on:
+        from trainprobe.tasks import check_on
 
-            targets = expand_specs(on, config)
-            if is_fleet(targets):
-                code = _check_fleet(
-                    out, targets, list(paths), strict=strict, timeout=timeout,
-                    connect_timeout=connect_timeout, parallel=parallel,
-                )  # fmt: skip
-                raise typer.Exit(code)
-            report = check_on(targets[0], list(paths), timeout=timeout, connect_timeout=connect_timeout)
-        else:
-            from trainprobe.checkpoint.check import check_paths
+        targets = expand_specs(on, config)
+        if is_fleet(targets):
+            return _check_fleet(
+                out, targets, list(paths), strict=strict, timeout=timeout,
+                connect_timeout=connect_timeout, parallel=parallel,
+            )  # fmt: skip
+        report = check_on(targets[0], list(paths), timeout=timeout, connect_timeout=connect_timeout)
+    else:
+        from trainprobe.checkpoint.check import check_paths
 
-            report = check_paths(list(paths)).to_json()
-        out.result(report, lambda console: render_check_report(console, report))
-    raise typer.Exit(_exit_code(report, strict))
+        report = check_paths(list(paths)).to_json()
+    out.result(report, lambda console: render_check_report(console, report))
+    return _exit_code(report, strict)
 
 
 def _check_fleet(
@@ -137,12 +158,11 @@ def _check_fleet(
     parallel: int,
 ) -> int:
     """One check report per target, then the table of targets; the exit code summarises the fleet."""
-    import sys
-
     from trainprobe.checkpoint.check import check_paths_json
     from trainprobe.remote.fanout import call_fleet
 
-    _, _, on_done = live_reporter(targets, None, None if out.quiet or out.json_mode else sys.stderr.buffer)
+    progress = None if out.quiet or out.json_mode else out.live(stderr=True)
+    _, _, on_done = live_reporter(targets, None, progress)
     fleet = call_fleet(
         targets,
         check_paths_json,
@@ -153,6 +173,8 @@ def _check_fleet(
         need=("numpy",),
         on_done=on_done,
     )
+    if progress is not None:
+        progress.raise_failure()
     reports = {o.target: o.result for o in fleet.outcomes if o.ok and isinstance(o.result, dict)}
     codes = [_exit_code(reports[o.target], strict) if o.target in reports else 1 for o in fleet.outcomes]
     code = 1 if 1 in codes else max(codes, default=0)
@@ -172,3 +194,6 @@ def _check_fleet(
     data["exit_code"] = code
     out.result(data, render)
     return code
+
+
+COMMAND = Command(_CHECK_HELP, "PATH... [options]", add_arguments, check, _CHECK_EPILOG)

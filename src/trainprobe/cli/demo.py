@@ -1,42 +1,41 @@
-"""`trainprobe demo`."""
+"""`trainprobe demo`: the seed's story trained on this CPU, and `trainprobe triage` telling it."""
 
 from __future__ import annotations
 
-import typer
-from rich.console import Console
-from rich.markup import escape
+import argparse
 
-from trainprobe.cli._errors import reported_errors
-from trainprobe.cli._output import Output
-from trainprobe.cli.app import app
+from trainprobe.cli._command import Command, CommandParser
+from trainprobe.cli._output import Console, Output, escape
 from trainprobe.cli.triage import render_triage
 
+_HELP = (
+    "A small model trains with the naive background-thread save on (simulated) slow storage: torn "
+    "checkpoints, loss spikes after saves that stall logging, and a late corrupt batch that blows up the "
+    "optimizer state. Then `triage` diagnoses the run from its own log and checkpoints and writes the HTML "
+    "report; the same training saved with trainprobe.save.CheckpointWriter comes out with no stall and no "
+    "torn checkpoint. When `ssh localhost` accepts your key, the triage also runs through `--on`.\n\n"
+    "Needs torch (pip install 'trainprobe[torch]'). Everything is kept in the directory it prints, so you "
+    "can run `trainprobe triage`, `scan`, `check` and `logs` on it yourself."
+)
 
-@app.command()
-def demo(
-    workdir: str | None = typer.Option(
-        None, "--dir", help="Where to write the demo runs (default: a new temporary directory)."
-    ),
-    quick: bool = typer.Option(False, "--quick", help="A shorter run (200 steps instead of 300)."),
-    remote: bool | None = typer.Option(
-        None,
-        "--remote/--no-remote",
+_EPILOG = "Exit codes: 0 when triage found the story the demo planted; 1 when it did not; 2 without torch."
+
+
+def add_arguments(parser: CommandParser) -> None:
+    options = parser.add_argument_group("options")
+    options.add_argument(
+        "--dir", dest="workdir", metavar="DIR",
+        help="Where to write the demo runs (default: a new temporary directory).",
+    )  # fmt: skip
+    options.add_argument("--quick", action="store_true", help="A shorter run (200 steps instead of 300).")
+    options.add_argument(
+        "--remote", action=argparse.BooleanOptionalAction, default=None,
         help="Also triage through `--on ssh=localhost` (default: when ssh localhost accepts your key).",
-    ),
-) -> None:
-    """The seed's story on your CPU in well under two minutes, and `trainprobe triage` telling it.
+    )  # fmt: skip
+    options.add_argument("-h", "--help", action="help")
 
-    A small model trains with the naive background-thread save on (simulated) slow storage: torn checkpoints,
-    loss spikes after saves that stall logging, and a late corrupt batch that blows up the optimizer state.
-    Then `triage` diagnoses the run from its own log and checkpoints and writes the HTML report; the same
-    training saved with trainprobe.save.CheckpointWriter comes out with no stall and no torn checkpoint. When
-    `ssh localhost` accepts your key, the triage also runs through `--on`.
 
-    Needs torch (pip install 'trainprobe[torch]'). Everything is kept in the directory it prints, so you can
-    run `trainprobe triage`, `scan`, `check` and `logs` on it yourself.
-
-    Exit codes: 0 when triage found the story the demo planted; 1 when it did not; 2 without torch.
-    """
+def demo(*, workdir: str | None, quick: bool, remote: bool | None) -> int:
     from trainprobe.demo import run_demo, story_found
 
     out = Output()
@@ -45,9 +44,8 @@ def demo(
     def narrate(line: str) -> None:
         out.console.print(f"[bold]{next(counter)}.[/] {escape(line)}", soft_wrap=True)
 
-    with reported_errors(out):
-        out.console.print("[dim]training with the naive background-thread save…[/]")
-        run = run_demo(workdir, quick=quick, remote=remote, notify=narrate)
+    out.console.print("[dim]training with the naive background-thread save…[/]")
+    run = run_demo(workdir, quick=quick, remote=remote, notify=narrate)
 
     def render(console: Console) -> None:
         console.print()
@@ -62,4 +60,7 @@ def demo(
         )
 
     out.result({"workdir": str(run.workdir), "steps": run.steps}, render)
-    raise typer.Exit(0 if story_found(run) else 1)
+    return 0 if story_found(run) else 1
+
+
+COMMAND = Command(_HELP, "[options]", add_arguments, demo, _EPILOG)

@@ -1,38 +1,75 @@
-"""`trainprobe logs`."""
+"""`trainprobe logs`: what training logs say (spikes, cliffs, stalls, NaN), each tied to the event before."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import typer
-
-from trainprobe.cli._errors import reported_errors
-from trainprobe.cli._output import Output
-from trainprobe.cli.app import app
+from trainprobe.cli._command import (
+    Command,
+    CommandParser,
+    add_output_options,
+    at_least,
+    non_negative_seconds,
+    positive_number,
+)
+from trainprobe.cli._output import Console, Output
 from trainprobe.errors import UsageError
 
 if TYPE_CHECKING:  # imported where used: trainprobe.metrics pulls in numpy, which every command would pay for
-    from rich.console import Console
-
     from trainprobe.metrics import LogReport, RunLog
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
+#: --fail-on's choices, most severe first
+FAIL_ON = ("error", "warning", "info", "never")
 
-class FailOn(str, Enum):
-    error = "error"
-    warning = "warning"
-    info = "info"
-    never = "never"
+_LOGS_HELP = (
+    "Reads JSONL, CSV/TSV, W&B exports, Lightning metrics.csv, HF trainer_state.json, TensorBoard event "
+    "files and plain-text logs (llm.c, Megatron, `step 10 | loss 2.3`, `key=value` ...); the format is "
+    "detected from the content. Each finding comes with the event before it (a checkpoint save, a resume, "
+    "an LR change) and a suggested next step."
+)
+
+_LOGS_EPILOG = (
+    "examples:\n"
+    "  trainprobe logs train.log\n"
+    "  trainprobe logs runs/ --json > findings.json\n"
+    "  trainprobe logs train.log --html report.html --checkpoints ckpt/\n"
+    "  trainprobe logs train.log --event 'preempted' --fail-on warning   # CI gate\n\n"
+    "Exit codes: 0 healthy (nothing at --fail-on or worse), 1 findings, 2 unreadable input or bad flags."
+)
+
+
+def add_detector_options(group: Any, *, stall: bool = True) -> None:
+    """--event, --threshold and (``stall``) --window, --stall-factor, --stall-floor: shared with ``watch``."""
+    add = group.add_argument
+    add(
+        "--event", action="append", default=[], metavar="REGEX",
+        help="Log lines matching REGEX are events (repeatable).",
+    )  # fmt: skip
+    add(
+        "--threshold", type=positive_number, default=6.0, metavar="Z",
+        help="Spike threshold, a modified z-score (default: %(default)g).",
+    )  # fmt: skip
+    if stall:
+        add(
+            "--window", type=at_least(5), default=50, metavar="ROWS",
+            help="Rows in the trailing window for median/MAD baselines, at least 5 (default: %(default)s).",
+        )  # fmt: skip
+        add(
+            "--stall-factor", type=positive_number, default=5.0, metavar="X",
+            help="A stall is a gap ≥ X × the usual one... (default: %(default)g)",
+        )  # fmt: skip
+        add(
+            "--stall-floor", type=non_negative_seconds, default=10.0, metavar="SECONDS",
+            help="...and at least this many seconds (default: %(default)g).",
+        )  # fmt: skip
 
 
 def render_report(report: LogReport, console: Console) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
+    from trainprobe.cli._output import Table, escape
     from trainprobe.metrics.findings import fmt_step
 
     for run in report.runs:
@@ -86,81 +123,79 @@ def exit_code_for(report: LogReport, fail_on: str) -> int:
     return 1 if SEVERITY_RANK[report.worst] <= SEVERITY_RANK[fail_on] else 0
 
 
-@app.command()
+def add_arguments(parser: CommandParser) -> None:
+    parser.add_argument(
+        "paths", nargs="+", type=Path, metavar="PATH...",
+        help="Log files or directories (format detected from the content).",
+    )  # fmt: skip
+    options = parser.add_argument_group("options")
+    options.add_argument(
+        "--fail-on", choices=FAIL_ON, default="error", metavar="|".join(FAIL_ON),
+        help="Exit 1 when a finding is at least this severe (default: %(default)s).",
+    )  # fmt: skip
+    options.add_argument(
+        "--checkpoints", type=Path, metavar="DIR",
+        help="Checkpoint directory: its files' names/mtimes are save events.",
+    )  # fmt: skip
+    add_detector_options(options)
+    output = parser.add_argument_group("output")
+    output.add_argument(
+        "--html", type=Path, metavar="FILE", help="Write a self-contained HTML report (works offline)."
+    )
+    output.add_argument(
+        "--png", type=Path, metavar="FILE", help="Write PNG charts (needs the plot extra: matplotlib)."
+    )
+    add_output_options(
+        output,
+        json_help="One JSON document on stdout (schema_version 1).",
+        quiet_help="No report on stdout; only the exit code.",
+    )
+
+
 def logs(
-    paths: list[Path] = typer.Argument(
-        ..., help="Log files or directories (format detected from the content)."
-    ),
-    json_out: bool = typer.Option(False, "--json", help="One JSON document on stdout (schema_version 1)."),
-    html: Path | None = typer.Option(
-        None, "--html", help="Write a self-contained HTML report (works offline)."
-    ),
-    png: Path | None = typer.Option(
-        None, "--png", help="Write PNG charts (needs the plot extra: matplotlib)."
-    ),
-    fail_on: FailOn = typer.Option(
-        FailOn.error, "--fail-on", help="Exit 1 when a finding is at least this severe."
-    ),
-    event: list[str] = typer.Option([], "--event", help="Regex: matching log lines are events (repeatable)."),
-    checkpoints: Path | None = typer.Option(
-        None, "--checkpoints", help="Checkpoint directory: its files' names/mtimes are save events."
-    ),
-    threshold: float = typer.Option(6.0, "--threshold", help="Spike threshold (modified z-score)."),
-    window: int = typer.Option(50, "--window", help="Rows in the trailing window for median/MAD baselines."),
-    stall_factor: float = typer.Option(
-        5.0, "--stall-factor", help="A stall is a gap ≥ this × the usual one..."
-    ),
-    stall_floor: float = typer.Option(10.0, "--stall-floor", help="...and at least this many seconds."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No report on stdout; only the exit code."),
-) -> None:
-    """Find loss spikes, accuracy cliffs, stalls, NaN/Inf and missing values in training logs, each tied to
-    the event before it (a checkpoint save, a resume, an LR change) with a suggested next step.
-
-    Reads JSONL, CSV/TSV, W&B exports, Lightning metrics.csv, HF trainer_state.json, TensorBoard event files
-    and plain-text logs (llm.c, Megatron, `step 10 | loss 2.3`, `key=value` ...).
-
-    \b
-    Examples:
-      trainprobe logs train.log
-      trainprobe logs runs/ --json > findings.json
-      trainprobe logs train.log --html report.html --checkpoints ckpt/
-      trainprobe logs train.log --event 'preempted' --fail-on warning   # CI gate
-
-    Exit codes: 0 healthy (nothing at --fail-on or worse), 1 findings, 2 unreadable input or bad flags.
-    """
+    paths: list[Path],
+    *,
+    json_mode: bool,
+    html: Path | None,
+    png: Path | None,
+    fail_on: str,
+    event: list[str],
+    checkpoints: Path | None,
+    threshold: float,
+    window: int,
+    stall_factor: float,
+    stall_floor: float,
+    quiet: bool,
+) -> int:
+    if checkpoints is not None and not checkpoints.is_dir():
+        raise UsageError(f"--checkpoints {checkpoints}: not a directory")
     from trainprobe.metrics import Options, analyze
 
-    out = Output(json_mode=json_out, quiet=quiet)
-    with reported_errors(out):
-        if checkpoints is not None and not checkpoints.is_dir():
-            raise UsageError(f"--checkpoints {checkpoints}: not a directory")
-        if window < 5:
-            raise UsageError("--window must be at least 5")
-        options = Options(
-            threshold=threshold,
-            window=window,
-            stall_factor=stall_factor,
-            stall_floor_s=stall_floor,
-            event_patterns=list(event),
-            checkpoints=checkpoints,
-        )
-        report = analyze(paths, options=options)
-        if html is not None:
-            from trainprobe.metrics.html import render_html
+    out = Output(json_mode=json_mode, quiet=quiet)
+    options = Options(
+        threshold=threshold,
+        window=window,
+        stall_factor=stall_factor,
+        stall_floor_s=stall_floor,
+        event_patterns=list(event),
+        checkpoints=checkpoints,
+    )
+    report = analyze(paths, options=options)
+    if html is not None:
+        from trainprobe.metrics.html import render_html
 
+        try:
             html.write_text(render_html(report), encoding="utf-8")
-            out.note(f"HTML report written to {html}")
-        if png is not None:
-            from trainprobe.metrics.plot import render_png
+        except OSError as exc:
+            raise UsageError(f"--html {html}: cannot write ({exc.strerror or exc})") from None
+        out.note(f"HTML report written to {html}")
+    if png is not None:
+        from trainprobe.metrics.plot import render_png
 
-            try:
-                render_png(report, png)
-            except UsageError as exc:
-                # Output.error renders rich markup, which would swallow the "[plot]" of the install hint.
-                out.err.print(f"error: {exc}", markup=False, highlight=False, style="bold red")
-                raise typer.Exit(exc.exit_code) from None
-            out.note(f"PNG charts written to {png}")
-        out.result(report.to_json(), lambda console: render_report(report, console))
-    code = exit_code_for(report, fail_on.value)
-    if code:
-        raise typer.Exit(code)
+        render_png(report, png)
+        out.note(f"PNG charts written to {png}")
+    out.result(report.to_json(), lambda console: render_report(report, console))
+    return exit_code_for(report, fail_on)
+
+
+COMMAND = Command(_LOGS_HELP, "PATH... [options]", add_arguments, logs, _LOGS_EPILOG)

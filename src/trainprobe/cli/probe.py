@@ -1,35 +1,31 @@
-"""`trainprobe probe`: what is on a target."""
+"""`trainprobe probe`: what is on a target (or on each target of a fleet)."""
 
 from __future__ import annotations
 
-import sys
+import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import typer
-
-from trainprobe.cli._errors import reported_errors
+from trainprobe.cli._command import Command, CommandParser, add_output_options, seconds
 from trainprobe.cli._fleet import (
-    CONFIG_HELP,
     FLEET_HELP,
-    PARALLEL_HELP,
     TARGET_HELP,
+    add_fleet_options,
     expand_specs,
     is_fleet,
     live_reporter,
     render_fleet,
 )
-from trainprobe.cli._output import Output
-from trainprobe.cli.app import app
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from trainprobe.cli._output import Console, Output
 
 PROBE_HELP = (
-    "Show what is on TARGET: Python interpreters (versions; numpy, torch and CUDA), GPUs (nvidia-smi), disk "
-    "free, load and memory, and running Python processes (training ones flagged).\n\n"
-    f"{TARGET_HELP}\n\n{FLEET_HELP}\n\n"
-    "\b\nExamples:\n"
+    "Interpreters with their versions, numpy, torch and CUDA; GPUs (nvidia-smi); disk free, load and "
+    "memory; running Python processes, training ones flagged.\n\n"
+    f"{TARGET_HELP}\n\n{FLEET_HELP}"
+)
+
+PROBE_EPILOG = (
+    "examples:\n"
     "  trainprobe probe ssh=root@10.1.2.6\n"
     "  trainprobe probe 'ssh=node[01-16]' ssh=login1 --no-cuda   a fleet: a report and a table row each\n"
     "  trainprobe probe 'ssh=bastion//ssh=gpu07' --json\n"
@@ -44,8 +40,7 @@ def _gib(n: float | None) -> str:
 
 
 def render_probe(console: Console, report: dict[str, Any]) -> None:
-    from rich.markup import escape
-    from rich.table import Table
+    from trainprobe.cli._output import Table, escape
 
     memory = report.get("memory", {})
     load = " ".join(f"{x:.2f}" for x in report.get("load", []))
@@ -103,9 +98,13 @@ def _probe_summary(report: dict[str, Any]) -> str:
 def _probe_fleet(
     out: Output, targets: list[str], *, cuda: bool, timeout: float, connect_timeout: float, parallel: int
 ) -> int:
+    import threading
+
     from trainprobe.remote.probe import probe_fleet
 
-    _, _, on_done = live_reporter(targets, None, None if out.quiet or out.json_mode else sys.stderr.buffer)
+    cancel = threading.Event()
+    progress = None if out.quiet or out.json_mode else out.live(cancel, stderr=True)
+    _, _, on_done = live_reporter(targets, None, progress)
     fleet = probe_fleet(
         targets,
         cuda=cuda,
@@ -113,7 +112,10 @@ def _probe_fleet(
         timeout=timeout,
         connect_timeout=connect_timeout,
         on_done=on_done,
+        cancel=cancel,
     )
+    if progress is not None:
+        progress.raise_failure()
     reports = {o.target: o.result for o in fleet.outcomes if o.ok and isinstance(o.result, dict)}
 
     def render(console: Console) -> None:
@@ -127,35 +129,49 @@ def _probe_fleet(
     return fleet.exit_code
 
 
-@app.command("probe", help=PROBE_HELP, no_args_is_help=True)
-def probe_command(
-    targets: list[str] = typer.Argument(
-        ...,
-        metavar="TARGET",
+def add_arguments(parser: CommandParser) -> None:
+    parser.add_argument(
+        "targets", nargs="+", metavar="TARGET",
         help="Where to look, e.g. ssh=user@host; several (a range, a group): a fleet.",
-    ),
-    cuda: bool = typer.Option(
-        True, "--cuda/--no-cuda", help="Import torch in each interpreter to ask about CUDA."
-    ),
-    timeout: float = typer.Option(
-        300.0, "--timeout", help="Seconds before the probe is killed (each target)."
-    ),
-    connect_timeout: float = typer.Option(10.0, "--connect-timeout", help="Seconds to connect and log in."),
-    parallel: int = typer.Option(32, "--parallel", min=1, help=PARALLEL_HELP),
-    config: Path | None = typer.Option(None, "--config", metavar="FILE", help=CONFIG_HELP),
-    json_mode: bool = typer.Option(False, "--json", help="Print the report as one JSON document."),
-) -> None:
-    out = Output(json_mode=json_mode)
-    with reported_errors(out):
-        expanded = expand_specs(targets, config)
-        if is_fleet(expanded):
-            code = _probe_fleet(
-                out, expanded, cuda=cuda, timeout=timeout, connect_timeout=connect_timeout, parallel=parallel
-            )
-        else:
-            from trainprobe.remote.probe import probe
+    )  # fmt: skip
+    options = parser.add_argument_group("options")
+    options.add_argument(
+        "--cuda", action=argparse.BooleanOptionalAction, default=True,
+        help="Import torch in each interpreter to ask about CUDA.",
+    )  # fmt: skip
+    options.add_argument(
+        "--timeout", type=seconds, default=300.0, metavar="SECONDS",
+        help="Seconds before the probe is killed, each target (default: %(default)g).",
+    )  # fmt: skip
+    options.add_argument(
+        "--connect-timeout", type=seconds, default=10.0, metavar="SECONDS",
+        help="Seconds to connect and log in (default: %(default)g).",
+    )  # fmt: skip
+    add_fleet_options(options)
+    add_output_options(options, json_help="Print the report as one JSON document.", quiet_help=None)
 
-            report = probe(expanded[0], cuda=cuda, timeout=timeout, connect_timeout=connect_timeout)
-            out.result(report, lambda console: render_probe(console, report))
-            code = 0
-    raise typer.Exit(code)
+
+def probe_command(
+    targets: list[str],
+    *,
+    cuda: bool,
+    timeout: float,
+    connect_timeout: float,
+    parallel: int,
+    config: Path | None,
+    json_mode: bool,
+) -> int:
+    out = Output(json_mode=json_mode)
+    expanded = expand_specs(targets, config)
+    if is_fleet(expanded):
+        return _probe_fleet(
+            out, expanded, cuda=cuda, timeout=timeout, connect_timeout=connect_timeout, parallel=parallel
+        )
+    from trainprobe.remote.probe import probe
+
+    report = probe(expanded[0], cuda=cuda, timeout=timeout, connect_timeout=connect_timeout)
+    out.result(report, lambda console: render_probe(console, report))
+    return 0
+
+
+COMMAND = Command(PROBE_HELP, "TARGET... [options]", add_arguments, probe_command, PROBE_EPILOG)

@@ -1,39 +1,42 @@
 """`trainprobe run`: a local Python script on a far target or a fleet of them, live output, full logs kept.
 
-Library imports stay inside the functions: ``trainprobe --help`` and a single run start faster.
+The one implementation of ``trainprobe run``, single target or fleet. A single run is the path an agent
+pays for on every call, so this module and what it imports stay light: no numpy, no rich unless a fleet's
+table is drawn on a terminal, no dataclasses (``tests/remote/test_import_time.py``); library imports stay
+inside the functions.
 """
 
 from __future__ import annotations
 
-import sys
+import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-import typer
-
-from trainprobe.cli._errors import reported_errors
+from trainprobe.cli._command import Command, CommandParser, add_output_options, seconds
 from trainprobe.cli._fleet import (
-    CONFIG_HELP,
     FLEET_HELP,
-    PARALLEL_HELP,
     TARGET_HELP,
+    add_fleet_options,
     expand_specs,
     is_fleet,
     live_reporter,
     render_fleet,
 )
-from trainprobe.cli._output import Output
-from trainprobe.cli.app import app
+from trainprobe.cli._output import Output, escape
+from trainprobe.errors import UsageError
 
 RUN_HELP = (
-    "Run a local Python script on TARGET: no quoting, live output, hard timeout, nothing left running.\n\n"
     "The script, its arguments and any modules travel over stdin; it runs as __main__ with sys.argv set "
     "from the arguments after --. A main() that returns a JSON-serialisable value sends it back as the "
     "result (--json shows it). Remote tracebacks show the local path. The full stdout, stderr, result and "
     "metadata are kept under $XDG_STATE_HOME/trainprobe/runs/ (default ~/.local/state/trainprobe/runs/); "
     "the path is printed at the end.\n\n"
-    f"{TARGET_HELP}\n\n{FLEET_HELP}\n\n"
-    "\b\nExamples:\n"
+    f"{TARGET_HELP}\n\n{FLEET_HELP}"
+)
+
+RUN_EPILOG = (
+    "examples:\n"
     "  trainprobe run ssh=root@10.1.2.6 check_ckpt.py -- /ckpts --step 4000\n"
     "  trainprobe run 'ssh=root@10.1.2.6//venv=/root/venv' check_ckpt.py -- /ckpts\n"
     "  trainprobe run ssh=gpu07 --need torch,numpy probe_grads.py\n"
@@ -42,22 +45,21 @@ RUN_HELP = (
     "  trainprobe run --on ssh=gpu01 --on trainers check_ckpt.py --json\n\n"
     "Exit codes, one target: the script's own exit code (1 for an uncaught exception); 124 timed out; 127 no "
     "interpreter (with the needed modules); 130 interrupted; 255 unreachable, authentication refused, "
-    "container/pod/job not there or connection lost; 2 a bad target or flag.  A fleet: 0 every target "
-    "ran and exited 0; 1 any target failed (its own code is in the table); 2 a bad target, name or flag."
+    "container/pod/job not there or connection lost; 2 a bad target or flag; 141 the output was closed, e.g. "
+    "by head (the run is stopped). A fleet: 0 every target ran and exited 0; 1 any target failed (its own "
+    "code is in the table); 2 a bad target, name or flag."
 )
 
 
 def _split_words(words: Sequence[str], on: Sequence[str]) -> tuple[list[str], str, list[str]]:
     """(target specs, script, script arguments) from the positional words and the --on options."""
-    from trainprobe.errors import UsageError
-
     words = list(words)
     specs = list(on)
     if not specs:
         if not words:
             raise UsageError("missing TARGET and SCRIPT", hint="e.g. trainprobe run ssh=gpu07 check.py")
         specs.append(words.pop(0))
-    elif len(words) > 1 and not Path(words[0]).is_file() and Path(words[1]).is_file():
+    elif len(words) > 1 and not os.path.isfile(words[0]) and os.path.isfile(words[1]):
         raise UsageError(
             f"{words[0]} looks like a target, but with --on every target is given with --on",
             hint=f"trainprobe run --on {words[0]} --on {specs[0]} ... {words[1]}",
@@ -69,75 +71,131 @@ def _split_words(words: Sequence[str], on: Sequence[str]) -> tuple[list[str], st
     return specs, words[0], words[1:]
 
 
-@app.command("run", help=RUN_HELP, no_args_is_help=True)
-def run_command(
-    words: list[str] = typer.Argument(
-        ...,
-        metavar="TARGET SCRIPT [-- ARGS...]",
+def add_arguments(parser: CommandParser) -> None:
+    parser.add_argument(
+        "words", nargs="+", metavar="TARGET SCRIPT [-- ARGS...]",
         help="Where to run (leave out with --on), a local Python script, and arguments for it after --.",
-        show_default=False,
-    ),
-    on: list[str] | None = typer.Option(
-        None,
-        "--on",
-        metavar="TARGET",
+    )  # fmt: skip
+    options = parser.add_argument_group("options")
+    options.add_argument(
+        "--on", action="append", metavar="TARGET",
         help="A target, range, name or group; repeat for a fleet (no TARGET then).",
-    ),
-    timeout: float | None = typer.Option(
-        None, "--timeout", help="Seconds before the run is killed (all of it; per target in a fleet)."
-    ),
-    connect_timeout: float = typer.Option(
-        10.0, "--connect-timeout", help="Seconds to connect, authenticate and get through login scripts."
-    ),
-    need: str | None = typer.Option(
-        None, "--need", help="Modules the interpreter must have, e.g. torch,numpy."
-    ),
-    parallel: int = typer.Option(32, "--parallel", min=1, help=PARALLEL_HELP),
-    config: Path | None = typer.Option(None, "--config", metavar="FILE", help=CONFIG_HELP),
-    json_mode: bool = typer.Option(
-        False,
-        "--json",
-        help="Print one JSON document (exit code, result, log paths); live output goes to stderr.",
-    ),
-    quiet: bool = typer.Option(
-        False, "--quiet", "-q", help="No live output and no notes; logs are still kept."
-    ),
-) -> None:
-    from trainprobe.errors import UsageError
+    )  # fmt: skip
+    options.add_argument(
+        "--timeout", type=seconds, metavar="SECONDS",
+        help="Seconds before the run is killed (all of it; per target in a fleet). Default: no limit.",
+    )  # fmt: skip
+    options.add_argument(
+        "--connect-timeout", type=seconds, default=10.0, metavar="SECONDS",
+        help="Seconds to connect, authenticate and get through login scripts (default: %(default)g).",
+    )  # fmt: skip
+    options.add_argument(
+        "--need", metavar="MODULES", help="Modules the interpreter must have, e.g. torch,numpy."
+    )
+    add_fleet_options(options)
+    add_output_options(
+        options,
+        json_help="Print one JSON document (exit code, result, log paths); live output goes to stderr.",
+        quiet_help="No live output and no notes; logs are still kept.",
+    )
 
+
+def run_command(
+    words: list[str],
+    *,
+    on: list[str] | None,
+    timeout: float | None,
+    connect_timeout: float,
+    need: str | None,
+    parallel: int,
+    config: Path | None,
+    json_mode: bool,
+    quiet: bool,
+) -> int:
+    specs, script, args = _split_words(words, on or [])
+    if not os.path.isfile(script):
+        raise UsageError(f"script {script} is not a readable file")
+    targets = expand_specs(specs, config)
+    needed = tuple(n.strip() for n in (need or "").split(",") if n.strip())
     out = Output(json_mode=json_mode, quiet=quiet)
-    with reported_errors(out):
-        specs, script_word, args = _split_words(words, on or [])
-        script = Path(script_word)
-        if not script.is_file():
-            raise UsageError(f"script {script} is not a readable file")
-        targets = expand_specs(specs, config)
-        live_out = None if quiet else (sys.stderr.buffer if json_mode else sys.stdout.buffer)
-        live_err = None if quiet else sys.stderr.buffer
-        needed = tuple(n.strip() for n in (need or "").split(",") if n.strip())
-        if is_fleet(targets):
-            from trainprobe.remote.fanout import run_fleet
+    if not is_fleet(targets):
+        return run_single(
+            out, targets[0], script, args, timeout=timeout, connect_timeout=connect_timeout, need=needed
+        )
+    from trainprobe.remote.fanout import run_fleet
 
-            on_output, on_plan, on_done = live_reporter(targets, live_out, live_err)
-            fleet = run_fleet(
-                targets,
-                str(script),
-                args,
-                parallel=parallel,
-                timeout=timeout,
-                connect_timeout=connect_timeout,
-                need=needed,
-                on_output=on_output,
-                on_plan=on_plan,
-                on_done=on_done,
-            )
-            out.result(fleet.to_json(), lambda console: render_fleet(console, fleet))
-            code = fleet.exit_code
-        else:
-            from trainprobe.cli import run_single  # the same code as the fast path in cli.main
+    live = LiveStreams(out)
+    on_output, on_plan, on_done = live_reporter(targets, live.stdout, live.stderr)
+    fleet = run_fleet(
+        targets,
+        script,
+        args,
+        parallel=parallel,
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        need=needed,
+        on_output=on_output,
+        on_plan=on_plan,
+        on_done=on_done,
+        cancel=live.cancel,
+    )
+    live.raise_failure()
+    out.result(fleet.to_json(), lambda console: render_fleet(console, fleet))
+    return fleet.exit_code
 
-            code = run_single(
-                targets[0], script_word, args, timeout=timeout, connect_timeout=connect_timeout, need=needed,
-                json_mode=json_mode, quiet=quiet,
-            )  # fmt: skip
-    raise typer.Exit(code)
+
+def run_single(
+    out: Output,
+    target: str,
+    script: str,
+    args: Sequence[str],
+    *,
+    timeout: float | None,
+    connect_timeout: float,
+    need: Sequence[str],
+) -> int:
+    """One run, printed: live output (to stderr under ``--json``), the JSON document, one error line, where
+    the log is. Returns the exit code. A closed or full stdout stops the run (the far side is killed)."""
+    from trainprobe.remote import run
+
+    live = LiveStreams(out)
+    result = run(
+        target,
+        script,
+        list(args),
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        need=need,
+        stdout=live.stdout,
+        stderr=live.stderr,
+        cancel=live.cancel,
+    )
+    live.raise_failure()
+    if out.json_mode:
+        data = result.to_json()
+        data["stdout_log"] = str(result.stdout_path)
+        data["stderr_log"] = str(result.stderr_path)
+        out.json(data)
+    if result.error is not None:
+        out.error(str(result.error))
+    out.note(f"[dim]log: {escape(str(result.log_dir))}[/]", markup=True)  # one line: people copy the path
+    return result.exit_code
+
+
+class LiveStreams:
+    """Where a run's live output goes: ``stdout`` (stderr under ``--json``: stdout holds the document) and
+    ``stderr``, none with ``-q``. The first write that fails (``| head`` exited, a full disk) sets ``cancel``,
+    which stops the run; :meth:`raise_failure` then ends the command the way that write would have."""
+
+    def __init__(self, out: Output) -> None:
+        self.cancel = threading.Event()
+        self.stdout = None if out.quiet else out.live(self.cancel, stderr=out.json_mode)
+        self.stderr = None if out.quiet else out.live(self.cancel, stderr=True)
+
+    def raise_failure(self) -> None:
+        for stream in (self.stdout, self.stderr):
+            if stream is not None:
+                stream.raise_failure()
+
+
+COMMAND = Command(RUN_HELP, "TARGET SCRIPT [options] [-- ARGS...]", add_arguments, run_command, RUN_EPILOG)

@@ -5,44 +5,33 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import typer
-
-from trainprobe.cli._errors import reported_errors
-from trainprobe.cli._fleet import (
-    CONFIG_HELP,
-    PARALLEL_HELP,
-    expand_specs,
-    is_fleet,
-    live_reporter,
-    render_fleet,
-)
-from trainprobe.cli._output import Output
-from trainprobe.cli.app import app
+from trainprobe.cli._command import Command, CommandParser, add_output_options, at_least, seconds
+from trainprobe.cli._fleet import add_fleet_options, expand_specs, is_fleet, live_reporter, render_fleet
+from trainprobe.cli._output import Console, Output
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
-    from trainprobe.checkpoint.scan import FileReport, ScanReport
+    from trainprobe.checkpoint.scan import FileReport, ScanReport, UnitReport
     from trainprobe.remote.fanout import FleetResult
 
 _SCAN_HELP = (
-    "Find NaN/+Inf/−Inf in checkpoints: weights and optimizer state, without torch and without executing the "
-    "file.\n\n"
     "Reads torch zip (.pt/.pth/.bin/.ckpt: plain, Lightning, DeepSpeed) and legacy files, safetensors, "
     "Hugging Face sharded checkpoints (*.index.json) and torch.distributed.checkpoint directories, detected "
     "by content. Directories are searched recursively; quote globs to let trainprobe expand them. Pickle "
     "globals other than torch's tensor machinery are never imported; they are reported as suspicious.\n\n"
-    "Examples:\n"
+    "--on takes a target (ssh=host//docker=trainer, see trainprobe run --help); repeat it, or give a range "
+    "(ssh=node[01-16]), a name or group from the targets file, or slurm=JOBID, to scan on a fleet: one "
+    "report per target, then a table of the targets."
+)
+
+_SCAN_EPILOG = (
+    "examples:\n"
     "  trainprobe scan checkpoints/                  every checkpoint under a directory\n"
     "  trainprobe scan 'runs/*/step_*.pt' --stats    with min/max/mean/std/absmax/L2/zero fraction\n"
     "  trainprobe scan model.safetensors --json      the documented JSON report (schema_version 1)\n"
     "  trainprobe scan ckpt.pt --verify              also check zip CRC32s and storage sizes\n"
     "  trainprobe scan /data/ckpt --on ssh=user@gpu01   scan where the files are\n"
-    "  trainprobe scan '/ckpt/step_4000/*.distcp' --on 'ssh=node[01-08]'   each node's shards, one "
-    "report each\n\n"
-    "--on takes a target (ssh=host//docker=trainer, see trainprobe run --help); repeat it, or give a range "
-    "(ssh=node[01-16]), a name or group from the targets file, or slurm=JOBID, to scan on a fleet: one "
-    "report per target, then a table of the targets.\n\n"
+    "  trainprobe scan '/ckpt/step_4000/*.distcp' --on 'ssh=node[01-08]'\n"
+    "                                                each node's shards, one report each\n\n"
     "Exit codes: 0 all clean; 1 non-finite values or a suspicious pickle global found (a finding wins over "
     "unreadable files); 2 a file unreadable or corrupt and nothing non-finite found, or a usage error. "
     "With a fleet: 1 if any target found non-finite values or could not scan (unreachable, failed); else 2 "
@@ -65,69 +54,102 @@ def _count(n: int) -> str:
     return str(n)
 
 
-_MARK = {  # by trainprobe.checkpoint.scan's verdicts (not imported here: it pulls in numpy)
+_MARK = {  # trainprobe.checkpoint.verdict's words (not imported here: it pulls in numpy)
     "clean": "[green]✓ clean[/]",
+    "consistent": "[green]✓ consistent[/]",
+    "unknown": "[yellow]? unknown[/]",
     "nonfinite": "[bold red]✗ NON-FINITE[/]",
     "suspicious": "[bold red]✗ SUSPICIOUS[/]",
-    "corrupt": "[yellow]! corrupt[/]",
+    "torn": "[bold red]✗ TORN[/]",
+    "corrupt": "[bold red]✗ CORRUPT[/]",
     "unreadable": "[yellow]! unreadable[/]",
 }
+_NOTE_STYLE = {"suspicious-global": "bold red", "pickled-class": "dim", "metadata-nonfinite": "dim"}
 
 
 def _fmt(v: float | None) -> str:
     return "—" if v is None else f"{v:.4g}"
 
 
-def _render_file(console: Console, f: FileReport, stats: bool) -> None:
-    from rich.markup import escape
+def _render_file(console: Console, f: FileReport, stats: bool, indent: str = "") -> None:
+    from trainprobe.cli._output import escape
 
-    head = f"{_MARK.get(f.verdict, f.verdict)}  [bold]{escape(f.path)}[/]"
+    head = f"{indent}{_MARK.get(f.verdict, f.verdict)}  [bold]{escape(f.path)}[/]"
     if f.error is not None:
         console.print(f"{head}  {escape(f.error)}")
-        return
-    console.print(
-        f"{head}  [dim]{f.format} · {f.tensor_count} tensors · {_count(f.parameters)} params · "
-        f"{_size(f.bytes)} · {f.nonfinite} non-finite · {f.seconds:.2f} s[/]"
-    )
+    else:
+        console.print(
+            f"{head}  [dim]{f.format} · {f.role} · {f.tensor_count} tensors · {_count(f.parameters)} "
+            f"params · {_size(f.bytes)} · {f.nonfinite} non-finite · {f.seconds:.2f} s[/]"
+        )
+    pad = indent + "    "
     for note in f.notes:
-        style = "bold red" if note.kind == "suspicious-global" else "yellow"
-        console.print(f"    [{style}]{escape(note.message)}[/]")
+        console.print(f"{pad}[{_NOTE_STYLE.get(note.kind, 'yellow')}]{escape(note.message)}[/]")
     for problem in f.problems:
-        console.print(f"    [yellow]{escape(problem)}[/]")
+        console.print(f"{pad}[yellow]{escape(problem)}[/]")
     for t in f.tensors:
         if t.error:
-            console.print(f"    [yellow]{escape(t.display_name)}: {escape(t.error)}[/]")
+            console.print(f"{pad}[yellow]{escape(t.display_name)}: {escape(t.error)}[/]")
     for t in f.bad_tensors:
         console.print(
-            f"    [red]{escape(t.display_name)}[/]  {t.dtype} {t.shape}  "
+            f"{pad}[red]{escape(t.display_name)}[/]  {t.dtype} {t.shape}  "
             f"[bold red]NaN {t.nan} · +Inf {t.posinf} · −Inf {t.neginf}[/]  first bad at {t.first_bad_index}"
         )
     if stats:
         for t in f.tensors:
             s = t.stats
-            console.print(f"    [bold]{escape(t.display_name)}[/]  [dim]{t.dtype} {t.shape}[/]")
+            console.print(f"{pad}[bold]{escape(t.display_name)}[/]  [dim]{t.dtype} {t.shape}[/]")
             if s is None:
-                console.print("        [dim](not a numeric dtype)[/]")
+                console.print(f"{pad}    [dim](not a numeric dtype)[/]")
                 continue
             zeros = s.get("zero_fraction")
             console.print(
-                f"        min {_fmt(s.get('min'))}  max {_fmt(s.get('max'))}  mean {_fmt(s.get('mean'))}  "
+                f"{pad}    min {_fmt(s.get('min'))}  max {_fmt(s.get('max'))}  mean {_fmt(s.get('mean'))}  "
                 f"std {_fmt(s.get('std'))}  absmax {_fmt(s.get('absmax'))}  L2 {_fmt(s.get('l2'))}  "
                 f"zeros {'—' if zeros is None else f'{zeros:.1%}'}",
                 highlight=False,
             )
 
 
+def _render_unit(console: Console, u: UnitReport, stats: bool) -> None:
+    """A single-file unit prints as its file; a directory unit as a headline with its files under it."""
+    from trainprobe.cli._output import escape
+
+    if u.problem is not None or (not u.files and u.unread):
+        why = u.problem or "looks like a checkpoint, but no reader claims it: not read"
+        console.print(f"{_MARK.get(u.verdict, u.verdict)}  [bold]{escape(u.path)}[/]  {escape(why)}")
+        return
+    single = len(u.files) == 1 and u.files[0].path == u.path and not u.unread
+    if single:
+        _render_file(console, u.files[0], stats)
+        indent = "    "
+    else:
+        step = f" · step {u.step} ({u.step_source})" if u.step is not None else ""
+        console.print(
+            f"{_MARK.get(u.verdict, u.verdict)}  [bold]{escape(u.path)}[/]  "
+            f"[dim]{u.framework} · {len(u.files)} file(s){step}[/]"
+        )
+        indent = "    "
+        for f in u.files:
+            _render_file(console, f, stats, indent)
+        for path in u.unread:
+            console.print(
+                f"{indent}{_MARK['unreadable']}  {escape(path)}  no reader claims this file: not read"
+            )
+    if u.identical_to:
+        console.print(f"{indent}[yellow]identical tensors to {escape(', '.join(u.identical_to))}[/]")
+
+
 def render_scan_report(console: Console, report: ScanReport) -> None:
     """The human form of a scan report (identical for local and remote scans)."""
     from trainprobe.checkpoint.scan import SUSPICIOUS
 
-    for f in report.files:
-        _render_file(console, f, report.stats)
+    for u in report.units:
+        _render_unit(console, u, report.stats)
     t = report.totals()
     summary = (
-        f"{t['files']} file(s), {t['tensors']} tensors, {_count(t['parameters'])} params, "
-        f"{_size(t['bytes'])} in {t['seconds']:.2f} s: "
+        f"{t['units']} checkpoint(s), {t['files']} file(s), {t['tensors']} tensors, "
+        f"{_count(t['parameters'])} params, {_size(t['bytes'])} in {t['seconds']:.2f} s: "
     )
     if t["nonfinite"]:
         summary += (
@@ -136,11 +158,14 @@ def render_scan_report(console: Console, report: ScanReport) -> None:
         )
     else:
         summary += "[green]no NaN or Inf[/]"
-    suspicious = sum(f.verdict == SUSPICIOUS for f in report.files)
+    suspicious = sum(u.verdict == SUSPICIOUS for u in report.units)
     if suspicious:
         summary += f", [bold red]{suspicious} with suspicious pickle globals[/]"
-    if t["files_unreadable"]:
-        summary += f", [yellow]{t['files_unreadable']} unreadable[/]"
+    corrupt = sum(u.verdict == "corrupt" for u in report.units)
+    if corrupt:
+        summary += f", [bold red]{corrupt} corrupt[/]"
+    if t["units_unreadable"]:
+        summary += f", [yellow]{t['units_unreadable']} unreadable[/]"
     console.print(summary)
 
 
@@ -162,12 +187,11 @@ def _scan_fleet(
     connect_timeout: float,
     parallel: int,
 ) -> int:
-    import sys
-
     from trainprobe.checkpoint.scan import ScanReport, scan
     from trainprobe.remote.fanout import call_fleet
 
-    _, _, on_done = live_reporter(targets, None, None if out.quiet or out.json_mode else sys.stderr.buffer)
+    progress = None if out.quiet or out.json_mode else out.live(stderr=True)
+    _, _, on_done = live_reporter(targets, None, progress)
     fleet = call_fleet(
         targets,
         scan,
@@ -180,6 +204,8 @@ def _scan_fleet(
         need=("numpy",),
         on_done=on_done,
     )
+    if progress is not None:
+        progress.raise_failure()
     reports = {o.target: ScanReport.from_json(o.result) for o in fleet.outcomes if o.ok and o.result}
     code = fleet_scan_exit_code(fleet, reports)
     summaries = {}
@@ -196,7 +222,7 @@ def _scan_fleet(
         )
 
     def render(console: Console) -> None:
-        from rich.markup import escape
+        from trainprobe.cli._output import escape
 
         for target, report in reports.items():
             console.print(f"[bold]── {escape(target)}[/]", soft_wrap=True)  # whole: people copy it
@@ -210,59 +236,74 @@ def _scan_fleet(
     return code
 
 
-@app.command(help=_SCAN_HELP)
-def scan(
-    paths: list[str] = typer.Argument(
-        ..., metavar="PATH...", help="Checkpoint files, directories or quoted globs."
-    ),
-    stats: bool = typer.Option(
-        False, "--stats", help="Add min, max, mean, std, absmax, L2 and zero fraction."
-    ),
-    verify: bool = typer.Option(
-        False, "--verify", help="Check zip CRC32s and storage sizes against element counts."
-    ),
-    json_mode: bool = typer.Option(
-        False, "--json", help="Print the JSON report (schema_version 1) to stdout."
-    ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit code tells."),
-    on: list[str] | None = typer.Option(
-        None,
-        "--on",
-        metavar="TARGET",
+def add_arguments(parser: CommandParser) -> None:
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH...", help="Checkpoint files, directories or quoted globs."
+    )
+    options = parser.add_argument_group("options")
+    options.add_argument(
+        "--stats", action="store_true", help="Add min, max, mean, std, absmax, L2 and zero fraction."
+    )
+    options.add_argument(
+        "--verify", action="store_true", help="Check zip CRC32s and storage sizes against element counts."
+    )
+    options.add_argument("--workers", type=at_least(1), metavar="N", help="Threads for checking tensors.")
+    add_output_options(options)
+    remote = parser.add_argument_group("where the files are (--on)")
+    remote.add_argument(
+        "--on", action="append", metavar="TARGET",
         help="Scan on a remote target (ssh=user@host...); repeat, or a range/name/group, for a fleet.",
-    ),
-    timeout: float = typer.Option(
-        3600.0, "--timeout", help="With --on: seconds before the remote scan is killed (per target)."
-    ),
-    connect_timeout: float = typer.Option(20.0, "--connect-timeout", help="With --on: seconds to connect."),
-    parallel: int = typer.Option(32, "--parallel", min=1, help="With --on: " + PARALLEL_HELP),
-    config: Path | None = typer.Option(None, "--config", metavar="FILE", help="With --on: " + CONFIG_HELP),
-    workers: int | None = typer.Option(None, "--workers", min=1, help="Threads for checking tensors."),
-) -> None:
+    )  # fmt: skip
+    remote.add_argument(
+        "--timeout", type=seconds, default=3600.0, metavar="SECONDS",
+        help="Seconds before the remote scan is killed (per target; default: %(default)g).",
+    )  # fmt: skip
+    remote.add_argument(
+        "--connect-timeout", type=seconds, default=20.0, metavar="SECONDS",
+        help="Seconds to connect (default: %(default)g).",
+    )  # fmt: skip
+    add_fleet_options(remote)
+
+
+def scan(
+    paths: list[str],
+    *,
+    stats: bool,
+    verify: bool,
+    json_mode: bool,
+    quiet: bool,
+    on: list[str] | None,
+    timeout: float,
+    connect_timeout: float,
+    parallel: int,
+    config: Path | None,
+    workers: int | None,
+) -> int:
     from trainprobe.errors import UsageError
 
     out = Output(json_mode=json_mode, quiet=quiet)
-    with reported_errors(out):
-        if on:
-            try:
-                from trainprobe.remote.tasks import scan_on
-            except ImportError:  # an installation with the checkpoint readers only
-                raise UsageError("remote scanning (--on) is not available in this installation") from None
-            targets = expand_specs(on, config)
-            if is_fleet(targets):
-                code = _scan_fleet(
-                    out, targets, list(paths), stats=stats, verify=verify, timeout=timeout,
-                    connect_timeout=connect_timeout, parallel=parallel,
-                )  # fmt: skip
-                raise typer.Exit(code)
-            report = scan_on(
-                targets[0], list(paths), stats=stats, verify=verify, timeout=timeout,
-                connect_timeout=connect_timeout,
+    if on:
+        try:
+            from trainprobe.tasks import scan_on
+        except ImportError:  # an installation with the checkpoint readers only
+            raise UsageError("remote scanning (--on) is not available in this installation") from None
+        targets = expand_specs(on, config)
+        if is_fleet(targets):
+            return _scan_fleet(
+                out, targets, list(paths), stats=stats, verify=verify, timeout=timeout,
+                connect_timeout=connect_timeout, parallel=parallel,
             )  # fmt: skip
-        else:
-            from trainprobe.checkpoint import scan as scan_paths
+        report = scan_on(
+            targets[0], list(paths), stats=stats, verify=verify, timeout=timeout,
+            connect_timeout=connect_timeout,
+        )  # fmt: skip
+    else:
+        from trainprobe.checkpoint import scan as scan_paths
 
-            with out.progress("scanning", total=1.0) as advance:
-                report = scan_paths(paths, stats=stats, verify=verify, workers=workers, progress=advance)
-        out.result(report.to_json(), lambda console: render_scan_report(console, report))
-    raise typer.Exit(report.exit_code)
+        with out.progress("scanning", total=1.0) as advance:
+            report = scan_paths(paths, stats=stats, verify=verify, workers=workers, progress=advance)
+    out.result(report.to_json(), lambda console: render_scan_report(console, report))
+    return report.exit_code
+
+
+COMMAND = Command(_SCAN_HELP, "PATH... [options]", add_arguments, scan, _SCAN_EPILOG)

@@ -1,23 +1,22 @@
-"""`trainprobe triage`."""
+"""`trainprobe triage`: the whole diagnosis of one run directory (here or where the files are)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
-from trainprobe.cli._errors import reported_errors
-from trainprobe.cli._output import Output
-from trainprobe.cli.app import app
+from trainprobe.cli._command import (
+    Command,
+    CommandParser,
+    add_output_options,
+    at_least,
+    non_negative_seconds,
+    positive_number,
+    seconds,
+)
+from trainprobe.cli._output import Console, Output, Table, escape
 from trainprobe.errors import UsageError
 
-_HELP = """The whole diagnosis of one run in one command: what went wrong, when, why, and which checkpoint to
-resume from.
-
-Finds the run's logs (any format `trainprobe logs` reads) and checkpoints (any format `trainprobe
+_HELP = """Finds the run's logs (any format `trainprobe logs` reads) and checkpoints (any format `trainprobe
 scan` reads) under RUN_DIR, runs the log detectors, scans and checks every checkpoint in parallel,
 and joins them on one timeline: events (saves, stalls, resumes, LR changes), anomalies (spikes,
 cliffs, NaN) and checkpoint verdicts (clean / non-finite / torn / corrupt / unreadable). Then it
@@ -26,23 +25,22 @@ logging and wrote a torn checkpoint: the save raced training; a cliff with no sa
 NaN/Inf in the next checkpoint's optimizer state: a gradient explosion — and the last healthy
 checkpoint. A checkpoint's step comes from its step field, its CheckpointWriter manifest, its file
 name (step_2000.pt, checkpoint-2000) or, last, its mtime against the log's wall clock; the report
-says which.
+says which."""
 
-\b
-Examples:
+_EPILOG = """examples:
   trainprobe triage runs/exp3
   trainprobe triage runs/exp3 --html triage.html    the report with charts and the checkpoint timeline
   trainprobe triage runs/exp3 --json | jq .conclusions
   trainprobe triage --on ssh=me@gpu07 /scratch/exp3  where the files are (needs only Python + numpy there)
 
-\b
 Exit codes: 0 healthy (no anomaly, every checkpoint clean); 1 problems found (or the remote run failed);
 2 usage error or nothing readable in RUN_DIR."""
 
 _CAUSE_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
 _VERDICT_STYLE = {
     "clean": "green",
-    "non-finite": "bold red",
+    "nonfinite": "bold red",
+    "suspicious": "bold red",
     "torn": "bold yellow",
     "corrupt": "yellow",
     "unreadable": "dim",
@@ -107,71 +105,92 @@ def render_triage(console: Console, report: object) -> None:
     console.print(f"verdict: {verdict}")
 
 
-@app.command(help=_HELP)
+def add_arguments(parser: CommandParser) -> None:
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="The run's directory (logs and checkpoints).")
+    options = parser.add_argument_group("options")
+    options.add_argument(
+        "--threshold", type=positive_number, default=6.0, metavar="Z",
+        help="Spike threshold for the logs, a modified z-score (default: %(default)g).",
+    )  # fmt: skip
+    options.add_argument(
+        "--stall-floor", type=non_negative_seconds, default=10.0, metavar="SECONDS",
+        help="Shortest gap in logging that counts as a stall (default: %(default)g).",
+    )  # fmt: skip
+    options.add_argument(
+        "--event", action="append", default=[], metavar="REGEX",
+        help="Log lines matching REGEX are events (repeatable).",
+    )  # fmt: skip
+    options.add_argument("--workers", type=at_least(1), metavar="N", help="Checkpoints checked at once.")
+    output = parser.add_argument_group("output")
+    output.add_argument(
+        "--html", dest="html_path", type=Path, metavar="FILE", help="Write the self-contained HTML report."
+    )
+    add_output_options(output)
+    remote = parser.add_argument_group("where the files are (--on)")
+    remote.add_argument("--on", metavar="TARGET", help="Triage on a remote target (ssh=user@host...).")
+    remote.add_argument(
+        "--timeout", type=seconds, default=3600.0, metavar="SECONDS",
+        help="Seconds before the remote work is killed (default: %(default)g).",
+    )  # fmt: skip
+    remote.add_argument(
+        "--connect-timeout", type=seconds, default=20.0, metavar="SECONDS",
+        help="Seconds to connect (default: %(default)g).",
+    )  # fmt: skip
+
+
 def triage(
-    run_dir: str = typer.Argument(..., metavar="RUN_DIR", help="The run's directory (logs and checkpoints)."),
-    on: str | None = typer.Option(
-        None, "--on", metavar="TARGET", help="Triage on a remote target (ssh=user@host...)."
-    ),
-    json_mode: bool = typer.Option(
-        False, "--json", help="Print the JSON report (schema_version 1) to stdout."
-    ),
-    html_path: Path | None = typer.Option(
-        None, "--html", metavar="FILE", help="Write the self-contained HTML report."
-    ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only the exit code tells."),
-    threshold: float = typer.Option(
-        6.0, "--threshold", help="Spike threshold (modified z-score) for the logs."
-    ),
-    stall_floor: float = typer.Option(
-        10.0, "--stall-floor", metavar="SECONDS", help="Shortest gap in logging that counts as a stall."
-    ),
-    event: list[str] = typer.Option([], "--event", help="Regex: matching log lines are events (repeatable)."),
-    workers: int | None = typer.Option(None, "--workers", min=1, help="Checkpoints checked at once."),
-    timeout: float = typer.Option(
-        3600.0, "--timeout", help="With --on: seconds before the remote work is killed."
-    ),
-    connect_timeout: float = typer.Option(20.0, "--connect-timeout", help="With --on: seconds to connect."),
-) -> None:
+    run_dir: str,
+    *,
+    on: str | None,
+    json_mode: bool,
+    html_path: Path | None,
+    quiet: bool,
+    threshold: float,
+    stall_floor: float,
+    event: list[str],
+    workers: int | None,
+    timeout: float,
+    connect_timeout: float,
+) -> int:
     out = Output(json_mode=json_mode, quiet=quiet)
-    with reported_errors(out):
-        from trainprobe.triage import render_triage_html
-        from trainprobe.triage import triage as run_triage
+    if on is not None:
+        from trainprobe.remote import parse_target
 
-        if stall_floor < 0:
-            raise UsageError("--stall-floor must not be negative")
-        if on is not None:
-            from trainprobe.remote import parse_target
+        parse_target(on)  # a malformed target is a usage error before anything starts
+        out.note(f"triaging {run_dir} on {on}")
+    from trainprobe.triage import render_triage_html
+    from trainprobe.triage import triage as run_triage
 
-            parse_target(on)  # a malformed target is a usage error before anything starts
-            out.note(f"triaging {run_dir} on {on}")
-        with out.progress("triage", total=1.0) as advance:
-            report = run_triage(
-                run_dir,
-                on=on,
-                threshold=threshold,
-                stall_floor_s=stall_floor,
-                event_patterns=list(event),
-                workers=workers,
-                progress=advance,
-                timeout=timeout,
-                connect_timeout=connect_timeout,
-            )
-        if report.logs is None and not report.checkpoints:
-            if report.log_files:
-                why = "; ".join(f"{s['path']}: {s['why']}" for s in report.logs_skipped[:3])
-                raise UsageError(f"{run_dir}: no checkpoint, and no metric rows in its logs ({why})")
-            raise UsageError(
-                f"{run_dir}: no training log and no checkpoint found",
-                hint="give the directory that holds the run's logs (*.log, *.jsonl, *.csv, tfevents) "
-                "and checkpoints",
-            )
-        if html_path is not None:
-            try:
-                html_path.write_text(render_triage_html(report), encoding="utf-8")
-            except OSError as exc:
-                raise UsageError(f"--html {html_path}: cannot write ({exc.strerror or exc})") from None
-        out.result(report.to_json(), lambda console: render_triage(console, report))
-        if html_path is not None:
-            out.note(f"HTML report: {html_path}")
-    raise typer.Exit(report.exit_code)
+    with out.progress("triage", total=1.0) as advance:
+        report = run_triage(
+            run_dir,
+            on=on,
+            threshold=threshold,
+            stall_floor_s=stall_floor,
+            event_patterns=list(event),
+            workers=workers,
+            progress=advance,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+        )
+    if report.logs is None and not report.checkpoints:
+        if report.log_files:
+            why = "; ".join(f"{s['path']}: {s['why']}" for s in report.logs_skipped[:3])
+            raise UsageError(f"{run_dir}: no checkpoint, and no metric rows in its logs ({why})")
+        raise UsageError(
+            f"{run_dir}: no training log and no checkpoint found",
+            hint="give the directory that holds the run's logs (*.log, *.jsonl, *.csv, tfevents) "
+            "and checkpoints",
+        )
+    if html_path is not None:
+        try:
+            html_path.write_text(render_triage_html(report), encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--html {html_path}: cannot write ({exc.strerror or exc})") from None
+    out.result(report.to_json(), lambda console: render_triage(console, report))
+    if html_path is not None:
+        out.note(f"HTML report: {html_path}")
+    return int(report.exit_code)
+
+
+COMMAND = Command(_HELP, "RUN_DIR [options]", add_arguments, triage, _EPILOG)

@@ -1,29 +1,42 @@
-"""`trainprobe watch`."""
+"""`trainprobe watch`: follow a growing training log (here or on a target), print findings as they appear."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shlex
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-import typer
-
-from trainprobe.cli._errors import reported_errors
+from trainprobe.cli._command import Command, CommandParser, add_output_options, seconds
 from trainprobe.cli._output import Output
-from trainprobe.cli.app import app
-from trainprobe.cli.logs import FailOn, exit_code_for, render_report
+from trainprobe.cli.logs import FAIL_ON, add_detector_options, exit_code_for, render_report
 from trainprobe.errors import UsageError
 
 if TYPE_CHECKING:  # imported where used: trainprobe.metrics pulls in numpy, which every command would pay for
     from trainprobe.metrics import Finding
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+_WATCH_HELP = (
+    "Follows the log like `tail -F` (across rotation), runs the detectors as lines arrive and prints each "
+    "new finding as it appears. Ctrl-C (or SIGTERM) stops and prints the summary report.\n\n"
+    "With a TARGET the file is followed on that machine (through the remote engine: ssh, containers, ...); "
+    "a dropped link reconnects and resumes at the last byte received, so no line is lost or repeated."
+)
+
+_WATCH_EPILOG = (
+    "examples:\n"
+    "  trainprobe watch train.log\n"
+    "  trainprobe watch ssh=gpu07 /scratch/run3/train.log\n"
+    "  trainprobe watch train.log --exec 'notify-send trainprobe'\n"
+    "  trainprobe watch train.log --json | jq .\n\n"
+    "Exit codes: 0 nothing at --fail-on or worse, 1 findings (or the target stayed unreachable), 2 bad flags."
+)
 
 
 def finding_env(f: Finding) -> dict[str, str]:
@@ -49,106 +62,103 @@ def run_exec(argv: list[str], f: Finding) -> int:
     return proc.returncode
 
 
-@app.command()
-def watch(
-    target_or_path: str = typer.Argument(
-        ...,
-        metavar="[TARGET] PATH",
+def add_arguments(parser: CommandParser) -> None:
+    parser.add_argument(
+        "target_or_path", metavar="[TARGET] PATH",
         help="The log to follow; with a TARGET first (e.g. ssh=gpu07), a path there.",
-    ),
-    path: str | None = typer.Argument(None, hidden=True),
-    exec_cmd: str | None = typer.Option(
-        None,
-        "--exec",
-        help="Run this command for each new finding (argv split like a shell, run without one); "
-        "the finding is in TRAINPROBE_FINDING_* variables and as JSON on stdin.",
-    ),
-    interval: float = typer.Option(1.0, "--interval", help="Seconds between polls of the file."),
-    json_out: bool = typer.Option(
-        False, "--json", help="JSON Lines: one object per finding, then the summary."
-    ),
-    fail_on: FailOn = typer.Option(
-        FailOn.error, "--fail-on", help="Exit 1 at the end if a finding is this severe."
-    ),
-    event: list[str] = typer.Option([], "--event", help="Regex: matching log lines are events (repeatable)."),
-    threshold: float = typer.Option(6.0, "--threshold", help="Spike threshold (modified z-score)."),
-) -> None:
-    """Follow a growing training log like `tail -F` (across rotation), run the detectors as lines arrive and
-    print each new finding as it appears. Ctrl-C (or SIGTERM) stops and prints the summary report.
+    )  # fmt: skip
+    parser.add_argument("path", nargs="?", help=argparse.SUPPRESS)
+    options = parser.add_argument_group("options")
+    options.add_argument(
+        "--exec", dest="exec_cmd", metavar="CMD",
+        help="Run this command for each new finding (argv split like a shell, run without one); the finding "
+        "is in TRAINPROBE_FINDING_* variables and as JSON on stdin.",
+    )  # fmt: skip
+    options.add_argument(
+        "--interval", type=seconds, default=1.0, metavar="SECONDS",
+        help="Seconds between polls of the file (default: %(default)g).",
+    )  # fmt: skip
+    options.add_argument(
+        "--fail-on", choices=FAIL_ON, default="error", metavar="|".join(FAIL_ON),
+        help="Exit 1 at the end if a finding is this severe (default: %(default)s).",
+    )  # fmt: skip
+    add_detector_options(options, stall=False)
+    add_output_options(
+        options, json_help="JSON Lines: one object per finding, then the summary.", quiet_help=None
+    )
 
-    With a TARGET the file is followed on that machine (through the remote engine: ssh, containers, ...); a
-    dropped link reconnects and resumes at the last byte received, so no line is lost or repeated.
 
-    \b
-    Examples:
-      trainprobe watch train.log
-      trainprobe watch ssh=gpu07 /scratch/run3/train.log
-      trainprobe watch train.log --exec 'notify-send trainprobe'
-      trainprobe watch train.log --json | jq .
+def watch(
+    target_or_path: str,
+    path: str | None,
+    *,
+    exec_cmd: str | None,
+    interval: float,
+    json_mode: bool,
+    fail_on: str,
+    event: list[str],
+    threshold: float,
+) -> int:
+    out = Output(json_mode=json_mode)
+    try:
+        argv = shlex.split(exec_cmd) if exec_cmd else None
+    except ValueError as exc:
+        raise UsageError(f"--exec: {exc}") from None
+    if exec_cmd is not None and not argv:
+        raise UsageError("--exec: empty command")
+    remote_target = target_or_path if path is not None else None
+    log = Path(path if path is not None else target_or_path)
+    if remote_target is None and log.is_dir():
+        raise UsageError(f"{log}: is a directory", hint="watch one log file")
+    if remote_target is not None:
+        from trainprobe.remote import parse_target
 
-    Exit codes: 0 nothing at --fail-on or worse, 1 findings (or the target stayed unreachable), 2 bad flags.
-    """
-    from rich.markup import escape
+        parse_target(remote_target)  # a malformed target is a usage error before anything starts
 
+    from trainprobe.cli._output import escape
     from trainprobe.metrics import Options
     from trainprobe.metrics.findings import fmt_step
     from trainprobe.metrics.follow import watch_file
 
-    out = Output(json_mode=json_out)
-    with reported_errors(out):
-        argv = shlex.split(exec_cmd) if exec_cmd else None
-        if exec_cmd is not None and not argv:
-            raise UsageError("--exec: empty command")
-        if interval <= 0:
-            raise UsageError("--interval must be positive")
-        remote_target = target_or_path if path is not None else None
-        log = Path(path if path is not None else target_or_path)
-        if remote_target is None and log.is_dir():
-            raise UsageError(f"{log}: is a directory", hint="watch one log file")
-
-        def on_finding(f: Finding) -> None:
-            if json_out:
-                sys.stdout.write(json.dumps({"type": "finding", **f.to_json()}, allow_nan=False) + "\n")
-                sys.stdout.flush()
-            else:
-                out.console.print(
-                    f"[{_STYLE[f.severity]}]{f.severity}[/] {escape(f.run)} {escape(f.metric)} step "
-                    f"{fmt_step(f.step)}: {escape(f.message)}\n  [dim]→ {escape(f.suggestion)}[/]"
-                )
-            if argv:
-                try:
-                    run_exec(argv, f)
-                except OSError as exc:
-                    out.error(f"--exec {argv[0]}: {exc.strerror or exc}")
-
-        def stop_on_term(_sig: int, _frame: FrameType | None) -> None:
-            raise KeyboardInterrupt
-
-        signal.signal(signal.SIGTERM, stop_on_term)
-        where = f"{log} on {remote_target}" if remote_target else str(log)
-        if remote_target is not None:
-            from trainprobe.remote import parse_target
-
-            parse_target(remote_target)  # a malformed target is a usage error before anything starts
-        if not json_out:
-            out.note(f"watching {where} (Ctrl-C for the summary)")
-        options = Options(threshold=threshold, event_patterns=list(event))
-        if remote_target is not None:
-            from trainprobe.metrics.remote_follow import watch_remote
-
-            report = watch_remote(
-                remote_target, str(log), on_finding, options=options, interval=interval, notify=out.note
+    def on_finding(f: Finding) -> None:
+        if json_mode:
+            out.json({"type": "finding", **f.to_json()}, indent=None)
+        else:
+            out.console.print(
+                f"[{_STYLE[f.severity]}]{f.severity}[/] {escape(f.run)} {escape(f.metric)} step "
+                f"{fmt_step(f.step)}: {escape(f.message)}\n  [dim]→ {escape(f.suggestion)}[/]"
             )
-        else:
-            report = watch_file(log, on_finding, options=options, interval=interval)
-        if report is None:
-            out.note(f"{log}: no metric rows arrived")
-            return
-        if json_out:
-            sys.stdout.write(json.dumps({"type": "summary", **report.to_json()}, allow_nan=False) + "\n")
-        else:
-            out.console.rule("summary")
-            render_report(report, out.console)
-    code = exit_code_for(report, fail_on.value)
-    if code:
-        raise typer.Exit(code)
+        if argv:
+            try:
+                run_exec(argv, f)
+            except OSError as exc:
+                out.error(f"--exec {argv[0]}: {exc.strerror or exc}")
+
+    def stop_on_term(_sig: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop_on_term)
+    where = f"{log} on {remote_target}" if remote_target else str(log)
+    if not json_mode:
+        out.note(f"watching {where} (Ctrl-C for the summary)")
+    options = Options(threshold=threshold, event_patterns=list(event))
+    if remote_target is not None:
+        from trainprobe.metrics.remote_follow import watch_remote
+
+        report = watch_remote(
+            remote_target, str(log), on_finding, options=options, interval=interval, notify=out.note
+        )
+    else:
+        report = watch_file(log, on_finding, options=options, interval=interval)
+    if report is None:
+        out.note(f"{log}: no metric rows arrived")
+        return 0
+    if json_mode:
+        out.json({"type": "summary", **report.to_json()}, indent=None)
+    else:
+        out.console.rule("summary")
+        render_report(report, out.console)
+    return exit_code_for(report, fail_on)
+
+
+COMMAND = Command(_WATCH_HELP, "[TARGET] PATH [options]", add_arguments, watch, _WATCH_EPILOG)

@@ -14,13 +14,29 @@
 - :func:`call` (``target, function, *args, **kwargs``) → the function's value; raises the RemoteError.
 - :func:`parse_target` → :class:`Target`; kinds are listed in :data:`trainprobe.remote.hops.HOP_KINDS`.
 
+Modules, one concern each: ``target`` and ``hops/`` (the target string, one module per hop kind), ``argv``
+(pure argv building), ``session`` (the one place that starts a process), ``api`` (run, call), ``shipping``
+(modules sent to the far side), ``fleet`` (target ranges, names and groups), ``fanout`` (running a fleet),
+``fleet_result`` (its outcomes), ``live_output`` (output of many targets, line by line), ``slurm_jobs`` (a
+Slurm job's nodes), ``probe``; ``_stage1`` and ``agent`` run on the far side. This package imports no other
+capability package of trainprobe (a test checks).
+
 See docs/remote.md for the target syntax, exit codes, log directory and the far-side protocol.
 """
 
 from __future__ import annotations
 
-from trainprobe.remote.api import call, modules_for, run
+from trainprobe.remote.api import call, run
 from trainprobe.remote.session import Module, RunResult
 from trainprobe.remote.target import Target, parse_target
+
+
+def __getattr__(name: str) -> object:
+    if name == "modules_for":  # shipping is not on a run's path
+        from trainprobe.remote.shipping import modules_for
+
+        return modules_for
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["Module", "RunResult", "Target", "call", "modules_for", "parse_target", "run"]

@@ -116,17 +116,17 @@ def ancestors() -> set[int]:
     return pids
 
 
-def is_trainprobe_own(argv: list[str], own_code: tuple[str, ...]) -> bool:
+def is_trainprobe_own(argv: list[str], own_code: tuple[str, ...], boot: str) -> bool:
     """A process of trainprobe itself, this run's or another's: stage 1 and the agent (and the script
     process it forks) run ``python -c BOOT ...``; discovery's module check and this probe's interpreter
     inspection run ``python -c CODE`` with code from ``own_code``."""
     if len(argv) < 3 or argv[1] != "-c":
         return False
     code = argv[2]
-    return "zlib.decompress(base64.b64decode(sys.argv[1]))" in code or code in own_code
+    return boot in code or code in own_code
 
 
-def python_processes(own_code: tuple[str, ...] = (INSPECT,)) -> list[dict[str, Any]]:
+def python_processes(own_code: tuple[str, ...], boot: str) -> list[dict[str, Any]]:
     """Running Python processes but trainprobe's own (see :func:`is_trainprobe_own`)."""
     mine = ancestors()
     found = []
@@ -141,7 +141,7 @@ def python_processes(own_code: tuple[str, ...] = (INSPECT,)) -> list[dict[str, A
             uid = os.stat(f"/proc/{pid}").st_uid
         except OSError:
             continue
-        if not os.path.basename(exe).startswith("python") or is_trainprobe_own(argv, own_code):
+        if not os.path.basename(exe).startswith("python") or is_trainprobe_own(argv, own_code, boot):
             continue
         cmdline = " ".join(argv)
         found.append({"pid": pid, "uid": uid, "python": exe, "cmdline": cmdline[:500],
@@ -150,10 +150,10 @@ def python_processes(own_code: tuple[str, ...] = (INSPECT,)) -> list[dict[str, A
 
 
 def main() -> dict[str, Any]:
-    import trainprobe_stage1  # type: ignore[import-not-found]  # shipped from memory by remote.probe
+    import trainprobe_discovery  # type: ignore[import-not-found]  # shipped from memory by remote.probe
 
     cuda = "--cuda" in sys.argv
-    candidates = trainprobe_stage1.discovery_order()
+    candidates = trainprobe_discovery.discovery_order()
     with ThreadPoolExecutor(max_workers=8) as pool:
         interpreters = list(pool.map(lambda p: inspect_python(p, cuda), candidates))
     return {
@@ -166,5 +166,7 @@ def main() -> dict[str, Any]:
         "load": list(os.getloadavg()),
         "cpus": os.cpu_count(),
         "memory": memory(),
-        "processes": python_processes((INSPECT, trainprobe_stage1.NEED_CHECK)),
+        "processes": python_processes(
+            (INSPECT, trainprobe_discovery.NEED_CHECK), trainprobe_discovery.OUR_BOOT.decode()
+        ),
     }

@@ -16,17 +16,20 @@ Supported, as in dataclasses: fields from class annotations in order (``ClassVar
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
 
+TYPE_CHECKING = False  # not typing's: importing typing costs every run milliseconds
 if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
     from typing_extensions import dataclass_transform
+
+    T = TypeVar("T")
 else:
 
-    def dataclass_transform(**_: object) -> Callable[[Any], Any]:
+    def dataclass_transform(**_: object) -> Callable[[object], object]:
         return lambda decorator: decorator
 
 
-T = TypeVar("T")
 _MISSING: Any = object()
 
 

@@ -1,45 +1,39 @@
-"""Stage 1 of the far side: find the interpreter, then read the agent from stdin and start it.
+"""Stage 1 of the far side: say hello, choose the interpreter, start the agent. Small on purpose.
 
 Runs under whatever Python the bootstrap found first (3.7 or newer), from ``python -c BOOT STAGE1 CONFIG``
-where
-STAGE1 is this file zlib-compressed and base64-encoded (the safe alphabet, so it survives any login shell)
-and CONFIG
-is base64 JSON: the setting hops and ``--need``. Standard library only.
+where STAGE1 is this file zlib-compressed and base64-encoded (the safe alphabet, so it survives any login
+shell) and CONFIG is the base64 of a :mod:`marshal`-ed dict: the setting hops and ``--need``. Only built-in
+modules. It is compiled on every run, so everything else comes over stdin, as code objects when the far
+Python's bytecode matches the local one's (compiling the discovery and the agent from source cost a run more
+than its own Python start-up), else as source.
 
-1. Say hello (the magic line and an ``H`` frame) at once: the local side's connect timeout ends here.
-2. Choose the interpreter: ``python=``/``venv=``/``conda=`` if given, else the first candidate of the
-discovery order
-   (``$VIRTUAL_ENV``, ``$CONDA_PREFIX``, venvs under home directories, ``/root``, ``/opt``, conda envs,
-   running
-   Python processes, ``python3``/``python`` on PATH); with ``need`` the first whose ``find_spec`` finds every
-   module.
-   If that is not this interpreter, ``exec`` it with the same stage 1 (nothing has been read from stdin yet).
-3. Read exactly one frame (the agent's source) with ``os.read`` loops, which never read ahead into a buffer,
-and run it.
+1. Say hello at once: the magic line and an ``H`` frame holding this interpreter's bytecode magic number. The
+   local side writes nothing to stdin before it: a login script that reads stdin would otherwise eat the
+   frames (or a shell that an rc file ``exec``-s would run them as commands).
+2. Read the ``D`` frame (interpreter discovery, :mod:`trainprobe.remote._discovery`) and choose the
+   interpreter. If that is not this one, ``exec`` it with the same stage 1 and ``chosen`` set; it says no
+   second hello and goes on at step 3 (the next frame waits in the pipe).
+3. Read the ``A`` frame (the agent) and start it. Frames are read with ``os.read`` loops, which never read
+   ahead into a buffer, and each frame's kind and size are checked: a wrong one means the stream was
+   corrupted.
+
+A program frame is ``magic(4) codelen(4) zlib(marshal(code)) zlib(source)``: the code is used when ``magic``
+is this interpreter's, else the source is compiled (the agent always carries its source: an ``exec``-ed
+interpreter may be another version than the one that said hello).
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import itertools
-import json
+import binascii
+import marshal
 import os
 import sys
 import zlib
-from collections.abc import Iterable, Iterator
 
 MAGIC = b"\n\x00TRAINPROBE-AGENT-1\x00"
-#: in the command line of every trainprobe agent (the bootstrap); other runs' agents are not candidates
-OUR_BOOT = b"zlib.decompress(base64.b64decode(sys.argv[1]))"
-NEED_CHECK = "import importlib.util as u,sys;print(sys.version.split()[0]);print(','.join(n for n in sys.argv[1:] if u.find_spec(n) is None))"  # noqa: E501
-HOME_VENV_DIRS = ("envs", "venvs", ".venvs", ".virtualenvs", ".pyenv/versions")
-CONDA_DIRS = ("miniconda3", "anaconda3", "miniforge3", "mambaforge", ".conda", "conda")
-
-
-def send(kind: bytes, value: object) -> None:
-    data = json.dumps(value).encode()
-    write_all(kind + len(data).to_bytes(4, "big") + data)
+#: a program frame is a few tens of kB; a header claiming more means the stream is not ours
+MAX_PROGRAM_BYTES = 1 << 22
+PYC_MAGIC = sys.modules["_frozen_importlib_external"].MAGIC_NUMBER
 
 
 def write_all(data: bytes) -> None:
@@ -59,208 +53,59 @@ def read_exact(n: int) -> bytes:
     return b"".join(chunks)
 
 
-def executable(path: str) -> bool:
-    return os.path.isfile(path) and os.access(path, os.X_OK)
+def fail(message: str, tried: list, error: str = "interpreter", code: int = 127) -> None:  # type: ignore[type-arg]
+    import json  # only on this path: json imports re
+
+    data = json.dumps({"error": error, "message": message, "tried": tried}).encode()
+    write_all(b"F" + len(data).to_bytes(4, "big") + data)
+    os._exit(code)
 
 
-def venvs_under(root: str) -> list[str]:
-    """``*/pyvenv.cfg`` one level down, plus ``.venv``/``venv`` in each project and the usual env folders."""
-    found: list[str] = []
-    try:
-        names = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
-    except OSError:
-        return found
-    for name in names:
-        for sub in ("", ".venv", "venv"):
-            found.append(os.path.join(root, name, sub))
-    for name in HOME_VENV_DIRS:
-        with contextlib.suppress(OSError):
-            found.extend(sorted(entry.path for entry in os.scandir(os.path.join(root, name))))
-    return [os.path.join(d, "bin", "python") for d in found if os.path.isfile(os.path.join(d, "pyvenv.cfg"))]
-
-
-def conda_bases(homes: list[str]) -> list[str]:
-    bases = [os.path.join(h, d) for h in homes for d in CONDA_DIRS] + ["/opt/" + d for d in CONDA_DIRS]
-    return [b for b in bases if os.path.isdir(os.path.join(b, "conda-meta"))]
-
-
-def conda_envs(homes: list[str]) -> list[str]:
-    found = []
-    for base in conda_bases(homes):
-        found.append(os.path.join(base, "bin", "python"))
-        with contextlib.suppress(OSError):
-            found.extend(sorted(os.path.join(e.path, "bin", "python") for e in os.scandir(base + "/envs")))
-    return found
-
-
-def running_pythons() -> list[str]:
-    """Interpreters of running Python processes: argv[0] if absolute (keeps venv paths), else exe."""
-    found: list[str] = []
-    me = str(os.getpid())
-    try:
-        pids = sorted((p for p in os.listdir("/proc") if p.isdigit() and p != me), key=int)
-    except OSError:
-        return found
-    for pid in pids:
-        try:
-            exe = os.readlink("/proc/" + pid + "/exe")
-            with open("/proc/" + pid + "/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if not os.path.basename(exe).startswith("python") or OUR_BOOT in b"".join(argv[:3]):
-            continue
-        first = argv[0].decode(errors="replace")
-        found.append(first if first.startswith("/") and os.path.basename(first).startswith("python") else exe)
-    return found
-
-
-def candidate_groups() -> Iterator[list[str]]:
-    """Candidates in discovery order, group by group, so a caller that needs only the first stops early."""
-    env = os.environ
-    yield [os.path.join(env[var], "bin", "python") for var in ("VIRTUAL_ENV", "CONDA_PREFIX") if env.get(var)]
-    own = os.path.expanduser("~")
-    homes = [own] + [h for h in sorted(_listdir("/home")) if h != own] + ([] if own == "/root" else ["/root"])
-    for home in homes:
-        yield venvs_under(home)
-    yield venvs_under("/opt")
-    yield conda_envs(homes)
-    yield running_pythons()
-    yield [path for path in (which("python3"), which("python")) if path]
-
-
-def identity(path: str) -> tuple[str, str]:
-    """What makes two paths one interpreter: the file with symlinks resolved (``/usr/bin/python3`` is
-    ``/usr/bin/python3.11``) and the venv the path starts it in (a venv's ``bin/python`` links to the system
-    Python, but started through the venv it sees the venv's packages, so it stays a candidate of its own)."""
-    path = os.path.abspath(path)
-    bindir = os.path.dirname(path)
-    venv = ""
-    for directory in (bindir, os.path.dirname(bindir)):
-        if os.path.isfile(os.path.join(directory, "pyvenv.cfg")):
-            venv = directory
-            break
-    return os.path.realpath(path), venv
-
-
-def iter_candidates() -> Iterator[str]:
-    seen = set()
-    for group in candidate_groups():
-        for path in group:
-            path = os.path.abspath(path)
-            if not executable(path):
-                continue
-            key = identity(path)
-            if key not in seen:
-                seen.add(key)
-                yield path
-
-
-def discovery_order() -> list[str]:
-    """Every candidate interpreter, first choice first (``trainprobe probe`` lists them)."""
-    return list(iter_candidates())
-
-
-def which(name: str) -> str:
-    """shutil.which without importing shutil (startup time counts on every run)."""
-    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
-        path = os.path.join(directory or ".", name)
-        if executable(path):
-            return path
-    return ""
-
-
-def _listdir(path: str) -> list[str]:
-    try:
-        return [os.path.join(path, name) for name in os.listdir(path)]
-    except OSError:
-        return []
-
-
-def conda_python(name: str) -> str:
-    if "/" in name:
-        return os.path.join(name, "bin", "python")
-    homes = [os.path.expanduser("~")]
-    for base in conda_bases(homes) + conda_bases(_listdir("/home")):
-        if name == "base":
-            return os.path.join(base, "bin", "python")
-        path = os.path.join(base, "envs", name, "bin", "python")
-        if executable(path):
-            return path
-    return ""
-
-
-def missing_modules(python: str, need: list[str]) -> tuple[str, list[str]]:
-    """(version, modules not found) for one candidate, asked in a subprocess; ("", [why]) if it fails."""
-    import subprocess  # only here: importing it costs every run a few milliseconds
-
-    try:
-        proc = subprocess.run(
-            [python, "-c", NEED_CHECK, *need], stdin=subprocess.DEVNULL, capture_output=True, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return "", ["(did not run: " + str(exc) + ")"]
-    lines = proc.stdout.decode(errors="replace").splitlines()
-    if proc.returncode or len(lines) < 2:
-        return "", ["(did not run: exit " + str(proc.returncode) + ")"]
-    return lines[0], [m for m in lines[1].split(",") if m]
-
-
-def choose(cfg: dict) -> str:  # type: ignore[type-arg]
-    need = cfg.get("need") or []
-    if cfg.get("python") or cfg.get("venv") or cfg.get("conda"):
-        if cfg.get("python"):
-            path, what = cfg["python"], "python=" + cfg["python"]
-        elif cfg.get("venv"):
-            path, what = os.path.join(cfg["venv"], "bin", "python"), "venv=" + cfg["venv"]
-        else:
-            path, what = conda_python(cfg["conda"]), "conda=" + cfg["conda"]
-        if not path or not executable(path):
-            fail(what + " has no Python interpreter" + (" at " + path if path else ""), [])
-        candidates: Iterable[str] = [path]
-    else:
-        candidates = iter_candidates() if need else list(itertools.islice(iter_candidates(), 1))
-        if not need and not candidates:
-            fail(
-                "no Python interpreter found (no venv, conda env, running Python or python3 in PATH)",
-                [],
-            )
-    if not need:
-        return next(iter(candidates))
-    tried = []
-    for path in candidates:
-        version, missing = missing_modules(path, need)
-        if not missing:
-            return path
-        tried.append({"python": path, "version": version, "missing": missing})
-    fail("no interpreter has " + ", ".join(need), tried)
-    raise AssertionError
-
-
-def fail(message: str, tried: list) -> None:  # type: ignore[type-arg]
-    send(b"F", {"error": "interpreter", "message": message, "tried": tried})
-    os._exit(127)
+def read_program(kind: bytes, filename: str) -> object:
+    header = read_exact(5)
+    size = int.from_bytes(header[1:], "big")
+    if header[:1] != kind or size > MAX_PROGRAM_BYTES:
+        fail("the stream from the local side was corrupted before the agent started (a login script read "
+             "stdin?)", [], "corrupt", 2)  # fmt: skip
+    data = read_exact(size)
+    codelen = int.from_bytes(data[4:8], "big")
+    if codelen and data[:4] == PYC_MAGIC:
+        return marshal.loads(zlib.decompress(data[8 : 8 + codelen]))
+    return compile(zlib.decompress(data[8 + codelen :]), filename, "exec")
 
 
 def main() -> None:
-    cfg = json.loads(base64.b64decode(sys.argv[2]))
-    if not cfg.get("chosen"):
-        write_all(MAGIC)
-        send(b"H", {"python": sys.executable, "pid": os.getpid()})
-        python = choose(cfg)
-        if identity(python) != identity(sys.executable):  # exec only a different interpreter
-            cfg["chosen"] = True
-            encoded = base64.b64encode(json.dumps(cfg).encode()).decode()
-            os.execv(python, [python, "-c", cfg["boot"], sys.argv[1], encoded])
-    header = read_exact(5)
-    source = read_exact(int.from_bytes(header[1:], "big"))
-    namespace = {"__name__": "trainprobe_agent"}
-    exec(compile(zlib.decompress(source), "<trainprobe-agent>", "exec"), namespace)
-    namespace["serve"](cfg)  # type: ignore[operator]
+    cfg = marshal.loads(binascii.a2b_base64(sys.argv[2]))
+    try:
+        if not cfg.get("chosen"):
+            write_all(MAGIC + b"H" + len(PYC_MAGIC).to_bytes(4, "big") + PYC_MAGIC)
+            discovery = {"__name__": "trainprobe_discovery"}
+            exec(read_program(b"D", "<trainprobe-discovery>"), discovery)  # type: ignore[arg-type]
+            try:
+                python = discovery["choose"](cfg)  # type: ignore[operator]
+            except discovery["NoInterpreter"] as exc:  # type: ignore[misc]
+                fail(exc.message, exc.tried)
+            identity = discovery["identity"]
+            if identity(python) != identity(sys.executable):  # type: ignore[operator]
+                cfg["chosen"] = True
+                encoded = binascii.b2a_base64(marshal.dumps(cfg, 4), newline=False).decode()
+                os.execv(python, [python, "-c", cfg["boot"], sys.argv[1], encoded])
+        agent = {"__name__": "trainprobe_agent"}
+        exec(read_program(b"A", "<trainprobe-agent>"), agent)  # type: ignore[arg-type]
+    except EOFError:  # the local side gave up (connect timeout, Ctrl-C) before sending everything
+        os._exit(1)
+    agent["serve"](cfg)  # type: ignore[operator]
     # Everything went out with os.write and the exit report is sent: skip the interpreter's shutdown, which
     # the local side (and ssh) would otherwise wait for on every run.
     os._exit(0)
 
 
-if __name__ == "__main__":  # under python -c; shipped as a module by probe, it only offers discovery
+def __getattr__(name: str) -> object:
+    """Locally only: discovery's names (``identity``...) moved to :mod:`trainprobe.remote._discovery`."""
+    from trainprobe.remote import _discovery
+
+    return getattr(_discovery, name)
+
+
+if __name__ == "__main__":  # under python -c
     main()

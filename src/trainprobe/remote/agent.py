@@ -1,34 +1,36 @@
 """The far-side agent: runs one user script in a child process group and streams everything back in frames.
 
-Shipped as source over stdin by stage 1 (:mod:`trainprobe.remote._stage1`) and started with :func:`serve`; it
-uses
-only the standard library and runs on Python 3.7 or newer. Importing this module locally is harmless (the
-local side
-takes the frame constants from here, so both ends agree).
+Shipped over stdin (as code, or source for another Python version) to stage 1
+(:mod:`trainprobe.remote._stage1`) and started with :func:`serve`; it
+uses only the standard library, runs on Python 3.7 or newer, and on the common path imports only built-in
+modules (``json``, ``re``, ``selectors``, ``signal`` and ``linecache`` would cost every run milliseconds: the
+result is JSON-encoded only when ``main()`` returned something, tracebacks import what they need). Importing
+this module locally is harmless (the local side takes the frame constants from here, so both ends agree).
 
 Frames, both ways: one type byte, a 4-byte big-endian length, the data.
 
-local → far: ``C`` config (JSON), ``S`` the script's bytes, ``M`` a module to import from memory
-(``name\\0filename\\0is_package\\0source``), ``G`` go. After ``G`` the agent only watches stdin for EOF: the
-link
+local → far, written only after stage 1's hello: ``D`` discovery and ``A`` the agent (read by stage 1),
+``C`` config (a :mod:`marshal`-ed dict: args, filename, timeout, env, cwd, heartbeat), ``S`` the script's
+bytes, ``M`` a module to import from memory (``name\\0filename\\0is_package\\0`` then ``magic codelen
+zlib(code) zlib(source)``: the code is used when ``magic`` is this interpreter's), ``G`` go; then ``B``
+heartbeats until the run ends. Missing heartbeats for ``heartbeat`` seconds, or EOF on stdin, mean the link
 was lost or the local side gave up, and the run is killed.
 
-far → local (after the magic line of stage 1): ``H`` hello, ``F`` interpreter not found (JSON), ``R`` ready
-(JSON), ``1``/``2`` stdout/stderr bytes, ``X`` exit (JSON: exit_code, result, exception, timed_out, killed).
+far → local (after the magic line of stage 1): ``H`` hello (the far Python's bytecode magic number), ``F``
+interpreter not found (JSON), ``R`` ready
+(JSON), ``1``/``2`` stdout/stderr bytes, ``X`` exit (JSON: exit_code, signal, result, exception, timed_out,
+killed, start_error). The far side never sends marshal: the local side parses only JSON from it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import linecache
+import _signal  # type: ignore[import-not-found]  # signal itself imports enum: milliseconds a run
+import marshal
 import os
 import pwd
-import selectors
-import signal
+import select
 import sys
 import time
-import types
 import zlib
 
 # Not `from typing import ...` at run time: typing costs the far side a few milliseconds on every run, and
@@ -36,17 +38,24 @@ import zlib
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import ast
+    import types
     from typing import Any
 
 STDOUT, STDERR, READY, EXIT = b"1", b"2", b"R", b"X"
+#: the frames the local side may send after ``G``
+HEARTBEAT = b"B"
 CHUNK = 1 << 16
 RESULT_NAME = "__trainprobe_result__"
-#: the file name stage 1 compiles this agent under
-AGENT_FILENAME = "<trainprobe-agent>"
 #: seconds between SIGTERM to the process group and SIGKILL
 KILL_GRACE_S = 1.0
-#: seconds to keep reading the script's pipes after it exited
+#: seconds to keep reading the script's pipes after it exited on its own (a grandchild's last words)
 DRAIN_S = 5.0
+#: after a kill (timeout, lost link): what outlives the group (a setsid daemon) is not waited for
+KILLED_DRAIN_S = 0.2
+#: the most a frame from the local side may claim (a shipped package is a few MB)
+MAX_FRAME = 1 << 30
+MODULE_TYPE = type(sys)
+PYC_MAGIC = sys.modules["_frozen_importlib_external"].MAGIC_NUMBER
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -59,8 +68,31 @@ def send(kind: bytes, data: bytes) -> None:
     write_all(1, kind + len(data).to_bytes(4, "big") + data)
 
 
+class Raw(str):
+    """Text that is already JSON (the result, encoded by :mod:`json` in the script's process)."""
+
+
+def to_json(value: Any) -> str:
+    """JSON for the agent's own reports (str, int, float, bool, None, lists, dicts), without ``json``."""
+    if isinstance(value, Raw):
+        return str(value)
+    if isinstance(value, str):
+        text = value.replace("\\", "\\\\").replace('"', '\\"')
+        if any(ch < " " for ch in text):
+            text = "".join(ch if ch >= " " else f"\\u{ord(ch):04x}" for ch in text)
+        return '"' + text + '"'
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, (int, float)):
+        return repr(value) if value == value and value not in (float("inf"), -float("inf")) else "null"
+    if isinstance(value, dict):
+        return "{" + ",".join(to_json(str(k)) + ":" + to_json(v) for k, v in value.items()) + "}"
+    return "[" + ",".join(to_json(v) for v in value) + "]"
+
+
 def send_json(kind: bytes, value: Any) -> None:
-    send(kind, json.dumps(value).encode())
+    # lone surrogates (undecodable file names) become \\udcXX escapes, which JSON reads back
+    send(kind, to_json(value).encode("utf-8", "backslashreplace"))
 
 
 def read_exact(n: int) -> bytes:
@@ -76,14 +108,19 @@ def read_exact(n: int) -> bytes:
 
 def read_frame() -> tuple[bytes, bytes]:
     header = read_exact(5)
-    return header[:1], read_exact(int.from_bytes(header[1:], "big"))
+    size = int.from_bytes(header[1:], "big")
+    if header[:1] not in (b"C", b"S", b"M", b"G") or size > MAX_FRAME:
+        raise ValueError("the stream from the local side was corrupted (frame " + repr(header) + ")")
+    return header[:1], read_exact(size)
 
 
 class MemoryImporter:
-    """Imports shipped modules from memory, ahead of anything installed on the far side."""
+    """Imports shipped modules from memory, ahead of anything installed on the far side; hands their source to
+    ``linecache`` on demand (``get_source``), so tracebacks show the local file's lines."""
 
-    def __init__(self, modules: dict[str, tuple[str, bool, bytes]]) -> None:
+    def __init__(self, modules: dict[str, tuple[str, bool, bytes]], codes: dict[str, bytes]) -> None:
         self.modules = modules
+        self.codes = codes
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if name not in self.modules:
@@ -99,14 +136,34 @@ class MemoryImporter:
     def exec_module(self, module: types.ModuleType) -> None:
         filename, _, source = self.modules[module.__name__]
         module.__file__ = filename
-        remember_source(filename, source)
-        exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
+        code = self.codes.get(module.__name__)
+        exec(
+            marshal.loads(code) if code else compile(source, filename, "exec", dont_inherit=True),
+            module.__dict__,
+        )
+
+    def get_source(self, name: str) -> str | None:
+        found = self.modules.get(name)
+        return found[2].decode("utf-8", "replace") if found else None
 
 
-def remember_source(filename: str, source: bytes) -> None:
-    """Let tracebacks print the local file's lines, which do not exist on the far side."""
-    lines = source.decode("utf-8", "replace").splitlines(True)
-    linecache.cache[filename] = (len(source), None, lines, filename)
+class ScriptSource:
+    """The ``__loader__`` of the script's ``__main__``: its source for ``linecache``, asked lazily."""
+
+    def __init__(self, source: bytes) -> None:
+        self.source = source
+
+    def get_source(self, name: str) -> str:
+        return self.source.decode("utf-8", "replace")
+
+
+def remember_sources(sources: dict[str, bytes]) -> None:
+    """Put the script's and the shipped modules' lines into linecache before a traceback is printed."""
+    import linecache
+
+    for filename, source in sources.items():
+        lines = source.decode("utf-8", "replace").splitlines(True)
+        linecache.cache[filename] = (len(source), None, lines, filename)
 
 
 def is_main_guard(node: ast.stmt) -> bool:
@@ -124,9 +181,8 @@ def prepare(source: bytes, filename: str) -> tuple[types.CodeType, bool]:
     """Compile the script; (code, call main() afterwards?).
 
     A top-level ``main()`` call statement inside ``if __name__ == "__main__":`` is turned into an assignment
-    so its
-    return value becomes the result; a script with ``def main`` and no such guard has ``main()`` called for
-    it.
+    so its return value becomes the result; a script with ``def main`` and no such guard has ``main()``
+    called for it.
     """
     if b"main" not in source:  # nothing to call or guard: no syntax tree needed (nor importing ast)
         return compile(source, filename, "exec", dont_inherit=True), False
@@ -148,11 +204,16 @@ def prepare(source: bytes, filename: str) -> tuple[types.CodeType, bool]:
 
 
 def run_user(
-    cfg: dict[str, Any], script: bytes, modules: dict[str, tuple[str, bool, bytes]], result_fd: int
+    cfg: dict[str, Any],
+    script: bytes,
+    modules: dict[str, tuple[str, bool, bytes]],
+    codes: dict[str, bytes],
+    result_fd: int,
 ) -> int:
-    """In the child: run the script as ``__main__``; write the result/exception JSON to ``result_fd``."""
+    """In the child: run the script as ``__main__``; write the report (marshal: result as JSON text,
+    exception) to ``result_fd``, which only this agent reads."""
     filename = cfg["filename"]
-    report: dict[str, Any] = {"has_result": False, "result": None, "exception": None}
+    report: dict[str, Any] = {"result": None, "exception": None}
     code = 0
     try:
         sys.stdin = open(os.devnull)  # noqa: SIM115  (lives as long as the child)
@@ -164,20 +225,28 @@ def run_user(
         if modules:
             import importlib.util  # before the finder is in place, which would otherwise be asked for it  # noqa: F401
 
-            sys.meta_path.insert(0, MemoryImporter(modules))
+            sys.meta_path.insert(0, MemoryImporter(modules, codes))
         sys.argv = [filename, *cfg.get("args", [])]
         sys.path[0] = os.getcwd()
-        remember_source(filename, script)
-        module = types.ModuleType("__main__")
+        module = MODULE_TYPE("__main__")
         module.__file__ = filename
+        module.__loader__ = ScriptSource(script)  # type: ignore[assignment]
         sys.modules["__main__"] = module
         compiled, call_main = prepare(script, filename)
         exec(compiled, module.__dict__)
         if call_main:
             module.__dict__[RESULT_NAME] = module.__dict__["main"]()
-        if RESULT_NAME in module.__dict__:
-            report["result"] = module.__dict__[RESULT_NAME]
-            report["has_result"] = report["result"] is not None
+        value = module.__dict__.get(RESULT_NAME)
+        if value is not None:
+            import json
+
+            try:
+                report["result"] = json.dumps(value)
+            except (TypeError, ValueError) as exc:
+                message = "main() returned a value that is not JSON-serialisable: " + str(exc)
+                print(message, file=sys.stderr)
+                report["exception"] = {"type": type(exc).__name__, "message": message, "traceback": ""}
+                code = 1
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):
             code = exc.code or 0
@@ -187,25 +256,20 @@ def run_user(
     except BaseException as exc:  # the user's exception: printed like python does, and reported
         import traceback
 
+        remember_sources({filename: script, **{f: s for f, _, s in modules.values()}})
         tb = exc.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename == AGENT_FILENAME:
+        while tb is not None and tb.tb_frame.f_code.co_filename == run_user.__code__.co_filename:
             tb = tb.tb_next  # the user's frames only, as if python had run the script itself
         text = "".join(traceback.format_exception(type(exc), exc, tb))
         sys.stderr.write(text)
         report["exception"] = {"type": type(exc).__name__, "message": str(exc), "traceback": text}
         code = 1
-    try:
-        data = json.dumps(report).encode()
-    except (TypeError, ValueError) as exc:
-        message = "main() returned a value that is not JSON-serialisable: " + str(exc)
-        print(message, file=sys.stderr)
-        data = json.dumps({"has_result": False, "result": None, "exception": {
-            "type": type(exc).__name__, "message": message, "traceback": ""}}).encode()  # fmt: skip
-        code = code or 1
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
+        try:  # noqa: SIM105  (far side: no contextlib import)
             stream.flush()
-    write_all(result_fd, data)
+        except Exception:  # a closed or broken stream: nothing left to say
+            pass
+    write_all(result_fd, marshal.dumps(report))
     return code
 
 
@@ -217,8 +281,10 @@ def user_name() -> str:
 
 
 def kill_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
+    try:  # noqa: SIM105  (far side: no contextlib import)
         os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def exit_code_of(status: int) -> int:
@@ -227,89 +293,179 @@ def exit_code_of(status: int) -> int:
     return os.WEXITSTATUS(status)
 
 
+def start_guard(pgid: int, life_r: int) -> None:
+    """Fork a guard into the script's process group: it blocks reading ``life_r``, whose write end only this
+    agent holds, and kills the whole group when that read returns, that is when the agent is gone, however
+    it died (SIGKILL included). Signals that a run's stop sends first (SIGTERM, SIGINT, SIGHUP) leave it
+    alone: only the group's SIGKILL ends it, so a script that ignores SIGTERM still goes with the agent."""
+    pid = os.fork()
+    if pid:
+        return
+    try:
+        os.setpgid(0, pgid)
+        for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
+            _signal.signal(sig, _signal.SIG_IGN)
+        null = os.open(os.devnull, os.O_RDWR)  # not ssh's channel: the run's end must not wait for the guard
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(3, life_r)
+        os.closerange(life_r + 1, 1 << 16)
+        while os.read(life_r, 1):
+            pass
+        kill_group(pgid, _signal.SIGKILL)
+    finally:
+        os._exit(0)
+
+
 def serve(stage1_cfg: dict[str, Any]) -> None:
     cfg: dict[str, Any] = {}
     script = b""
     modules: dict[str, tuple[str, bool, bytes]] = {}
-    while True:
-        kind, data = read_frame()
-        if kind == b"C":
-            cfg = json.loads(data)
-        elif kind == b"S":
-            script = data
-        elif kind == b"M":
-            name, filename, is_package, source = data.split(b"\0", 3)
-            modules[name.decode()] = (filename.decode(), is_package == b"1", zlib.decompress(source))
-        elif kind == b"G":
-            break
+    codes: dict[str, bytes] = {}
+    try:
+        while True:
+            kind, data = read_frame()
+            if kind == b"C":
+                cfg = marshal.loads(data)
+            elif kind == b"S":
+                script = data
+            elif kind == b"M":
+                name, filename, is_package, rest = data.split(b"\0", 3)
+                codelen = int.from_bytes(rest[4:8], "big")
+                modules[name.decode()] = (
+                    filename.decode(),
+                    is_package == b"1",
+                    zlib.decompress(rest[8 + codelen :]),
+                )
+                if codelen and rest[:4] == PYC_MAGIC:  # compiled for this very bytecode
+                    codes[name.decode()] = zlib.decompress(rest[8 : 8 + codelen])
+            else:
+                break
+    except EOFError:  # the local side gave up before the go
+        return
+    except ValueError as exc:
+        send_json(EXIT, {"exit_code": 2, "start_error": str(exc)})
+        return
     send_json(READY, {
         "python": sys.executable, "version": sys.version.split()[0], "host": os.uname().nodename,
         "pid": os.getpid(), "user": user_name(),
     })  # fmt: skip
     timeout = cfg.get("timeout")
     deadline = time.monotonic() + timeout if timeout else None
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    res_r, res_w = os.pipe()
-    pid = os.fork()
+    try:
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        res_r, res_w = os.pipe()
+        life_r, life_w = os.pipe()
+        pid = os.fork()
+    except OSError as exc:  # a process or file limit (ulimit -u / -n) on the far side
+        send_json(EXIT, {"exit_code": 126, "start_error": "cannot start the script: " + str(exc)})
+        return
     if pid == 0:  # the child: its own process group, so one killpg takes every process it starts
         code = 1
         try:
             os.setpgid(0, 0)
-            for fd in (out_r, err_r, res_r):
+            for fd in (out_r, err_r, res_r, life_r, life_w):
                 os.close(fd)
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
-            code = run_user(cfg, script, modules, res_w)
+            code = run_user(cfg, script, modules, codes, res_w)
         finally:
             os._exit(code)
-    with contextlib.suppress(OSError):  # the child may have got there first
+    try:  # the child may have got there first  # noqa: SIM105  (far side: no contextlib import)
         os.setpgid(pid, pid)
+    except OSError:
+        pass
     for fd in (out_w, err_w, res_w):
         os.close(fd)
-    relay(pid, deadline, out_r, err_r, res_r)
+    try:  # noqa: SIM105  (far side: no contextlib import)
+        start_guard(pid, life_r)
+    except OSError:  # no guard (a process limit): the run still goes, with the guarantees before this one
+        pass
+    os.close(life_r)
+    relay(pid, deadline, out_r, err_r, res_r, float(cfg.get("heartbeat") or 0))
 
 
-def relay(pid: int, deadline: float | None, out_r: int, err_r: int, res_r: int) -> None:
-    selector = selectors.DefaultSelector()
-    # SIGCHLD wakes the select at once when the script exits (no polling delay on every run)
+class Link:
+    """The local side's end of stdin after ``G``: heartbeat frames, then EOF when it stops the run."""
+
+    def __init__(self, lost_after: float) -> None:
+        self.lost_after = lost_after
+        self.last = time.monotonic()
+        self.buffer = b""
+
+    def feed(self, data: bytes) -> None:
+        self.buffer += data
+        while len(self.buffer) >= 5:
+            size = int.from_bytes(self.buffer[1:5], "big")
+            if self.buffer[:1] != HEARTBEAT or size > CHUNK:
+                raise ValueError("unexpected frame on stdin")
+            if len(self.buffer) < 5 + size:
+                break
+            self.buffer = self.buffer[5 + size :]
+            self.last = time.monotonic()
+
+    def lost(self) -> bool:
+        return bool(self.lost_after) and time.monotonic() - self.last > self.lost_after
+
+
+def relay(pid: int, deadline: float | None, out_r: int, err_r: int, res_r: int, heartbeat: float) -> None:
+    poller = select.poll()
+    # SIGCHLD wakes the poll at once when the script exits (no polling delay on every run)
     wake_r, wake_w = os.pipe()
     for fd in (wake_r, wake_w):
         os.set_blocking(fd, False)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    signal.set_wakeup_fd(wake_w)
-    for fd in (0, out_r, err_r, res_r, wake_r):
-        selector.register(fd, selectors.EVENT_READ)
+    _signal.signal(_signal.SIGCHLD, lambda *_: None)
+    _signal.set_wakeup_fd(wake_w)
+    watched = {0, out_r, err_r, res_r}
+    for fd in (*watched, wake_r):
+        poller.register(fd, select.POLLIN)
+    link = Link(heartbeat)
     result = b""
     status: int | None = None
     timed_out = killed = False
     kill_at: float | None = None
     drain_until = 0.0
+
+    def stop(reason_timeout: bool) -> None:
+        nonlocal timed_out, killed, kill_at
+        timed_out, killed = reason_timeout, not reason_timeout
+        kill_group(pid, _signal.SIGTERM)
+        kill_at = time.monotonic() + KILL_GRACE_S
+
     try:
-        while any(fd != wake_r for fd in selector.get_map()):
+        while watched:
             wait = 0.5
             if deadline is not None and status is None:
                 wait = max(0.0, min(wait, deadline - time.monotonic()))
-            for key, _ in selector.select(wait):
-                fd = key.fd
+            for fd, _ in poller.poll(wait * 1000):
                 if fd == wake_r:
-                    with contextlib.suppress(BlockingIOError):
+                    try:
                         while os.read(wake_r, 4096):
                             pass
+                    except BlockingIOError:
+                        pass
                     continue
                 chunk = os.read(fd, CHUNK)
                 if fd == 0:
-                    if not chunk and status is None:
-                        killed = True  # the local side closed our stdin: link lost, Ctrl-C or its timeout
-                        kill_group(pid, signal.SIGTERM)
-                        kill_at = time.monotonic() + KILL_GRACE_S
-                    if not chunk:
-                        selector.unregister(0)
+                    if chunk:
+                        try:
+                            link.feed(chunk)
+                            continue
+                        except ValueError:
+                            chunk = b""  # not our stream any more: as if the link were gone
+                    if status is None and kill_at is None:
+                        stop(
+                            reason_timeout=False
+                        )  # the local side closed our stdin: link lost, Ctrl-C, timeout
+                    poller.unregister(0)
+                    watched.discard(0)
                     continue
                 if not chunk:
-                    selector.unregister(fd)
+                    poller.unregister(fd)
+                    watched.discard(fd)
                     os.close(fd)
                 elif fd == res_r:
                     result += chunk
@@ -321,25 +477,32 @@ def relay(pid: int, deadline: float | None, out_r: int, err_r: int, res_r: int) 
                 done, status_now = os.waitpid(pid, os.WNOHANG)
                 if done:
                     status = status_now
-                    drain_until = time.monotonic() + DRAIN_S
+                    drain_until = time.monotonic() + (KILLED_DRAIN_S if kill_at is not None else DRAIN_S)
                     # the script is over: whatever it left behind in its group goes too (and closes our pipes)
-                    kill_group(pid, signal.SIGKILL)
-                    if 0 in selector.get_map():
-                        selector.unregister(0)
-                elif deadline is not None and time.monotonic() >= deadline and kill_at is None:
-                    timed_out = True
-                    kill_group(pid, signal.SIGTERM)
-                    kill_at = time.monotonic() + KILL_GRACE_S
+                    kill_group(pid, _signal.SIGKILL)
+                    if 0 in watched:
+                        poller.unregister(0)
+                        watched.discard(0)
+                elif kill_at is None and deadline is not None and time.monotonic() >= deadline:
+                    stop(reason_timeout=True)
+                elif kill_at is None and link.lost():
+                    stop(reason_timeout=False)
                 elif kill_at is not None and time.monotonic() >= kill_at:
-                    kill_group(pid, signal.SIGKILL)
+                    kill_group(pid, _signal.SIGKILL)
     finally:
         if status is None:
-            kill_group(pid, signal.SIGKILL)
+            kill_group(pid, _signal.SIGKILL)
             status = os.waitpid(pid, 0)[1]
     try:
-        report = json.loads(result) if result else {}
-    except ValueError:
+        report = marshal.loads(result) if result else {}
+    except (EOFError, ValueError, TypeError):
         report = {}
+    if report.get("result") is not None:
+        report["result"] = Raw(report["result"])
     report.update(exit_code=exit_code_of(status), timed_out=timed_out, killed=killed)
-    with contextlib.suppress(OSError):  # nobody may be listening any more
+    if os.WIFSIGNALED(status):
+        report["signal"] = os.WTERMSIG(status)
+    try:  # nobody may be listening any more  # noqa: SIM105  (far side: no contextlib import)
         send_json(EXIT, report)
+    except OSError:
+        pass

@@ -1,52 +1,61 @@
-"""Pure functions that build the local argv for a target; tests compare them to lists.
+"""Pure functions that build the local argv for a target (tests compare them to lists), and what the
+bootstrap's failures mean.
 
 Innermost is the bootstrap: ``PY -c BOOT STAGE1 CONFIG`` when ``python=``/``venv=`` names the interpreter,
-else
-``sh -c 'for p in python3 python; ...'`` which starts the first Python on PATH to run discovery. Every word
-is in the
-safe alphabet. Then each wrapping hop, innermost first, wraps it; adjacent ssh hops fold into one ``ssh -J``.
+else ``sh -c 'for p in python3 python; ...'`` which starts the first Python on PATH to run discovery. Every
+word is in the safe alphabet. Then each wrapping hop, innermost first, wraps it; adjacent ssh hops fold into
+one ``ssh -J``.
 """
 
 from __future__ import annotations
 
-import base64
-import functools
-import json
+import binascii
+import marshal
+import os
 import zlib
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
+from trainprobe.errors import InterpreterNotFoundError
 from trainprobe.remote._record import replace
-from trainprobe.remote.hops.base import FarSettings, WrappingHop
+from trainprobe.remote.hops.base import EXIT_NO_PROGRAM, FarSettings, HopFailure, line_with, printable
 from trainprobe.remote.hops.ssh import SshHop
 from trainprobe.remote.target import Target
 
-#: the ``-c`` program every bootstrap runs: decompress stage 1 from argv[1] and run it
-BOOT = "import base64,sys,zlib;exec(zlib.decompress(base64.b64decode(sys.argv[1])))"
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from trainprobe.remote.hops.protocols import WrappingHop
+
+#: the ``-c`` program every bootstrap runs: decompress stage 1 from argv[1] and run it (binascii, not
+#: base64: base64 imports re, which costs the far side milliseconds on every run)
+BOOT = "import binascii,sys,zlib;exec(zlib.decompress(binascii.a2b_base64(sys.argv[1])))"
+#: what the bootstrap says when the far side has no Python on PATH
+NO_PYTHON_ON_PATH = "trainprobe: no python3 or python on PATH"
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_stage1_word: list[str] = []  # computed once (not functools.cache: functools is not on a run's path)
 
 
-@functools.cache
+def _b64(data: bytes) -> str:
+    return binascii.b2a_base64(data, newline=False).decode()
+
+
 def stage1_word() -> str:
-    source = Path(__file__).with_name("_stage1.py").read_bytes()
-    return base64.b64encode(zlib.compress(source, 9)).decode()
-
-
-@functools.cache
-def agent_source() -> bytes:
-    """The agent's source, compressed, as stage 1 reads it from stdin."""
-    return zlib.compress(Path(__file__).with_name("agent.py").read_bytes(), 9)
+    """Stage 1's source, compressed and base64-encoded: one argv word in the safe alphabet."""
+    if not _stage1_word:
+        with open(os.path.join(_HERE, "_stage1.py"), "rb") as f:
+            _stage1_word.append(_b64(zlib.compress(f.read(), 9)))
+    return _stage1_word[0]
 
 
 def stage1_config(settings: FarSettings, need: Sequence[str]) -> str:
-    cfg: dict[str, Any] = {
+    """Stage 1's settings, marshal-ed (version 4, which every Python from 3.4 reads) and base64-encoded."""
+    cfg = {
         "boot": BOOT,
         "python": settings.python,
         "venv": settings.venv,
         "conda": settings.conda,
         "need": list(need),
     }
-    return base64.b64encode(json.dumps(cfg, separators=(",", ":")).encode()).decode()
+    return _b64(marshal.dumps(cfg, 4))
 
 
 def bootstrap_argv(settings: FarSettings, need: Sequence[str]) -> list[str]:
@@ -58,7 +67,7 @@ def bootstrap_argv(settings: FarSettings, need: Sequence[str]) -> list[str]:
         return [settings.venv.rstrip("/") + "/bin/python", "-c", *tail]
     script = (
         'for p in python3 python; do command -v "$p" >/dev/null 2>&1 && exec "$p" -c "$0" "$@"; done; '
-        'echo "trainprobe: no python3 or python on PATH" >&2; exit 127'
+        f'echo "{NO_PYTHON_ON_PATH}" >&2; exit 127'
     )
     return ["sh", "-c", script, *tail]
 
@@ -92,3 +101,35 @@ def build_argv(
             )
         argv = hop.wrap(argv)
     return argv
+
+
+def explain_bootstrap_failure(transport_log: str, returncode: int | None) -> HopFailure | None:
+    """What went wrong between the innermost hop and stage 1's hello: no Python, a Python too old or broken
+    to start, a named interpreter that is not there. None when the log does not say."""
+    name_one = "name a working interpreter with python=, venv= or conda="
+    if line_with(transport_log, (NO_PYTHON_ON_PATH,)):
+        why, hint = "no python3 or python on the far side's PATH", "install Python 3.7 or newer there"
+        return HopFailure(InterpreterNotFoundError, why, hint + ", or " + name_one, EXIT_NO_PROGRAM)
+    broken = ("fatal python error", "could not find platform", "no module named 'encodings'")
+    if line := line_with(transport_log, broken):
+        why = f"the far side's Python does not start: {line}"
+        return HopFailure(InterpreterNotFoundError, why, name_one, EXIT_NO_PROGRAM)
+    if line := line_with(transport_log, ("syntaxerror",)):
+        why = f"the far-side Python is too old for trainprobe's agent (it needs 3.7 or newer): {line}"
+        return HopFailure(InterpreterNotFoundError, why, name_one, EXIT_NO_PROGRAM)
+    if returncode in (126, EXIT_NO_PROGRAM):
+        words = ("not found", "no such file", "permission denied", "cannot execute", "exec format error")
+        said = line_with(transport_log, words) or f"exit {returncode}"
+        why = f"no Python interpreter on the far side: {said}"
+        return HopFailure(InterpreterNotFoundError, why, "name one with python=PATH", EXIT_NO_PROGRAM)
+    return None
+
+
+def last_words(transport_log: str) -> str:
+    """The last line of the log worth quoting: printable, not a notice ssh or a locale prints every run."""
+    harmless = ("warning: permanently added", "setlocale", "pseudo-terminal will not be allocated")
+    for line in reversed(transport_log.splitlines()):
+        shown = printable(line)
+        if shown and not any(word in shown.lower() for word in harmless):
+            return shown
+    return ""

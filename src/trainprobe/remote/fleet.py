@@ -35,11 +35,14 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from trainprobe.errors import UsageError
 from trainprobe.remote._record import field, record
 from trainprobe.remote.target import parse_target
+
+TYPE_CHECKING = False  # no typing at run time: a single `trainprobe run` expands its target through here
+if TYPE_CHECKING:
+    from typing import Any
 
 #: the most targets one spec may expand to; a typo like node[1-100000] should fail, not hang
 MAX_EXPANSION = 10_000

@@ -17,9 +17,9 @@ SCRIPT = _HERE / "_probe_script.py"
 
 
 def _stage1() -> list[Module]:
-    """The probe script asks stage 1 for its interpreter discovery order: stage 1 ships as a module."""
-    stage1 = _HERE / "_stage1.py"
-    return [Module("trainprobe_stage1", str(stage1), stage1.read_bytes())]
+    """The probe script asks the far side's discovery for its order: it ships as a module."""
+    discovery = _HERE / "_discovery.py"
+    return [Module("trainprobe_discovery", str(discovery), discovery.read_bytes())]
 
 
 def probe(

@@ -1,55 +1,59 @@
 """The local side of one run: the one place that starts processes.
 
-It starts the argv from :mod:`trainprobe.remote.argv`, feeds stage 1 and the agent their frames on stdin
-(from a
-writer thread, keeping stdin open: closing it is how the far side learns to kill the run), reads frames from
-stdout
-in the calling thread, enforces the connect timeout (until stage 1's hello) and the run timeout, and keeps
-every
-byte under the run directory. Thread-safe: each call owns its process, files and threads.
+It starts the argv from :mod:`trainprobe.remote.argv` in a session of its own, waits for stage 1's hello
+before writing anything to the far side's stdin (a login script that reads stdin would eat the frames), then
+feeds stage 1 and the agent their frames from a writer thread that keeps stdin open and sends a heartbeat
+every :data:`HEARTBEAT_S` (closing stdin, or a silence of :data:`LINK_LOST_S`, is how the far side learns to
+kill the run). It reads frames from stdout in the calling thread, checking each frame's kind and size,
+enforces the connect timeout (until the hello, then again until the agent is ready) and the run timeout, and
+keeps every byte under the run directory. Why a run failed comes from the hop that knows
+(:meth:`~trainprobe.remote.hops.protocols.WrappingHop.explain_failure`), then from the bootstrap
+(:func:`~trainprobe.remote.argv.explain_bootstrap_failure`). Thread-safe: each call owns its process, files
+and threads.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import marshal
 import os
 import selectors
+import signal
 import subprocess
 import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
 
-from trainprobe.errors import (
-    AuthenticationError,
-    InterpreterNotFoundError,
-    RemoteError,
-    RemoteExceptionError,
-    RemoteKilledError,
-    RemoteTimeoutError,
-    TargetSyntaxError,
-    UnreachableError,
-)
+from trainprobe.errors import RemoteError, RemoteExceptionError, UsageError
+from trainprobe.remote import run_errors
 from trainprobe.remote._record import field, record
-from trainprobe.remote.argv import agent_source
+from trainprobe.remote.far_code import LOCAL_MAGIC, module_code, program_frame
+from trainprobe.remote.hops.base import EXIT_CONNECTION
 from trainprobe.remote.logs import new_run_dir
+from trainprobe.remote.run_errors import RunState, cannot_start, settle
+
+TYPE_CHECKING = False  # no typing at run time: every run imports this module
+if TYPE_CHECKING:
+    from typing import IO, Any
+
+    from trainprobe.remote.target import Target
 
 # The far side's words (trainprobe.remote._stage1 and .agent say them; a test checks both ends agree). Not
-# imported from there: they pull in ast, shutil and friends, which this side does not need at startup.
+# imported from there: the agent is the far side's code, shipped as text.
 MAGIC = b"\n\x00TRAINPROBE-AGENT-1\x00"
 HELLO, NOT_FOUND, READY, STDOUT, STDERR, EXIT = b"H", b"F", b"R", b"1", b"2", b"X"
+HEARTBEAT_FRAME = b"B\0\0\0\0"
+#: the biggest frame the far side may send (an exit report holding main()'s value); more means corruption
+MAX_FRAME = 1 << 30
 
 #: after closing stdin (timeout, Ctrl-C), how long the far side gets to report before ssh is killed
 STOP_GRACE_S = 5.0
+#: seconds between heartbeats to the agent (it kills the run after run_errors.LINK_LOST_S without one)
+HEARTBEAT_S = 2.0
 
-#: exit codes of a run that did not get to finish on its own (documented in docs/remote.md)
-EXIT_TIMEOUT = 124
-EXIT_INTERPRETER = 127
-EXIT_INTERRUPTED = 130
-EXIT_CONNECTION = 255
 
 Sink = Callable[[bytes], None]
 
@@ -63,9 +67,14 @@ class Module:
     source: bytes
     is_package: bool = False
 
-    def frame(self) -> bytes:
+    def frame(self, far_magic: bytes = b"") -> bytes:
+        """``name\\0filename\\0flag\\0`` then ``magic codelen zlib(code) zlib(source)``: the code object
+        goes when the far Python's bytecode magic number is this one's (compiling a shipped package there
+        costs more than sending it); the agent takes it only if the magic is its own."""
         flag = b"1" if self.is_package else b"0"
-        return b"\0".join([self.name.encode(), self.filename.encode(), flag, zlib.compress(self.source)])
+        code = zlib.compress(module_code(self.filename, self.source), 6) if far_magic == LOCAL_MAGIC else b""
+        head = b"\0".join([self.name.encode(), self.filename.encode(), flag, b""])
+        return head + LOCAL_MAGIC + len(code).to_bytes(4, "big") + code + zlib.compress(self.source)
 
 
 @record()
@@ -121,25 +130,50 @@ def _frame(kind: bytes, data: bytes) -> bytes:
 
 
 class _Feeder(threading.Thread):
-    """Writes the frames to the far side, then holds stdin open until told to close it."""
+    """Writes the frames once stage 1 said hello (``payload(far_magic)`` builds them for the far Python's
+    bytecode), then a heartbeat every HEARTBEAT_S until told to stop; then closes the far side's stdin."""
 
-    def __init__(self, pipe: IO[bytes], payload: bytes) -> None:
+    def __init__(self, pipe: IO[bytes], payload: Callable[[bytes], bytes]) -> None:
         super().__init__(daemon=True, name="trainprobe-feed")
         self.pipe = pipe
         self.payload = payload
+        self.hello = threading.Event()
+        self.far_magic = b""
         self.closing = threading.Event()
 
+    def said_hello(self, far_magic: bytes) -> None:
+        self.far_magic = far_magic
+        self.hello.set()
+
     def run(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self.pipe.write(self.payload)
-            self.pipe.flush()
-            self.closing.wait()
-        with contextlib.suppress(OSError, ValueError):
-            self.pipe.close()
+        try:
+            while not self.hello.wait(0.5):
+                if self.closing.is_set():
+                    return
+            if not self.closing.is_set():
+                self.pipe.write(self.payload(self.far_magic))
+                self.pipe.flush()
+                while not self.closing.wait(HEARTBEAT_S):
+                    self.pipe.write(HEARTBEAT_FRAME)
+                    self.pipe.flush()
+        except (OSError, ValueError):
+            pass
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                self.pipe.close()
+
+    def stop(self) -> None:
+        self.closing.set()
+
+
+class StreamCorrupted(Exception):
+    """A frame from the far side with an unknown kind or an impossible size."""
 
 
 class _Frames:
     """Incremental parser of the far side's stdout: noise before the magic, then frames."""
+
+    KINDS = frozenset((HELLO, NOT_FOUND, READY, STDOUT, STDERR, EXIT))
 
     def __init__(self) -> None:
         self.buffer = bytearray()
@@ -161,112 +195,110 @@ class _Frames:
             self.started = True
         frames = []
         while len(self.buffer) >= 5:
+            kind = bytes(self.buffer[:1])
             size = int.from_bytes(self.buffer[1:5], "big")
+            if kind not in self.KINDS or size > MAX_FRAME:
+                raise StreamCorrupted(f"frame {bytes(self.buffer[:5])!r}")
             if len(self.buffer) < 5 + size:
                 break
-            frames.append((bytes(self.buffer[:1]), bytes(self.buffer[5 : 5 + size])))
+            frames.append((kind, bytes(self.buffer[5 : 5 + size])))
             del self.buffer[: 5 + size]
         return frames
 
-
-def transport_error(target: str, returncode: int | None, transport_log: str) -> RemoteError:
-    """Turn what ssh, the container/cluster tools and the login shell said (and the exit status) into one
-    clear error."""
-    text = transport_log.strip()
-    explained = hop_failure(target, text)
-    if explained is not None:  # a stopped container, an ended job: the hop's tool knows best
-        return explained
-    last = text.splitlines()[-1] if text else ""
-    lowered = text.lower()
-    if "permission denied" in lowered or "too many authentication failures" in lowered:
-        return AuthenticationError(
-            target,
-            f"authentication refused: {last}",
-            hint="check the user, keys (ssh-add -l) and ~/.ssh/config",
-        )
-    if "sudo:" in lowered and "password is required" in lowered:
-        return AuthenticationError(
-            target,
-            "sudo refused: a password is required (trainprobe runs sudo -n, which never prompts)",
-            hint="allow this user NOPASSWD in sudoers, or connect as the target user",
-        )
-    if "host key verification failed" in lowered:
-        return AuthenticationError(target, "host key verification failed", hint="check ~/.ssh/known_hosts")
-    unreachable = (
-        "could not resolve", "connection refused", "no route to host", "timed out",
-        "network is unreachable", "connection closed", "kex_exchange", "connection reset",
-    )  # fmt: skip
-    if any(word in lowered for word in unreachable):
-        return UnreachableError(target, f"unreachable: {last}", hint="check the host name, port and network")
-    if "syntaxerror" in lowered:
-        return InterpreterNotFoundError(
-            target,
-            f"the far-side Python is too old for trainprobe's agent (it needs 3.7 or newer): {last}",
-            hint="name a newer interpreter with python=, venv= or conda=",
-        )
-    if returncode == EXIT_INTERPRETER:
-        return InterpreterNotFoundError(
-            target,
-            f"no Python interpreter on the far side: {last or 'exit 127'}",
-            hint="name one with python=PATH",
-        )
-    if returncode == EXIT_CONNECTION:
-        return UnreachableError(target, f"connection failed: {last or 'ssh exited 255'}")
-    return RemoteError(
-        target, f"the far side exited with {returncode} before the agent started: {last or 'no message'}"
-    )
+    def before_agent(self) -> bytes:
+        """Everything the far side wrote before the agent's magic (login scripts), the last bytes too."""
+        return bytes(self.noise) + (b"" if self.started else bytes(self.buffer))
 
 
-def hop_failure(target: str, transport_log: str) -> UnreachableError | None:
-    """The innermost container/cluster hop that recognises its tool's message in ``transport_log``
-    (``explain_failure``, e.g. docker's "is not running") turned into an UnreachableError."""
-    from trainprobe.remote.target import parse_target  # only on this error path: keeps start-up lean
+class _Signalled(BaseException):
+    """SIGTERM or SIGHUP arrived while a run was going (raised from the signal handler)."""
 
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _StopSignals:
+    """While a run goes in the main thread, SIGTERM and SIGHUP stop it like Ctrl-C does (the far side is
+    killed, meta.json written) instead of ending this process on the spot. Only where nobody else handles
+    them: an application's own handlers are left alone."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+    def __enter__(self) -> _StopSignals:
+        self.saved: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.SIGNALS:
+                if signal.getsignal(signum) is signal.SIG_DFL:
+                    self.saved[signum] = signal.signal(signum, self._raise)
+        return self
+
+    @staticmethod
+    def _raise(signum: int, _frame: object) -> None:
+        raise _Signalled(signum)
+
+    def __exit__(self, *_: object) -> None:
+        for signum, handler in self.saved.items():
+            signal.signal(signum, handler)
+
+
+def _kill_session(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL to ssh and what it started in its session (a ProxyJump helper, the login of a jump host); a
+    ControlMaster it started has left for a session of its own and stays."""
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _wait_or_kill(proc: subprocess.Popen[bytes], grace: float) -> None:
     try:
-        hops = parse_target(target).wrapping
-    except TargetSyntaxError:
-        return None
-    for hop in reversed(hops):
-        explain = getattr(hop, "explain_failure", None)
-        found: tuple[str, str] | None = explain(transport_log) if explain is not None else None
-        if found is not None:
-            return UnreachableError(target, found[0], hint=found[1])
-    return None
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        _kill_session(proc)
+        proc.wait()
 
 
 def execute(
+    target: Target,
     argv: Sequence[str],
-    target: str,
     *,
     script: bytes,
     filename: str,
     args: Sequence[str],
-    settings_env: dict[str, str],
-    cwd: str | None,
     modules: Sequence[Module] = (),
     timeout: float | None = None,
     connect_timeout: float = 10.0,
     stdout: Sink | None = None,
     stderr: Sink | None = None,
     log_dir: Path | None = None,
-    slug: str = "run",
     cancel: threading.Event | None = None,
 ) -> RunResult:
-    """Run one script through ``argv``; every failure comes back in ``RunResult.error``, never raised."""
-    start = time.monotonic()
-    run_dir = Path(log_dir) if log_dir else new_run_dir(slug)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    config = {"args": list(args), "filename": filename, "timeout": timeout, "env": settings_env, "cwd": cwd}
-    payload = b"".join([
-        _frame(b"A", agent_source()),
-        _frame(b"C", json.dumps(config).encode()),
-        _frame(b"S", script),
-        *(_frame(b"M", module.frame()) for module in modules),
-        _frame(b"G", b""),
-    ])  # fmt: skip
-    meta: dict[str, Any] = {"target": target, "argv": list(argv), "script": filename, "args": list(args),
+    """Run one script through ``argv`` (built for ``target``); every failure of the run comes back in
+    ``RunResult.error``, never raised. Raises UsageError only when no run directory can be made."""
+    run = RunState(target, timeout, connect_timeout)
+    parser = _Frames()
+    run_dir = Path(log_dir) if log_dir else new_run_dir(target.slug)
+    if log_dir:
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot create the log directory {run_dir}: {exc.strerror}") from None
+    settings = target.settings
+    config = {"args": list(args), "filename": filename, "timeout": timeout, "env": dict(settings.env),
+              "cwd": settings.cwd, "heartbeat": run_errors.LINK_LOST_S}  # fmt: skip
+
+    def payload(far_magic: bytes) -> bytes:
+        return b"".join([
+            _frame(b"D", program_frame("_discovery", far_magic, with_source=False)),
+            _frame(b"A", program_frame("agent", far_magic, with_source=True)),
+            _frame(b"C", marshal.dumps(config, 4)),
+            _frame(b"S", script),
+            *(_frame(b"M", module.frame(far_magic)) for module in modules),
+            _frame(b"G", b""),
+        ])  # fmt: skip
+
+    meta: dict[str, Any] = {"target": run.name, "argv": list(argv), "script": filename, "args": list(args),
                             "started": time.time()}  # fmt: skip
-    result = RunResult(target=target, exit_code=EXIT_CONNECTION, log_dir=run_dir)
+    result = RunResult(target=run.name, exit_code=EXIT_CONNECTION, log_dir=run_dir)
     with (
         open(run_dir / "stdout", "wb") as out_file,
         open(run_dir / "stderr", "wb") as err_file,
@@ -274,176 +306,117 @@ def execute(
     ):
         try:
             proc = subprocess.Popen(
-                list(argv),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=transport,
+                list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=transport,
                 start_new_session=True,
-            )
+            )  # fmt: skip
         except OSError as exc:
-            result.exit_code = EXIT_INTERPRETER if isinstance(exc, FileNotFoundError) else EXIT_CONNECTION
-            result.error = (InterpreterNotFoundError if isinstance(exc, FileNotFoundError) else RemoteError)(
-                target, f"cannot start {argv[0]}: {exc.strerror or exc}"
-            )
-            _finish(result, meta, start, run_dir)
+            result.error, result.exit_code = cannot_start(target, argv[0], exc)
+            _finish(result, meta, run.start, run_dir)
             return result
         assert proc.stdin is not None
         assert proc.stdout is not None
         feeder = _Feeder(proc.stdin, payload)
         feeder.start()
-        parser = _Frames()
-        report: dict[str, Any] | None = None
-        failure: dict[str, Any] | None = None
-        hello_by = start + connect_timeout
-        deadline = start + timeout if timeout else None
-        stop_reason: str | None = None
-        kill_by: float | None = None
-        fd = proc.stdout.fileno()
-        selector = selectors.DefaultSelector()
-        selector.register(fd, selectors.EVENT_READ)
         try:
-            while True:
-                now = time.monotonic()
-                if stop_reason is None:
-                    if not parser.started and now >= hello_by:
-                        stop_reason = "connect"
-                    elif deadline is not None and now >= deadline:
-                        stop_reason = "timeout"
-                    elif cancel is not None and cancel.is_set():
-                        stop_reason = "cancel"
-                    if stop_reason is not None:
-                        feeder.closing.set()  # EOF on the far side's stdin: the agent kills the run
-                        kill_by = now + (0 if stop_reason == "connect" else STOP_GRACE_S)
-                if kill_by is not None and now >= kill_by and proc.poll() is None:
-                    proc.kill()
-                wait = 0.2
-                pending = (hello_by if not parser.started else None, deadline) if stop_reason is None else ()
-                for limit in (*pending, kill_by):
-                    if limit is not None:
-                        wait = max(0.0, min(wait, limit - now))
-                if not selector.select(wait):
-                    continue
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    break
-                for kind, data in parser.feed(chunk):
-                    if kind == STDOUT:
-                        out_file.write(data)
-                        if stdout is not None:
-                            stdout(data)
-                    elif kind == STDERR:
-                        err_file.write(data)
-                        if stderr is not None:
-                            stderr(data)
-                    elif kind == READY:
-                        ready = json.loads(data)
-                        result.python, result.host = ready.get("python"), ready.get("host")
-                        meta["ready"] = ready
-                        meta["ready_after"] = round(time.monotonic() - start, 4)
-                    elif kind == HELLO:
-                        meta["hello_after"] = round(time.monotonic() - start, 4)
-                    elif kind == NOT_FOUND:
-                        failure = json.loads(data)
-                    elif kind == EXIT:
-                        report = json.loads(data)
-                        feeder.closing.set()
-        except KeyboardInterrupt:
-            stop_reason = "interrupt"
-            feeder.closing.set()
-            _wait_or_kill(proc, STOP_GRACE_S)
+            with _StopSignals():
+                _pump(run, parser, proc, feeder, cancel, out_file, err_file, stdout, stderr, meta)
         finally:
-            selector.close()
-            feeder.closing.set()
-            _wait_or_kill(proc, STOP_GRACE_S)
+            feeder.stop()
+            _wait_or_kill(proc, 0.0 if run.stop_reason in ("connect", "ready", "corrupt") else STOP_GRACE_S)
             proc.stdout.close()
         transport.seek(0)
-        transport_text = (parser.noise + transport.read()).decode("utf-8", "replace")
-        if parser.noise:  # what login scripts printed on stdout: kept out of the output, kept here
-            transport.write(b"\n[stdout before the agent started]\n" + bytes(parser.noise))
+        before_agent = parser.before_agent()
+        transport_text = (before_agent + transport.read()).decode("utf-8", "replace")
+        if before_agent:  # what login scripts printed on stdout: kept out of the output, kept here
+            transport.write(b"\n[stdout before the agent started]\n" + before_agent)
     meta["exit_status"] = proc.returncode
-    _settle(result, report, failure, stop_reason, proc.returncode, transport_text, target,
-            connect_timeout, timeout)  # fmt: skip
-    _finish(result, meta, start, run_dir)
+    settle(run, result, proc.returncode, transport_text)
+    _finish(result, meta, run.start, run_dir)
     return result
 
 
-def _wait_or_kill(proc: subprocess.Popen[bytes], grace: float) -> None:
-    try:
-        proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def _settle(
-    result: RunResult,
-    report: dict[str, Any] | None,
-    failure: dict[str, Any] | None,
-    stop_reason: str | None,
-    returncode: int | None,
-    transport_text: str,
-    target: str,
-    connect_timeout: float,
-    timeout: float | None,
+def _pump(
+    run: RunState,
+    parser: _Frames,
+    proc: subprocess.Popen[bytes],
+    feeder: _Feeder,
+    cancel: threading.Event | None,
+    out_file: IO[bytes],
+    err_file: IO[bytes],
+    stdout: Sink | None,
+    stderr: Sink | None,
+    meta: dict[str, Any],
 ) -> None:
-    if report is not None:
-        result.result = report.get("result")
-        result.exit_code = int(report.get("exit_code", 1))
-        result.extra["report"] = report
-        exception = report.get("exception")
-        if report.get("timed_out") or stop_reason == "timeout":
-            result.exit_code = EXIT_TIMEOUT
-            result.error = RemoteTimeoutError(
-                target, f"timed out after {timeout:g} s; the far side was killed"
-            )
-        elif stop_reason in ("interrupt", "cancel"):
-            result.exit_code = EXIT_INTERRUPTED
-            result.error = RemoteKilledError(target, "interrupted; the far side was killed")
-        elif report.get("killed"):
-            result.exit_code = EXIT_CONNECTION
-            result.error = RemoteKilledError(target, "the connection was lost; the far side was killed")
-        elif exception:
-            result.error = RemoteExceptionError(
-                target,
-                f"{exception['type']}: {exception['message']}",
-                remote_traceback=exception.get("traceback", ""),
-            )
-        return
-    if failure is not None:
-        result.exit_code = EXIT_INTERPRETER
-        tried = "; ".join(
-            f"{t['python']} ({t.get('version') or '?'}) lacks {', '.join(t['missing'])}"
-            for t in failure.get("tried", [])
-        )
-        result.error = InterpreterNotFoundError(
-            target,
-            failure["message"] + (f" — tried: {tried}" if tried else ""),
-            hint="install the module into one of them, or name an interpreter with python=, venv= or conda=",
-        )
-        result.extra["tried"] = failure.get("tried", [])
-        return
-    if stop_reason == "connect":
-        result.exit_code = EXIT_CONNECTION
-        result.error = UnreachableError(
-            target,
-            f"no answer within the connect timeout ({connect_timeout:g} s)",
-            hint="the host may be down or filtered, or login scripts hang; try a longer --connect-timeout",
-        )
-    elif stop_reason == "timeout":
-        result.exit_code = EXIT_TIMEOUT
-        result.error = RemoteTimeoutError(target, f"timed out after {timeout:g} s; the far side was killed")
-    elif stop_reason in ("interrupt", "cancel"):
-        result.exit_code = EXIT_INTERRUPTED
-        result.error = RemoteKilledError(target, "interrupted; the far side was killed")
-    elif result.python is not None:
-        result.exit_code = EXIT_CONNECTION
-        result.error = RemoteKilledError(
-            target, "the connection was lost mid-run; the far side kills the run"
-        )
-    else:
-        result.error = transport_error(target, returncode, transport_text)
-        no_python = isinstance(result.error, InterpreterNotFoundError)
-        result.exit_code = EXIT_INTERPRETER if no_python else EXIT_CONNECTION
+    """Read the far side's frames until its stdout closes; stop the run when a limit passes."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    selector = selectors.DefaultSelector()
+    selector.register(fd, selectors.EVENT_READ)
+    kill_by: float | None = None
+
+    def stop(reason: str, now: float) -> None:
+        nonlocal kill_by
+        run.stop_reason = reason
+        feeder.stop()  # EOF on the far side's stdin: the agent kills the run and reports
+        if reason in ("connect", "ready", "corrupt"):  # nothing of ours runs there yet: no grace
+            _kill_session(proc)
+        kill_by = now + STOP_GRACE_S
+
+    try:
+        while True:
+            now = time.monotonic()
+            if run.stop_reason is None:
+                limit = run.deadline()
+                if limit is not None and now >= limit[1]:
+                    stop(limit[0], now)
+                elif cancel is not None and cancel.is_set():
+                    stop("cancel", now)
+            if kill_by is not None and now >= kill_by and proc.poll() is None:
+                _kill_session(proc)
+            wait = 0.2
+            limit = run.deadline() if run.stop_reason is None else None
+            for by in (limit[1] if limit else None, kill_by):
+                if by is not None:
+                    wait = max(0.0, min(wait, by - now))
+            if not selector.select(wait):
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            try:
+                frames = parser.feed(chunk)
+            except StreamCorrupted as exc:
+                run.corrupted = str(exc)
+                stop("corrupt", time.monotonic())
+                break
+            for kind, data in frames:
+                if kind == STDOUT:
+                    out_file.write(data)
+                    if stdout is not None:
+                        stdout(data)
+                elif kind == STDERR:
+                    err_file.write(data)
+                    if stderr is not None:
+                        stderr(data)
+                elif kind == HELLO:
+                    run.hello_at = time.monotonic()
+                    meta["hello_after"] = round(run.hello_at - run.start, 4)
+                    feeder.said_hello(data)
+                elif kind == READY:
+                    run.ready = json.loads(data)
+                    meta["ready"] = run.ready
+                    meta["ready_after"] = round(time.monotonic() - run.start, 4)
+                elif kind == NOT_FOUND:
+                    run.failure = json.loads(data)
+                elif kind == EXIT:
+                    run.report = json.loads(data)
+                    feeder.stop()
+    except KeyboardInterrupt:
+        run.stop_reason = "interrupt"
+    except _Signalled as exc:
+        run.stop_reason, run.signum = "signal", exc.signum
+    finally:
+        selector.close()
 
 
 def _finish(result: RunResult, meta: dict[str, Any], start: float, run_dir: Path) -> None:

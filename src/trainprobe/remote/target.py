@@ -22,7 +22,11 @@ import functools
 from trainprobe.errors import TargetSyntaxError
 from trainprobe.remote._record import record
 from trainprobe.remote.hops import HOP_KINDS
-from trainprobe.remote.hops.base import FarSettings, Hop, SettingHop, WrappingHop
+from trainprobe.remote.hops.base import FarSettings, is_setting, is_wrapping
+
+TYPE_CHECKING = False  # no typing at run time (see hops/protocols.py)
+if TYPE_CHECKING:
+    from trainprobe.remote.hops.protocols import Hop, WrappingHop
 
 SEPARATOR = "//"
 
@@ -37,13 +41,13 @@ class Target:
     @property
     def wrapping(self) -> tuple[WrappingHop, ...]:
         """The wrapping hops, outermost first (empty for a local target)."""
-        return tuple(hop for hop in self.hops if isinstance(hop, WrappingHop))
+        return tuple(hop for hop in self.hops if is_wrapping(hop))
 
     @property
     def settings(self) -> FarSettings:
         settings = FarSettings()
         for hop in self.hops:
-            if isinstance(hop, SettingHop):
+            if is_setting(hop):
                 settings = hop.apply(settings)
         return settings
 
@@ -94,7 +98,7 @@ def parse_target(text: str) -> Target:
     hops = tuple(_parse_hop(part, text) for part in text.split(SEPARATOR))
     seen_setting: Hop | None = None
     for index, hop in enumerate(hops):
-        if isinstance(hop, SettingHop):
+        if is_setting(hop):
             seen_setting = hop
         elif seen_setting is not None:
             raise TargetSyntaxError(

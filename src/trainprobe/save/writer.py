@@ -37,11 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainprobe.checkpoint.manifest import MANIFEST_SUFFIX, build_manifest
 from trainprobe.errors import SaveError, UsageError
 
-MANIFEST_SUFFIX = ".manifest.json"
-MANIFEST_FORMAT = "trainprobe-checkpoint-writer"
-MANIFEST_SCHEMA_VERSION = 1
 LATEST_NAME = "latest"
 _TEMP_MARK = ".tmp-"
 _STEP_FILE = re.compile(r"^step-(\d+)\.pt$")
@@ -486,17 +484,14 @@ class CheckpointWriter:
                 "shape": list(t.shape),
                 "finite": finite,
             }
-        manifest = {
-            "format": MANIFEST_FORMAT,
-            "schema_version": MANIFEST_SCHEMA_VERSION,
-            "step": snapshot.step,
-            "file": target.name,
-            "bytes": size,
-            "sha256": digest,
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds"),
-            "all_finite": all(t["finite"] for t in tensors.values()),
-            "tensors": tensors,
-        }
+        manifest = build_manifest(
+            step=snapshot.step,
+            file=target.name,
+            size=size,
+            sha256=digest,
+            created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds"),
+            tensors=tensors,
+        )
         _write_atomic_text(manifest_path(target), json.dumps(manifest, indent=1) + "\n")
         if self.fsync:
             _fsync_dir(self.directory)

@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from trainprobe.checkpoint.check import MANIFEST_SUFFIX, check_path
-from trainprobe.checkpoint.discover import discover
-from trainprobe.checkpoint.scan import scan
+from trainprobe.checkpoint.check import MANIFEST_SUFFIX, check_unit
+from trainprobe.checkpoint.identity import NAME_STEP
+from trainprobe.checkpoint.scan import scan_units
+from trainprobe.checkpoint.units import Unit, discover_units
 from trainprobe.errors import LogError, TrainprobeError, UsageError
 from trainprobe.metrics import Options, RunLog, analyze, read_logs
 
@@ -31,9 +32,6 @@ COLLECT_VERSION = 1
 # What a log file may be called; the readers then decide by content (text accepts anything, hence a list).
 LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".err")
 _NOT_LOGS = (MANIFEST_SUFFIX, ".index.json", "config.json", "metadata.json")
-# "global_step1500", "step_2000", "step=2000" (Lightning's epoch=3-step=2000), "checkpoint-2000",
-# "iter_0002000"; an epoch number is not a step, and neither is any other number in a name (resnet50.pt).
-_NAME_STEP = re.compile(r"(?i)(?:global_step|step|iteration|iter|checkpoint|ckpt)[-_=]?(\d+)")
 _ONLY_NUMBER = re.compile(r"^(\d+)(?:\.\w+)?$")
 _MAX_BAD_TENSORS = 20
 _OPTIMIZER_NAME = re.compile(r"(?i)(^|\.)(optim\w*|exp_avg\w*|momentum_buffer|state\.\d+)(\.|$)")
@@ -45,7 +43,14 @@ def is_optimizer_state(name: str, param_name: str | None) -> bool:
 
 
 def find_run_files(run_dir: str) -> tuple[list[str], list[tuple[str, str | None]]]:
-    """(log files, checkpoints as (path, problem)) under ``run_dir``; checkpoints are found by content."""
+    """(log files, checkpoint units as (path, problem)) under ``run_dir``; checkpoints found by content."""
+    logs, units = find_run_units(run_dir)
+    return logs, [(u.path, u.problem) for u in units]
+
+
+def find_run_units(run_dir: str) -> tuple[list[str], list[Unit]]:
+    """(log files, checkpoint units) under ``run_dir``: a unit is a checkpoint file or a directory a
+    framework writes as one checkpoint (``checkpoint-N/``)."""
     root = Path(run_dir)
     if not root.exists():
         raise UsageError(f"{run_dir}: no such file or directory", hint="give the run's directory")
@@ -53,14 +58,12 @@ def find_run_files(run_dir: str) -> tuple[list[str], list[tuple[str, str | None]
         raise UsageError(
             f"{run_dir}: not a directory", hint="give the directory that holds the run's logs and checkpoints"
         )
-    targets: list[tuple[str, str | None]] = [
-        (t.path, t.problem) for t in discover([str(root)]) if t.problem is None
-    ]
-    taken = {os.path.realpath(p) for p, _ in targets}
+    units = [u for u in discover_units([str(root)]) if u.problem is None]
+    taken = {os.path.realpath(u.path) for u in units}
     inside: list[str] = []
-    for p, _ in targets:
-        if os.path.isdir(p):
-            inside.append(os.path.realpath(p) + os.sep)
+    for u in units:
+        if os.path.isdir(u.path):
+            inside.append(os.path.realpath(u.path) + os.sep)
     logs: list[str] = []
     for path in sorted(root.rglob("*")):
         name = path.name
@@ -69,7 +72,8 @@ def find_run_files(run_dir: str) -> tuple[list[str], list[tuple[str, str | None]
         if not ("tfevents" in name or name.lower().endswith(LOG_SUFFIXES)) or name.endswith(_NOT_LOGS):
             continue
         real = os.path.realpath(path)
-        if real in taken or any(real.startswith(d) for d in inside):
+        # trainer_state.json is a log too (the Trainer's whole history so far), even inside checkpoint-N/.
+        if real in taken or (name != "trainer_state.json" and any(real.startswith(d) for d in inside)):
             continue
         logs.append(str(path))
     # The HF Trainer copies trainer_state.json (the whole log history so far) into every checkpoint-N/: read
@@ -78,16 +82,16 @@ def find_run_files(run_dir: str) -> tuple[list[str], list[tuple[str, str | None]
     if len(states) > 1:
         newest = max(states, key=lambda p: (os.path.getmtime(p), p))
         logs = [p for p in logs if p not in states or p == newest]
-    return logs, targets
+    return logs, units
 
 
 def step_from_name(path: str) -> int | None:
     """The step a checkpoint's name states: ``step_2000.pt``, ``checkpoint-2000/``, ``step-00002000.pt``."""
     parts = (os.path.basename(path.rstrip("/")), os.path.basename(os.path.dirname(path.rstrip("/"))))
     for part in parts:
-        m = _NAME_STEP.search(part)
+        m = NAME_STEP.search(part)
         if m:
-            return int(m.group(1))
+            return int(m.group(2))
     for part in parts:
         m = _ONLY_NUMBER.match(part)
         if m:
@@ -113,9 +117,11 @@ def step_at_wall(runs: list[RunLog], when: float) -> dict[str, Any] | None:
     return None
 
 
-def _checkpoint_entry(path: str, root: str) -> dict[str, Any]:
-    scanned = scan([path], workers=2).files[0]
-    checked = check_path(path)
+def _checkpoint_entry(unit: Unit, root: str) -> dict[str, Any]:
+    """One unit's scan and check, as collect()'s JSON (both read the unit; check's verdict is the unit's)."""
+    path = unit.path
+    scanned = scan_units([unit], workers=2).units[0]
+    checked = check_unit(unit)
     try:
         st = os.stat(path)
         mtime: float | None = st.st_mtime
@@ -126,8 +132,9 @@ def _checkpoint_entry(path: str, root: str) -> dict[str, Any]:
         )
     except OSError:
         mtime, size = None, 0
-    optimizer_bad = [t for t in scanned.bad_tensors if is_optimizer_state(t.name, t.param_name)]
-    model_bad = [t for t in scanned.bad_tensors if not is_optimizer_state(t.name, t.param_name)]
+    bad_all = [t for f in scanned.files for t in f.bad_tensors]
+    optimizer_bad = [t for t in bad_all if t.role == "optimizer" or is_optimizer_state(t.name, t.param_name)]
+    model_bad = [t for t in bad_all if t not in optimizer_bad]
     bad = [
         {
             "name": t.name,
@@ -137,7 +144,7 @@ def _checkpoint_entry(path: str, root: str) -> dict[str, Any]:
             "nan": t.nan,
             "posinf": t.posinf,
             "neginf": t.neginf,
-            "optimizer_state": is_optimizer_state(t.name, t.param_name),
+            "optimizer_state": t in optimizer_bad,
         }
         for t in optimizer_bad[: _MAX_BAD_TENSORS // 2] + model_bad[: _MAX_BAD_TENSORS // 2]
     ]
@@ -145,24 +152,30 @@ def _checkpoint_entry(path: str, root: str) -> dict[str, Any]:
         (e.values.get("step") for e in checked.evidence if e.check == "manifest" and e.outcome == "pass"),
         None,
     )
+    in_save = checked.step if checked.step_source not in ("name", "directory", "nothing") else None
+    notes = [n for f in scanned.files for n in f.notes]
     return {
         "path": path,
         "relpath": os.path.relpath(path, root),
-        "format": checked.format or scanned.format,
+        "format": checked.format or next((f.format for f in scanned.files if f.format), None),
+        "framework": checked.framework,
         "bytes": size,
         "mtime": mtime,
-        "step_in_file": checked.step,
+        "step_in_file": in_save,
+        "step_source_in_file": checked.step_source if in_save is not None else None,
         "step_in_manifest": manifest_step,
         "step_in_name": step_from_name(os.path.relpath(path, root)),
+        "step_sources": checked.step_sources,
+        "fingerprint": scanned.fingerprint,
         "scan": {
             "verdict": scanned.verdict,
-            "error": scanned.error,
+            "error": next((f.error for f in scanned.files if f.error), scanned.problem),
             "nonfinite": scanned.nonfinite,
             "bad_tensors": bad,
-            "bad_tensor_count": len(scanned.bad_tensors),
+            "bad_tensor_count": len(bad_all),
             "bad_optimizer_tensor_count": len(optimizer_bad),
-            "notes": [n.message for n in scanned.notes if n.kind == "suspicious-global"],
-            "problems": scanned.problems[:5],
+            "notes": [n.message for n in notes if n.kind == "suspicious-global"],
+            "problems": [p for f in scanned.files for p in f.problems][:5],
         },
         "check": {
             "verdict": checked.verdict,
@@ -193,7 +206,7 @@ def collect(
     except re.error as exc:
         raise UsageError(f"--event: not a valid regular expression ({exc})") from None
     root = str(Path(run_dir).resolve()) if Path(run_dir).exists() else run_dir
-    log_files, targets = find_run_files(run_dir)
+    log_files, targets = find_run_units(run_dir)
     units = 1 + len(targets)
     lock = threading.Lock()
 
@@ -230,15 +243,21 @@ def collect(
     with ThreadPoolExecutor(max_workers=n + 1, thread_name_prefix="trainprobe-triage") as pool:
         logs_future = pool.submit(read_logs_and_analyze)
 
-        def one(path: str) -> dict[str, Any]:
+        def one(unit: Unit) -> dict[str, Any]:
             try:
-                return _checkpoint_entry(path, root)
+                return _checkpoint_entry(unit, root)
             finally:
                 tick()
 
-        entries = list(pool.map(one, [p for p, _ in targets]))
+        entries = list(pool.map(one, targets))
         log_report, skipped, runs = logs_future.result()
+    by_fingerprint: dict[str, list[str]] = {}
     for entry in entries:
+        if entry["fingerprint"] is not None:
+            by_fingerprint.setdefault(entry["fingerprint"], []).append(entry["relpath"])
+    for entry in entries:
+        same = by_fingerprint.get(entry["fingerprint"] or "", [])
+        entry["identical_to"] = [p for p in same if p != entry["relpath"]]
         if entry["mtime"] is not None:
             entry["step_at_mtime"] = step_at_wall(runs, entry["mtime"])
     return {

@@ -24,8 +24,16 @@ from typing import Any
 
 SCHEMA_VERSION = 1
 
-CLEAN, NONFINITE, TORN, CORRUPT, UNREADABLE = "clean", "non-finite", "torn", "corrupt", "unreadable"
-_VERDICT_ORDER = (NONFINITE, TORN, CORRUPT, UNREADABLE)
+# The words of trainprobe.checkpoint.verdict (not imported: conclude runs where numpy may be missing).
+CLEAN, SUSPICIOUS, NONFINITE, TORN, CORRUPT, UNREADABLE = (
+    "clean",
+    "suspicious",
+    "nonfinite",
+    "torn",
+    "corrupt",
+    "unreadable",
+)
+_VERDICT_ORDER = (SUSPICIOUS, NONFINITE, TORN, CORRUPT, UNREADABLE)
 ANOMALY_KINDS = ("spike", "cliff", "non_finite", "divergence", "missing_value")
 SAVE_RACE, SAVE_STALL, EXPLOSION, RESUME_CAUSE, LR_CAUSE, EVENT_CAUSE, UNKNOWN = (
     "save-race",
@@ -246,7 +254,7 @@ def checkpoint_info(entry: dict[str, Any]) -> CheckpointInfo:
     if entry.get("step_in_manifest") is not None:
         step, source = int(entry["step_in_manifest"]), "CheckpointWriter manifest"
     elif entry.get("step_in_file") is not None:
-        step, source = int(entry["step_in_file"]), "step field"
+        step, source = int(entry["step_in_file"]), str(entry.get("step_source_in_file") or "step field")
     elif entry.get("step_in_name") is not None:
         step, source = int(entry["step_in_name"]), "file name"
     elif entry.get("step_at_mtime"):
@@ -258,20 +266,27 @@ def checkpoint_info(entry: dict[str, Any]) -> CheckpointInfo:
     scan, check = entry["scan"], entry["check"]
     problems: list[str] = []
     reason = check.get("reason") or ""
-    if scan["nonfinite"] or any(e.get("indicates") == "non-finite" for e in check["failed"]):
+    if check["verdict"] == SUSPICIOUS or scan["verdict"] == SUSPICIOUS:
+        problems.append(SUSPICIOUS)
+        reason = "; ".join(scan["notes"]) or reason
+    if scan["nonfinite"] or any(e.get("indicates") in (NONFINITE, "non-finite") for e in check["failed"]):
         problems.append(NONFINITE)
-    if check["verdict"] == "torn":
+    if check["verdict"] == "torn" or any(e.get("indicates") == TORN for e in check["failed"]):
         problems.append(TORN)
-    if check["verdict"] == "corrupt" or scan["verdict"] == "corrupt" or scan["verdict"] == "suspicious":
+    if check["verdict"] == "corrupt" or scan["verdict"] == "corrupt":
         problems.append(CORRUPT)
-        if scan["verdict"] == "suspicious":
-            reason = "; ".join(scan["notes"]) or reason
     if check["verdict"] == "unreadable" or scan["verdict"] == "unreadable":
         problems.append(UNREADABLE)
         reason = scan.get("error") or reason
     verdict = next((v for v in _VERDICT_ORDER if v in problems), CLEAN)
     if verdict == NONFINITE and TORN not in problems:
         reason = f"{scan['nonfinite']:,} NaN/Inf value(s) in {scan['bad_tensor_count']} tensor(s)"
+    if verdict == CLEAN:
+        reason = "; ".join(check["passed"][:2])
+    if entry.get("identical_to"):  # two saves of the same state: worth knowing when choosing one to resume
+        reason = "; ".join(
+            [*([reason] if reason else []), "identical tensors to " + ", ".join(entry["identical_to"])]
+        )
     consistency = {
         "consistent": "one consistent snapshot",
         "unknown": "consistency unknown (no optimizer state or manifest to check)",
@@ -283,7 +298,7 @@ def checkpoint_info(entry: dict[str, Any]) -> CheckpointInfo:
         step_source=source,
         verdict=verdict,
         problems=problems,
-        reason=reason if verdict != CLEAN else "; ".join(check["passed"][:2]),
+        reason=reason,
         nonfinite=scan["bad_tensors"],
         bytes=int(entry.get("bytes") or 0),
         mtime=entry.get("mtime"),

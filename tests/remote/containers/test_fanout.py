@@ -11,18 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from trainprobe.remote.fanout import (
-    FleetResult,
-    LinePrefixer,
-    Outcome,
-    call_fleet,
-    expand_hostlist,
-    needs_fleet,
-    parse_squeue,
-    run_fleet,
-    short_labels,
-)
+from trainprobe.remote.fanout import FleetResult, LinePrefixer, Outcome, call_fleet, needs_fleet, run_fleet
 from trainprobe.remote.fleet import expand_range, expand_targets
+from trainprobe.remote.live_output import short_labels
+from trainprobe.remote.slurm_jobs import expand_hostlist, parse_squeue
 
 
 def test_short_labels_keep_what_differs() -> None:

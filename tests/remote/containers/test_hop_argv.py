@@ -251,13 +251,13 @@ FAILURES = [
 @pytest.mark.parametrize(("text", "stderr", "reason"), FAILURES)
 def test_tool_messages_become_one_reason(text: str, stderr: str, reason: str) -> None:
     (hop,) = parse_target(text).hops
-    found = hop.explain_failure(stderr)  # type: ignore[attr-defined]
+    found = hop.explain_failure(stderr, 1)  # type: ignore[attr-defined]
     assert found is not None
-    assert found[0] == reason
-    assert found[1]  # always something to try
+    assert found.reason == reason
+    assert found.hint  # always something to try
 
 
 def test_unrelated_messages_are_left_alone() -> None:
     for text in ("docker=a", "podman=a", "lxc=a", "pct=100", "slurm=1", "kubectl=a", "incus=a"):
         (hop,) = parse_target(text).hops
-        assert hop.explain_failure("bash: warning: setlocale: LC_ALL: cannot change locale\n") is None  # type: ignore[attr-defined]
+        assert hop.explain_failure("bash: warning: setlocale: LC_ALL: cannot change locale\n", 1) is None  # type: ignore[attr-defined]

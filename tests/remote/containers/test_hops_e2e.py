@@ -11,7 +11,7 @@ import pytest
 
 from trainprobe.errors import UnreachableError
 from trainprobe.remote import run
-from trainprobe.remote.fanout import LinePrefixer, diagnose, run_fleet
+from trainprobe.remote.fanout import LinePrefixer, run_fleet
 from trainprobe.remote.session import RunResult
 
 pytestmark = pytest.mark.containers
@@ -63,7 +63,6 @@ def assert_inside_container(result: RunResult) -> None:
 
 
 def assert_clear_error(result: RunResult, *words: str) -> None:
-    diagnose(result)
     assert isinstance(result.error, UnreachableError), result.error
     message = str(result.error)
     for word in words:

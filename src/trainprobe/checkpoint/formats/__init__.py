@@ -11,6 +11,7 @@ import os
 from trainprobe.checkpoint.base import Checkpoint, CheckpointFormat
 from trainprobe.checkpoint.formats.dcp import DcpFormat
 from trainprobe.checkpoint.formats.hf_sharded import HfShardedFormat
+from trainprobe.checkpoint.formats.pickle_file import BarePickleFormat, TorchTarFormat
 from trainprobe.checkpoint.formats.safetensors import SafetensorsFormat
 from trainprobe.checkpoint.formats.torch_legacy import TorchLegacyFormat
 from trainprobe.checkpoint.formats.torch_zip import TorchZipFormat
@@ -22,6 +23,9 @@ FORMATS: tuple[CheckpointFormat, ...] = (
     TorchZipFormat(),
     TorchLegacyFormat(),
     SafetensorsFormat(),
+    TorchTarFormat(),
+    # Last: a safetensors header length can begin with the bytes of a pickle PROTO opcode.
+    BarePickleFormat(),
 )
 
 HEAD_BYTES = 4096
@@ -65,7 +69,8 @@ def open_file(path: str) -> Checkpoint:
     raise UnknownFormatError(
         path,
         "not a checkpoint format trainprobe reads",
-        hint="supported: torch zip and legacy (.pt/.pth/.bin/.ckpt), safetensors, *.index.json, DCP dirs",
+        hint="supported: torch zip and legacy (.pt/.pth/.bin/.ckpt), safetensors, *.index.json, DCP dirs, "
+        "pickles",
     )
 
 

@@ -29,9 +29,13 @@ def read_safetensors(buffer: Any, path: str) -> tuple[dict[str, Any], list[Tenso
     if size < 8:
         raise CorruptCheckpointError(path, f"only {size} bytes, too short for a safetensors header")
     (header_len,) = struct.unpack("<Q", bytes(buffer[:8]))
-    if header_len > _MAX_HEADER or 8 + header_len > size:
+    if header_len > _MAX_HEADER:
         raise CorruptCheckpointError(
-            path, f"safetensors header claims {header_len} bytes but the file has {size}", hint="truncated?"
+            path, f"safetensors header claims {header_len:,} bytes, more than 100 MB"
+        )
+    if 8 + header_len > size:
+        raise CorruptCheckpointError(
+            path, f"truncated at byte {size:,} of at least {8 + header_len:,} (inside the safetensors header)"
         )
     try:
         header = json.loads(bytes(buffer[8 : 8 + header_len]))
@@ -43,6 +47,12 @@ def read_safetensors(buffer: Any, path: str) -> tuple[dict[str, Any], list[Tenso
     data_len = size - data_start
     objects: dict[str, Any] = {}
     records: list[TensorRecord] = []
+    ends = [e["data_offsets"][1] for e in header.values() if isinstance(e, dict) and "data_offsets" in e]
+    needed = max((int(x) for x in ends if isinstance(x, int)), default=0)
+    if needed > data_len:
+        raise CorruptCheckpointError(
+            path, f"truncated at byte {size:,} of {data_start + needed:,} (the header's data ends there)"
+        )
     for name, entry in header.items():
         if name == "__metadata__":
             objects[name] = entry

@@ -9,11 +9,11 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from trainprobe.checkpoint.base import Checkpoint, Note, Storage, map_file
+from trainprobe.checkpoint.base import Checkpoint, Note, PickleReadError, Storage, map_file, notes_of
 from trainprobe.checkpoint.dtypes import lookup
 from trainprobe.checkpoint.formats._torchpickle import PendingStorage, build_records, parse_storage_pid
-from trainprobe.checkpoint.unpickler import UNPICKLE_ERRORS, SafeUnpickler, safe_loads
-from trainprobe.errors import CorruptCheckpointError
+from trainprobe.checkpoint.unpickler import UNPICKLE_ERRORS, SafeUnpickler, first_pickle
+from trainprobe.errors import CheckpointError, CorruptCheckpointError, UnknownFormatError
 
 MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
 
@@ -22,13 +22,8 @@ class TorchLegacyFormat:
     name = "torch-legacy"
 
     def sniff(self, path: str, head: bytes) -> bool:
-        if not head.startswith(b"\x80"):
-            return False
-        try:
-            first, _ = safe_loads(head, source="header")
-        except Exception:  # any failure to parse the head just means "not this format"
-            return False
-        return bool(first == MAGIC_NUMBER)
+        # Any pickle protocol: torch.load reads the magic number with a plain pickle.load.
+        return bool(first_pickle(head) == MAGIC_NUMBER)
 
     def open(self, path: str) -> Checkpoint:
         buffer = map_file(path)
@@ -55,28 +50,36 @@ class TorchLegacyFormat:
             return storages[key]
 
         with open(path, "rb") as fh:
+            current: SafeUnpickler | None = None
+
+            def unpickle(source: str, load: Any = None) -> Any:
+                nonlocal current
+                current = SafeUnpickler(fh, source=source, persistent_load=load)
+                value = current.load()
+                notes.extend(current.notes)
+                current = None
+                return value
+
             try:
-                magic = SafeUnpickler(fh, source="header").load()
+                magic = unpickle("the magic-number pickle")
                 if magic != MAGIC_NUMBER:
                     raise CorruptCheckpointError(path, "not a torch legacy checkpoint (wrong magic number)")
-                protocol = SafeUnpickler(fh, source="header").load()
+                protocol = unpickle("the protocol pickle")
                 if protocol != 1001:
-                    raise CorruptCheckpointError(path, f"unsupported legacy protocol version {protocol!r}")
-                sys_info = SafeUnpickler(fh, source="header").load()
+                    raise UnknownFormatError(path, f"unsupported legacy protocol version {protocol!r}")
+                sys_info = unpickle("the sys-info pickle")
                 if isinstance(sys_info, dict) and sys_info.get("little_endian") is False:
-                    raise CorruptCheckpointError(path, "big-endian checkpoints are not supported")
-                obj_unpickler = SafeUnpickler(fh, source="the object pickle", persistent_load=persistent_load)
-                root = obj_unpickler.load()
-                notes.extend(obj_unpickler.notes)
-                keys_unpickler = SafeUnpickler(fh, source="the storage-key pickle")
-                keys = keys_unpickler.load()
-                notes.extend(keys_unpickler.notes)
-            except CorruptCheckpointError:
-                raise
+                    raise UnknownFormatError(path, "big-endian checkpoints are not supported")
+                root = unpickle("the object pickle", persistent_load)
+                keys = unpickle("the storage-key pickle")
+            except CheckpointError as exc:
+                raise PickleReadError(path, exc.reason, notes=notes + notes_of(exc)) from None
             except UNPICKLE_ERRORS as exc:
-                raise CorruptCheckpointError(
+                partial = current.notes if current is not None else []
+                raise PickleReadError(
                     path,
                     f"the legacy pickles cannot be read ({type(exc).__name__}: {exc})",
+                    notes=notes + partial,
                     hint="truncated?",
                 ) from None
             offset = fh.tell()
@@ -90,13 +93,16 @@ class TorchLegacyFormat:
             info = lookup(pending.dtype)
             itemsize = info.itemsize if info else 1
             if offset + 8 > size:
-                pending.missing_reason = f"the file ends before storage {key} (truncated)"
+                pending.missing_reason = (
+                    f"truncated at byte {size:,} of at least {offset + 8:,} (before storage {key})"
+                )
                 break
             (count,) = struct.unpack("<q", bytes(memoryview(buffer)[offset : offset + 8]))
             nbytes = count * itemsize
             if count < 0 or offset + 8 + nbytes > size:
                 pending.missing_reason = (
-                    f"storage {key} needs {nbytes} bytes, the file ends sooner (truncated)"
+                    f"truncated at byte {size:,} of at least {offset + 8 + nbytes:,} "
+                    f"(storage {key} needs {nbytes:,} bytes)"
                 )
                 break
             pending.storage = Storage(
@@ -119,5 +125,8 @@ class TorchLegacyFormat:
                         pending.storage = Storage(buffer, b.offset + byte_off, nbytes, key=key, file=path)
                         continue
                 pending.missing_reason = f"storage {key} is not in the file"
-        skeleton, records = build_records(root, path)
+        try:
+            skeleton, records = build_records(root, path)
+        except CorruptCheckpointError as exc:
+            raise PickleReadError(path, exc.reason, notes=notes) from None
         return Checkpoint(path, self.name, skeleton, records, notes, [buffer])

@@ -4,17 +4,147 @@ record per storage at ``<prefix>/data/<key>``. Plain state dicts, Lightning (``s
 
 from __future__ import annotations
 
+import contextlib
+import struct
 import zipfile
 from typing import Any
 
-from trainprobe.checkpoint.base import Checkpoint, Note, Storage, map_file
+from trainprobe.checkpoint.base import Checkpoint, Note, PickleReadError, Storage, map_file
 from trainprobe.checkpoint.dtypes import lookup
 from trainprobe.checkpoint.formats._torchpickle import PendingStorage, build_records, parse_storage_pid
-from trainprobe.checkpoint.unpickler import UNPICKLE_ERRORS, SafeUnpickler
-from trainprobe.checkpoint.zipcheck import BufferWindow, record_data_offset, verify_zip_crc
+from trainprobe.checkpoint.unpickler import SUSPICIOUS, UNPICKLE_ERRORS, SafeUnpickler
+from trainprobe.checkpoint.zipcheck import BufferWindow, RecordProblem, record_data_offset, record_problems
 from trainprobe.errors import CorruptCheckpointError, UnknownFormatError
 
 ZIP_MAGIC = b"PK\x03\x04"
+
+
+def _declared_sizes(pickle_bytes: bytes) -> dict[str, int]:
+    """Storage key -> bytes, as data.pkl declares them (element count x element size)."""
+    sizes: dict[str, int] = {}
+
+    def persistent_load(pid: Any) -> None:
+        if isinstance(pid, tuple) and len(pid) >= 5 and isinstance(pid[4], int):
+            info = lookup(getattr(pid[1], "dtype", "uint8"))
+            sizes[str(pid[2])] = pid[4] * (info.itemsize if info else 1)
+
+    with contextlib.suppress(*UNPICKLE_ERRORS):
+        SafeUnpickler(pickle_bytes, source="data.pkl", persistent_load=persistent_load).load()
+    return sizes
+
+
+def truncation(buffer: Any, base: int, total: int) -> str | None:
+    """Where a zip archive written front to back (as torch writes it) breaks off, from its local headers and
+    data descriptors: "truncated at byte N of at least M (...)"; None when every record it starts is whole.
+
+    torch writes each record's size in a data descriptor after its bytes; the size a cut-off storage record
+    needed comes from data.pkl (element count x element size)."""
+    view = memoryview(buffer)[base : base + total]
+    pos = 0
+    sizes: dict[str, int] = {}
+    while pos + 30 <= total and bytes(view[pos : pos + 4]) == ZIP_MAGIC:
+        flags = struct.unpack("<H", view[pos + 6 : pos + 8])[0]
+        (size,) = struct.unpack("<I", view[pos + 18 : pos + 22])
+        name_len, extra_len = struct.unpack("<HH", view[pos + 26 : pos + 30])
+        name = bytes(view[pos + 30 : pos + 30 + name_len]).decode("utf-8", "replace")
+        start = pos + 30 + name_len + extra_len
+        if flags & 0x08:  # the size follows the data, in a descriptor
+            found = buffer.find(b"PK\x07\x08", base + start, base + total) if start < total else -1
+            end = found - base if found >= 0 else -1
+            if end < 0:
+                key = name.rsplit("/data/", 1)[1] if "/data/" in name else None
+                need = start + sizes[key] if key is not None and key in sizes else None
+                of = f" of at least {need:,}" if need is not None else ""
+                return (
+                    f"truncated at byte {total:,}{of} (inside record {name}, which starts at byte {start:,})"
+                )
+            if name.endswith("data.pkl"):
+                sizes = _declared_sizes(bytes(view[start:end]))
+            pos = end + 16
+        else:
+            if start + size > total:
+                return f"truncated at byte {total:,} of at least {start + size:,} (inside record {name})"
+            pos = start + size
+    return None
+
+
+def _index(zf: zipfile.ZipFile) -> tuple[dict[str, zipfile.ZipInfo], list[Note], str]:
+    """Records by their full stored name, the first of a name winning (as torch's reader takes it); notes
+    on duplicate names and names with a NUL byte; and the archive prefix torch uses (the first record's
+    folder)."""
+    by_name: dict[str, zipfile.ZipInfo] = {}
+    notes: list[Note] = []
+    dups: dict[str, int] = {}
+    infos = zf.infolist()
+    for info in infos:
+        name = info.orig_filename
+        if "\x00" in name:
+            notes.append(
+                Note(
+                    SUSPICIOUS,
+                    f"zip record name with a NUL byte: {name!r} (tools that cut names at the NUL read it as "
+                    f"{info.filename}; torch does not)",
+                )
+            )
+        if name in by_name:
+            dups[name] = dups.get(name, 1) + 1
+            continue
+        by_name[name] = info
+    for name, count in dups.items():
+        notes.append(
+            Note(
+                SUSPICIOUS,
+                f"the zip holds {count} records named {name} (torch reads the first, and so does trainprobe; "
+                "a reader that takes the last sees different contents)",
+            )
+        )
+    first = infos[0].orig_filename if infos else ""
+    prefix = first.split("/", 1)[0] + "/" if "/" in first else ""
+    return by_name, notes, prefix
+
+
+def pickle_notes(data: bytes, source: str) -> list[Note]:
+    """What a pickle names, when its objects are not needed (every pickle of a file is looked at)."""
+    unpickler = SafeUnpickler(data, source=source, persistent_load=lambda _pid: None)
+    with contextlib.suppress(*UNPICKLE_ERRORS):
+        unpickler.load()
+    return unpickler.notes
+
+
+def _named(problem: RecordProblem, holders: dict[str, list[str]]) -> str:
+    """A record's problem with the tensors that record holds (a CRC failure names the tensor, not data/3)."""
+    names = holders.get(problem.record)
+    if not names:
+        return problem.message
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more views" if len(names) > 3 else "")
+    return f"{problem.message}: it holds {shown}"
+
+
+def _first_per_global(notes: list[Note]) -> list[Note]:
+    """One note per (kind, global) over the archive's pickles (TorchScript's debug pickles repeat them)."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for note in notes:
+        key = (note.kind, note.global_name)
+        if note.global_name and key in seen:
+            continue
+        seen.add(key)
+        out.append(note)
+    return out
+
+
+def _may_be_a_pickle(zf: zipfile.ZipFile, info: zipfile.ZipInfo, prefix: str) -> bool:
+    """Whether a record other than data.pkl may be a pickle torch (or a tool) would load: any ``*.pkl``
+    (TorchScript's constants.pkl), and any small record that starts with a pickle PROTO opcode, except the
+    raw storages under ``data/``."""
+    name = info.orig_filename
+    if name.startswith(prefix + "data/") or info.file_size > (64 << 20):
+        return False
+    if name.endswith(".pkl"):
+        return True
+    with zf.open(info) as fh:
+        head = fh.read(2)
+    return len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5
 
 
 def read_torch_zip(
@@ -23,27 +153,40 @@ def read_torch_zip(
     """Read the torch zip archive at ``buffer[base:base+length]``: (skeleton, records, notes, verifiers).
 
     Used for whole files and for the torch.save blobs inside torch.distributed.checkpoint ``.distcp`` files.
+    Records are looked up as torch does: ``<archive>/data.pkl`` where ``<archive>`` is the first record's
+    folder, the first record of a name winning; every other pickle in the archive is read for its globals.
     """
     total = len(buffer) - base if length is None else length
     try:
         zf = zipfile.ZipFile(BufferWindow(buffer, base, total))
     except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError) as exc:
+        where = truncation(buffer, base, total)
+        if where is not None:
+            raise CorruptCheckpointError(path, f"not a complete zip archive: {where}") from None
         raise CorruptCheckpointError(
             path, f"not a complete zip archive ({exc})", hint="the file is probably truncated"
         ) from None
+    notes: list[Note] = []
     with zf:
-        infos = {info.filename: info for info in zf.infolist()}
-        pkl_names = [n for n in infos if n.endswith("data.pkl") and n.count("/") == 1]
-        if not pkl_names:
-            raise UnknownFormatError(path, "a zip archive without data.pkl, not a torch checkpoint")
-        prefix = pkl_names[0][: -len("data.pkl")]
+        infos, notes, prefix = _index(zf)
+        pkl_name = prefix + "data.pkl"
+        if pkl_name not in infos:
+            candidates = [n for n in infos if n.endswith("/data.pkl") and n.count("/") == 1]
+            if not candidates:
+                raise UnknownFormatError(path, "a zip archive without data.pkl, not a torch checkpoint")
+            pkl_name = candidates[0]
+            prefix = pkl_name[: -len("data.pkl")]
         order = infos.get(prefix + "byteorder")
         try:
             if order is not None and zf.read(order).strip() not in (b"", b"little"):
-                raise CorruptCheckpointError(path, "big-endian checkpoints are not supported")
-            pickle_bytes = zf.read(pkl_names[0])
-        except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError) as exc:
-            raise CorruptCheckpointError(path, f"{pkl_names[0]} cannot be read ({exc})") from None
+                raise UnknownFormatError(path, "big-endian checkpoints are not supported")
+            pickle_bytes = zf.read(infos[pkl_name])
+            for info in zf.infolist():
+                if info is not infos[pkl_name] and _may_be_a_pickle(zf, info, prefix):
+                    notes.extend(pickle_notes(zf.read(info), info.orig_filename))
+            notes = _first_per_global(notes)
+        except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError, RuntimeError) as exc:
+            raise PickleReadError(path, f"{pkl_name} cannot be read ({exc})", notes=notes) from None
 
     storages: dict[str, PendingStorage] = {}
 
@@ -64,7 +207,10 @@ def read_torch_zip(
                 pending.missing_reason = str(exc)
             else:
                 if start + info.file_size > total:
-                    pending.missing_reason = f"record {info.filename} is truncated"
+                    pending.missing_reason = (
+                        f"truncated at byte {total:,} of at least {start + info.file_size:,} "
+                        f"(record {info.filename} needs bytes up to {start + info.file_size:,})"
+                    )
                 else:
                     itemsize = lookup(dtype)
                     pending.storage = Storage(
@@ -75,6 +221,7 @@ def read_torch_zip(
                         file=path,
                         declared_numel=numel,
                         declared_itemsize=itemsize.itemsize if itemsize else None,
+                        crc32=info.CRC,
                     )
         storages[key] = pending
         return pending
@@ -82,18 +229,28 @@ def read_torch_zip(
     unpickler = SafeUnpickler(pickle_bytes, source="data.pkl", persistent_load=persistent_load)
     try:
         root = unpickler.load()
-    except CorruptCheckpointError:
-        raise
+    except CorruptCheckpointError as exc:
+        raise PickleReadError(path, exc.reason, notes=unpickler.notes + notes) from None
     except UNPICKLE_ERRORS as exc:
-        raise CorruptCheckpointError(
-            path, f"data.pkl cannot be unpickled safely ({type(exc).__name__}: {exc})"
+        raise PickleReadError(
+            path,
+            f"data.pkl cannot be unpickled safely ({type(exc).__name__}: {exc})",
+            notes=unpickler.notes + notes,
         ) from None
-    skeleton, records = build_records(root, path)
+    notes = _first_per_global(unpickler.notes + notes)
+    try:
+        skeleton, records = build_records(root, path)
+    except CorruptCheckpointError as exc:
+        raise PickleReadError(path, exc.reason, notes=notes) from None
+
+    holders: dict[str, list[str]] = {}
+    for rec in records:
+        holders.setdefault(prefix + rec.storage.key, []).append(rec.display_name)
 
     def verify() -> list[str]:
-        return verify_zip_crc(buffer, base, total)
+        return [_named(p, holders) for p in record_problems(buffer, base, total)]
 
-    return skeleton, records, unpickler.notes, [verify]
+    return skeleton, records, notes, [verify]
 
 
 class TorchZipFormat:

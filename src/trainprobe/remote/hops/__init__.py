@@ -1,8 +1,9 @@
 """The hop kinds a target string may use: one line per kind in :data:`HOP_KINDS`.
 
 To add a kind, write ``hops/<kind>.py`` with a class following
-:class:`~trainprobe.remote.hops.base.WrappingHop`
-(or :class:`~trainprobe.remote.hops.base.SettingHop`) and add one line ``"kind": "module:Class"`` below.
+:class:`~trainprobe.remote.hops.protocols.WrappingHop` (``wrap`` and ``explain_failure``) or
+:class:`~trainprobe.remote.hops.protocols.SettingHop` (``apply``) and add one line ``"kind": "module:Class"``
+below.
 """
 
 from __future__ import annotations
@@ -10,7 +11,11 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Mapping
 
-from trainprobe.remote.hops.base import FarSettings, Hop, SettingHop, WrappingHop
+from trainprobe.remote.hops.base import FarSettings, HopFailure
+
+TYPE_CHECKING = False  # see hops/protocols.py: no typing on a run's path
+if TYPE_CHECKING:
+    from trainprobe.remote.hops.protocols import Hop, SettingHop, WrappingHop
 
 #: kind -> "module:Class", imported on first use: a target names two or three kinds, and importing
 #: all of them would cost every run's start-up
@@ -52,4 +57,13 @@ class _HopKinds(Mapping[str, "type[Hop]"]):
 
 HOP_KINDS: Mapping[str, type[Hop]] = _HopKinds()
 
-__all__ = ["HOP_KINDS", "FarSettings", "Hop", "SettingHop", "WrappingHop"]
+
+def __getattr__(name: str) -> object:
+    if name in ("Hop", "WrappingHop", "SettingHop"):
+        from trainprobe.remote.hops import protocols
+
+        return getattr(protocols, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["HOP_KINDS", "FarSettings", "Hop", "HopFailure", "SettingHop", "WrappingHop"]

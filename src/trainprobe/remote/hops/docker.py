@@ -14,7 +14,13 @@ from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
 from trainprobe.remote import shell
-from trainprobe.remote.hops.base import need_value, no_options
+from trainprobe.remote.hops.base import (
+    HopFailure,
+    explain_by_table,
+    missing_program,
+    need_value,
+    no_options,
+)
 
 
 def check_name(kind: str, value: str, what: str) -> str:
@@ -68,12 +74,9 @@ class DockerHop:
         user = ["--user", self.user] if self.user else []
         return [self.kind, *daemon, "exec", "-i", *user, self.container, *inner]
 
-    def explain_failure(self, stderr: str) -> tuple[str, str] | None:
-        """``(why, what to try)`` when ``stderr`` shows this hop failing, else None."""
-        text = stderr.lower()
-        for needle, why, hint in self.failures:
-            if needle in text:
-                return why.format(name=self.container, kind=self.kind), hint.format(
-                    name=self.container, kind=self.kind
-                )
-        return None
+    def explain_failure(self, transport_log: str, returncode: int | None = None) -> HopFailure | None:
+        """The client's words for a stopped, paused or missing container or an unreachable daemon."""
+        values = {"name": self.container, "kind": self.kind}
+        return missing_program(transport_log, self.kind, "where this hop runs") or explain_by_table(
+            transport_log, self.failures, values
+        )

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
-from trainprobe.remote.hops.base import need_value, no_options
+from trainprobe.remote.hops.base import HopFailure, explain_by_table, missing_program, need_value, no_options
 from trainprobe.remote.hops.docker import check_name
 
 FAILURES = (
@@ -53,10 +53,9 @@ class IncusHop:
         user = ["--user", str(self.user)] if self.user is not None else []
         return ["incus", *project, "exec", self.name, "--mode=non-interactive", *user, "--", *inner]
 
-    def explain_failure(self, stderr: str) -> tuple[str, str] | None:
-        """``(why, what to try)`` when ``stderr`` shows this hop failing, else None."""
-        text = stderr.lower()
-        for needle, why, hint in FAILURES:
-            if needle in text:
-                return why.format(name=self.name), hint.format(name=self.name)
-        return None
+    def explain_failure(self, transport_log: str, returncode: int | None = None) -> HopFailure | None:
+        """``incus``'s words for this hop failing (see FAILURES), or ``incus`` not installed."""
+        values = {"name": self.name}
+        return missing_program(transport_log, "incus", "where this hop runs") or explain_by_table(
+            transport_log, FAILURES, values
+        )

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from trainprobe.remote.hops.base import need_value, no_options
+from trainprobe.remote.hops.base import HopFailure, explain_by_table, missing_program, need_value, no_options
 from trainprobe.remote.hops.docker import check_name
 
 # first match wins: the specific messages before the generic "not found"
@@ -56,16 +56,14 @@ class KubectlHop:
         container = ["--container", self.container] if self.container else []
         return ["kubectl", *context, "exec", "-i", *namespace, self.pod, *container, "--", *inner]
 
-    def explain_failure(self, stderr: str) -> tuple[str, str] | None:
-        """``(why, what to try)`` when ``stderr`` shows this hop failing, else None."""
-        text = stderr.lower()
-        for needle, why, hint in FAILURES:
-            if needle in text:
-                values = {
-                    "pod": self.pod,
-                    "container": self.container or "(default)",
-                    "where": f" in namespace {self.namespace}" if self.namespace else "",
-                    "ns_flag": f" -n {self.namespace}" if self.namespace else "",
-                }
-                return why.format(**values), hint.format(**values)
-        return None
+    def explain_failure(self, transport_log: str, returncode: int | None = None) -> HopFailure | None:
+        """``kubectl``'s words for this hop failing (see FAILURES), or ``kubectl`` not installed."""
+        values = {
+            "pod": self.pod,
+            "container": self.container or "(default)",
+            "where": f" in namespace {self.namespace}" if self.namespace else "",
+            "ns_flag": f" -n {self.namespace}" if self.namespace else "",
+        }
+        return missing_program(transport_log, "kubectl", "where this hop runs") or explain_by_table(
+            transport_log, FAILURES, values
+        )

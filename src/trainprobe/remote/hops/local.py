@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
 from trainprobe.remote._record import record
-from trainprobe.remote.hops.base import no_options
+from trainprobe.remote.hops.base import HopFailure, no_options
+
+TYPE_CHECKING = False  # no typing at run time: every run imports this module
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 
 @record(frozen=True)
@@ -26,3 +29,7 @@ class LocalHop:
 
     def wrap(self, inner: Sequence[str]) -> list[str]:
         return list(inner)
+
+    def explain_failure(self, transport_log: str, returncode: int | None = None) -> HopFailure | None:
+        """Nothing between here and the far side can fail."""
+        return None

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
 from trainprobe.remote import shell
-from trainprobe.remote.hops.base import need_value, no_options
+from trainprobe.remote.hops.base import HopFailure, explain_by_table, missing_program, need_value, no_options
 from trainprobe.remote.hops.docker import check_name
 
 FAILURES = (
@@ -45,10 +45,9 @@ class LxcHop:
         path = ["-P", self.lxcpath] if self.lxcpath else []
         return ["lxc-attach", *path, "-n", self.name, "--", *inner]
 
-    def explain_failure(self, stderr: str) -> tuple[str, str] | None:
-        """``(why, what to try)`` when ``stderr`` shows this hop failing, else None."""
-        text = stderr.lower()
-        for needle, why, hint in FAILURES:
-            if needle in text:
-                return why.format(name=self.name), hint
-        return None
+    def explain_failure(self, transport_log: str, returncode: int | None = None) -> HopFailure | None:
+        """``lxc-attach``'s words for this hop failing (see FAILURES), or ``lxc-attach`` not installed."""
+        values = {"name": self.name}
+        return missing_program(transport_log, "lxc-attach", "where this hop runs") or explain_by_table(
+            transport_log, FAILURES, values
+        )

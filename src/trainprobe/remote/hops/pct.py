@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
-from trainprobe.remote.hops.base import need_value, no_options
+from trainprobe.remote.hops.base import HopFailure, explain_by_table, missing_program, need_value, no_options
 
 FAILURES = (
     ("not running", "CT {vmid} is not running", "start it: pct start {vmid}"),
@@ -38,10 +38,9 @@ class PctHop:
     def wrap(self, inner: Sequence[str]) -> list[str]:
         return ["pct", "exec", str(self.vmid), "--", *inner]
 
-    def explain_failure(self, stderr: str) -> tuple[str, str] | None:
-        """``(why, what to try)`` when ``stderr`` shows this hop failing, else None."""
-        text = stderr.lower()
-        for needle, why, hint in FAILURES:
-            if needle in text:
-                return why.format(vmid=self.vmid), hint.format(vmid=self.vmid)
-        return None
+    def explain_failure(self, transport_log: str, returncode: int | None = None) -> HopFailure | None:
+        """``pct``'s words for this hop failing (see FAILURES), or ``pct`` not installed."""
+        values = {"vmid": self.vmid}
+        return missing_program(transport_log, "pct", "where this hop runs") or explain_by_table(
+            transport_log, FAILURES, values
+        )

@@ -8,12 +8,15 @@ They change no argv; they choose the interpreter, directory and environment of t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
 from trainprobe.remote import shell
 from trainprobe.remote._record import record, replace
 from trainprobe.remote.hops.base import FarSettings, need_value, no_options
+
+TYPE_CHECKING = False  # no typing at run time: every run imports this module
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 
 @record(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
-from trainprobe.remote.hops.base import need_value, no_options
+from trainprobe.remote.hops.base import HopFailure, explain_by_table, missing_program, need_value, no_options
 from trainprobe.remote.hops.docker import check_name
 
 FAILURES = (
@@ -68,11 +68,9 @@ class SlurmHop:
             "--unbuffered", "--quiet", "--", *inner,
         ]  # fmt: skip
 
-    def explain_failure(self, stderr: str) -> tuple[str, str] | None:
-        """``(why, what to try)`` when ``stderr`` shows this hop failing, else None."""
-        text = stderr.lower()
-        for needle, why, hint in FAILURES:
-            if needle in text:
-                node = self.node or "(first)"
-                return why.format(job=self.job, node=node), hint.format(job=self.job)
-        return None
+    def explain_failure(self, transport_log: str, returncode: int | None = None) -> HopFailure | None:
+        """``srun``'s words for this hop failing (see FAILURES), or ``srun`` not installed."""
+        values = {"job": self.job, "node": self.node or "(first)"}
+        return missing_program(transport_log, "srun", "where this hop runs") or explain_by_table(
+            transport_log, FAILURES, values
+        )

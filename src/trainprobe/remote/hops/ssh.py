@@ -9,15 +9,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
 
-from trainprobe.errors import TargetSyntaxError
+from trainprobe.errors import AuthenticationError, TargetSyntaxError, UnreachableError
 from trainprobe.remote import shell
 from trainprobe.remote._record import field, record
-from trainprobe.remote.hops.base import need_value, no_options
+from trainprobe.remote.hops.base import EXIT_CONNECTION, HopFailure, line_with, need_value, no_options
+
+TYPE_CHECKING = False  # no typing at run time: every run imports this module
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 #: how long an idle ControlMaster stays up for the next call to the same host (seconds)
 CONTROL_PERSIST_S = 300
+
+#: what ssh says when it cannot connect (each quoted as ssh wrote it, host and port included)
+UNREACHABLE = (
+    "could not resolve", "connection refused", "no route to host", "timed out", "network is unreachable",
+    "connection closed", "kex_exchange", "connection reset", "broken pipe", "host is down",
+)  # fmt: skip
 
 
 @record(frozen=True)
@@ -102,3 +111,33 @@ class SshHop:
                     hint="put ssh hops next to each other (they become ProxyJump); keep names plain",
                 )
         return ["ssh", *self.options(), "--", self.host, shell.join(inner)]
+
+    def explain_failure(self, transport_log: str, returncode: int | None = None) -> HopFailure | None:
+        """ssh's own failures, and an account without a login shell. ssh's words count only when it exited
+        255: any other status is the remote command's, and ssh's words in the log (a stale ControlMaster
+        socket it replaced) did not stop the run."""
+        if line := line_with(transport_log, ("this account is currently not available",)):
+            return HopFailure(
+                AuthenticationError,
+                f"{self.user or 'the user'} has no login shell there (nologin): {line}",
+                "connect as a user whose login shell runs commands",
+            )
+        if returncode != EXIT_CONNECTION:
+            return None
+        if line := line_with(transport_log, ("host key verification failed", "host identification has")):
+            return HopFailure(
+                AuthenticationError,
+                f"host key verification failed: {line}",
+                f"if {self.host} was reinstalled: ssh-keygen -R {self.host}; else check ~/.ssh/known_hosts",
+            )
+        if line := line_with(transport_log, ("permission denied (", "too many authentication failures")):
+            return HopFailure(
+                AuthenticationError,
+                f"authentication refused: {line}",
+                "check the user, keys (ssh-add -l) and ~/.ssh/config",
+            )
+        if line := line_with(transport_log, UNREACHABLE):
+            return HopFailure(
+                UnreachableError, f"unreachable: {line}", "check the host name, port and network"
+            )
+        return None

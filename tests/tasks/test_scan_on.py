@@ -17,7 +17,7 @@ from fixtures.sshd import SshServer
 from trainprobe.checkpoint import scan
 from trainprobe.errors import InterpreterNotFoundError
 from trainprobe.remote import call
-from trainprobe.remote.tasks import scan_on
+from trainprobe.tasks import scan_on
 
 pytestmark = pytest.mark.ssh
 TRAINPROBE = str(Path(sys.executable).with_name("trainprobe"))

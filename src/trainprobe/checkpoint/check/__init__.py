@@ -1,0 +1,47 @@
+"""``check``: is each checkpoint unit one consistent snapshot? An evidence-based verdict, without torch.
+
+A torn checkpoint mixes optimizer steps: ``torch.save`` copied storages one by one from live memory while
+training went on, or a unit's files come from different saves. Its bytes are fine; only relations *between*
+tensors and files show the tear. The modules:
+
+- :mod:`.run`: the entry points (:func:`check_paths`, :func:`check_unit`...) and the evidence per unit;
+- :mod:`.report`: :class:`Evidence`, :class:`CheckResult`, :class:`CheckReport` and the verdict rule;
+- :mod:`.structure`: param_groups, per-parameter step counters, state shapes;
+- :mod:`.master`: bf16/fp16 copies equal the cast of their fp32 masters;
+- :mod:`.writer_manifest`: the CheckpointWriter manifest; :mod:`.containers`: DCP chunk coverage;
+- the optimizer families' own checks live in :mod:`trainprobe.checkpoint.optimizers` (Adam's bound there).
+
+Everything here imports only the standard library, numpy and trainprobe.checkpoint (shipped to remote hosts).
+"""
+
+from __future__ import annotations
+
+from trainprobe.checkpoint.check.report import SCHEMA_VERSION, CheckReport, CheckResult, Evidence
+from trainprobe.checkpoint.check.run import (
+    check_checkpoint,
+    check_path,
+    check_paths,
+    check_paths_json,
+    check_unit,
+)
+from trainprobe.checkpoint.check.state import find_optimizers, label_of, scalar, suffix_index
+from trainprobe.checkpoint.manifest import MANIFEST_SUFFIX
+from trainprobe.checkpoint.optimizers.adam import adam_bound
+
+__all__ = [
+    "MANIFEST_SUFFIX",
+    "SCHEMA_VERSION",
+    "CheckReport",
+    "CheckResult",
+    "Evidence",
+    "adam_bound",
+    "check_checkpoint",
+    "check_path",
+    "check_paths",
+    "check_paths_json",
+    "check_unit",
+    "find_optimizers",
+    "label_of",
+    "scalar",
+    "suffix_index",
+]

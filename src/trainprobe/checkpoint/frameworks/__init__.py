@@ -1,0 +1,46 @@
+"""Framework knowledge, one module per framework, behind :class:`.base.Framework`.
+
+To add a framework: write a module with a class that has ``name``, ``counts``, ``layout``, ``knows`` and
+``tensor_role``, and add one instance to ``FRAMEWORKS``. Directory layouts are asked in this order (more
+specific first); a single file's object is claimed by the first framework that ``knows`` it."""
+
+from __future__ import annotations
+
+from trainprobe.checkpoint.frameworks.accelerate import Accelerate
+from trainprobe.checkpoint.frameworks.base import Framework, Layout, Part, Role, TensorRole, role_by_name
+from trainprobe.checkpoint.frameworks.dcp import Dcp
+from trainprobe.checkpoint.frameworks.deepspeed import DeepSpeed
+from trainprobe.checkpoint.frameworks.folder import Folder, PlainFile
+from trainprobe.checkpoint.frameworks.hf_trainer import HfTrainer
+from trainprobe.checkpoint.frameworks.lightning import Lightning
+
+FRAMEWORKS: tuple[Framework, ...] = (
+    Dcp(),
+    HfTrainer(),
+    Accelerate(),
+    DeepSpeed(),
+    Lightning(),
+    Folder(),
+    PlainFile(),
+)
+
+_BY_NAME = {f.name: f for f in FRAMEWORKS}
+
+
+def framework_named(name: str) -> Framework:
+    """The framework called ``name`` ("hf-model" is the Hugging Face one; unknown names: a plain file)."""
+    if name == "hf-model":
+        return _BY_NAME["hf-trainer"]
+    return _BY_NAME.get(name, _BY_NAME["file"])
+
+
+__all__ = [
+    "FRAMEWORKS",
+    "Framework",
+    "Layout",
+    "Part",
+    "Role",
+    "TensorRole",
+    "framework_named",
+    "role_by_name",
+]

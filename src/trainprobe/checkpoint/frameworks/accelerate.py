@@ -1,0 +1,51 @@
+"""accelerate's ``Accelerator.save_state``: a folder (``checkpoint_<i>`` with automatic naming, where ``i``
+counts saves, not steps) with ``model.safetensors`` / ``pytorch_model.bin`` (``model_1`` for a second model),
+``optimizer.bin`` (``optimizer_1.bin``...), ``scheduler.bin``, ``sampler.bin``, ``scaler.pt``,
+``random_states_<rank>.pkl`` (torch.save of the RNG states) and ``custom_checkpoint_<i>.pkl``; FSDP writes DCP
+sub-folders (``pytorch_model_fsdp_0``, ``optimizer_0``)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from trainprobe.checkpoint.frameworks.base import (
+    OPTIMIZER_STEPS,
+    UNKNOWN_COUNT,
+    Layout,
+    Part,
+    TensorRole,
+    role_by_name,
+)
+
+_MARKER = re.compile(r"^(random_states_\d+\.pkl|optimizer(_\d+)?\.bin|scheduler(_\d+)?\.bin)$")
+_PART_DIRS = re.compile(r"^(pytorch_model_fsdp_\d+|optimizer_\d+)$")
+
+
+class Accelerate:
+    name = "accelerate"
+    # A user's scheduler may step per epoch or per batch: not compared.
+    counts: ClassVar[Mapping[str, str]] = {
+        "name": OPTIMIZER_STEPS,
+        "scheduler": UNKNOWN_COUNT,
+        "step field": OPTIMIZER_STEPS,
+    }
+
+    def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
+        if not any(_MARKER.match(f) for f in files):
+            return None
+        layout = Layout(self.name, [Part(os.path.join(folder, f), role_by_name(f)) for f in files])
+        for d in dirs:
+            if _PART_DIRS.match(d):
+                sub = os.path.join(folder, d)
+                layout.claimed_dirs.append(sub)
+                layout.parts.append(Part(sub, role_by_name(d, is_dir=True)))
+        return layout
+
+    def knows(self, objects: Any) -> bool:
+        return False
+
+    def tensor_role(self, name: str) -> TensorRole | None:
+        return None

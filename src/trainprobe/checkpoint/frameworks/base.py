@@ -1,0 +1,102 @@
+"""What a framework knows about its checkpoints, behind one small Protocol.
+
+A framework (one module each in ``trainprobe.checkpoint.frameworks``) answers three questions:
+
+- ``layout(folder, files, dirs)``: is this directory one checkpoint it wrote? Then which of its files (and
+  sub-directories) are the unit's parts, each with a role: ``weights``, ``optimizer``, ``scheduler``,
+  ``rng``, ``config``, ``metadata``, or ``state`` (a file holding several of those, as a Lightning ``.ckpt``).
+- ``knows(objects)``: is this single file's object one it wrote (a Lightning ``.ckpt``)?
+- ``tensor_role(name)``: inside a ``state`` part, is a tensor ``weights``, ``optimizer`` or ``metadata``?
+  Non-finite values are findings only in weights, buffers and optimizer state; in metadata (a callback's
+  ``inf`` placeholder score, a metric) they are notes. ``None`` leaves the generic rule.
+
+``counts`` says what each step source of its units counts (``optimizer steps``, ``epochs``, ``saves``): only
+sources that count optimizer steps are compared with each other.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["weights", "optimizer", "scheduler", "rng", "config", "metadata", "state"]
+TensorRole = Literal["weights", "optimizer", "metadata"]
+
+OPTIMIZER_STEPS, EPOCHS, SAVES, UNKNOWN_COUNT = "optimizer steps", "epochs", "saves", "unknown"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One file (or sub-directory: a DCP directory) of a unit, and what it holds."""
+
+    path: str
+    role: Role
+
+
+@dataclass
+class Layout:
+    """What a framework says a directory is: its parts, and the sub-directories it claims as parts."""
+
+    framework: str
+    parts: list[Part] = field(default_factory=list)
+    claimed_dirs: list[str] = field(default_factory=list)
+
+
+class Framework(Protocol):
+    """One framework's knowledge. Register an instance in ``trainprobe.checkpoint.frameworks.FRAMEWORKS``."""
+
+    name: str
+
+    @property
+    def counts(self) -> Mapping[str, str]:
+        """Step source ("name", "step field", "scheduler", "trainer_state.json") -> what it counts."""
+        ...
+
+    def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
+        """The unit ``folder`` is, from the names of its files and sub-directories; None if not ours."""
+        ...
+
+    def knows(self, objects: Any) -> bool:
+        """Whether a single file's unpickled object was written by this framework."""
+        ...
+
+    def tensor_role(self, name: str) -> TensorRole | None:
+        """The role of a tensor of a ``state`` part, by its dotted name; None: the generic rule decides."""
+        ...
+
+
+_PATTERNS: tuple[tuple[Role, re.Pattern[str]], ...] = (
+    ("optimizer", re.compile(r"(?i)^(optimizer|optim)(_\d+)?\.(pt|pth|bin|safetensors)$|_optim_states\.pt$")),
+    ("scheduler", re.compile(r"(?i)^(lr_)?scheduler(_\d+)?\.(pt|pth|bin)$")),
+    ("rng", re.compile(r"(?i)^(rng_state.*\.pth|random_states_\d+\.pkl)$")),
+    ("config", re.compile(r"(?i)^(training_args\.bin|.*config\.json|trainer_state\.json|.*\.ya?ml)$")),
+    (
+        "metadata",
+        re.compile(
+            r"(?i)^(scaler\.pt|sampler(_\d+)?\.bin|custom_checkpoint_\d+\.pkl|latest|.*\.manifest\.json)$"
+        ),
+    ),
+    (
+        "weights",
+        re.compile(
+            r"(?i)^(model|pytorch_model|adapter_model|consolidated|diffusion_pytorch_model)"
+            r"([-_.].*)?\.(safetensors|bin|pt|pth)$|_model_states\.pt$|\.index\.json$"
+        ),
+    ),
+)
+_DIR_PATTERNS: tuple[tuple[Role, re.Pattern[str]], ...] = (
+    ("optimizer", re.compile(r"(?i)^optimizer(_\d+)?$")),
+    ("weights", re.compile(r"(?i)^(pytorch_model_fsdp|model)(_\d+)?$")),
+)
+
+
+def role_by_name(path: str, is_dir: bool = False) -> Role:
+    """The role a file's (or sub-directory's) name says it has; ``state`` when the name says nothing."""
+    name = os.path.basename(path.rstrip("/"))
+    for role, pattern in _DIR_PATTERNS if is_dir else _PATTERNS:
+        if pattern.search(name):
+            return role
+    return "state"

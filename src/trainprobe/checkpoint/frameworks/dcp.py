@@ -1,0 +1,27 @@
+"""torch.distributed.checkpoint (DDP, FSDP, FSDP2): a folder with ``.metadata`` and ``__<rank>_<i>.distcp``
+files, read whole as one part. FSDP2 state dicts name optimizer state by parameter FQN
+(``optim.state.<fqn>.exp_avg``), each tensor split in one chunk per rank."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from trainprobe.checkpoint.formats.dcp import METADATA
+from trainprobe.checkpoint.frameworks.base import OPTIMIZER_STEPS, Layout, Part, TensorRole
+
+
+class Dcp:
+    name = "dcp"
+    counts: ClassVar[Mapping[str, str]] = {"name": OPTIMIZER_STEPS, "step field": OPTIMIZER_STEPS}
+
+    def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
+        if METADATA not in files:
+            return None
+        return Layout(self.name, [Part(folder, "state")])
+
+    def knows(self, objects: Any) -> bool:
+        return False
+
+    def tensor_role(self, name: str) -> TensorRole | None:
+        return None

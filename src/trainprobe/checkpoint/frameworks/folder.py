@@ -1,0 +1,61 @@
+"""A plain folder that is one checkpoint: model and optimizer (and maybe scheduler) saved side by side by a
+hand-written loop (``step_500/model.pt`` + ``optimizer.pt``), and plain single files (``torch.save`` of a
+training dict, safetensors)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from trainprobe.checkpoint.frameworks.base import (
+    OPTIMIZER_STEPS,
+    UNKNOWN_COUNT,
+    Layout,
+    Part,
+    TensorRole,
+    role_by_name,
+)
+
+
+class Folder:
+    name = "folder"
+    counts: ClassVar[Mapping[str, str]] = {
+        "name": OPTIMIZER_STEPS,
+        "step field": OPTIMIZER_STEPS,
+        "scheduler": UNKNOWN_COUNT,
+    }
+
+    def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
+        roles = [role_by_name(f) for f in files]
+        if "optimizer" not in roles or not ({"weights", "state"} & set(roles)):
+            return None
+        return Layout(
+            self.name, [Part(os.path.join(folder, f), r) for f, r in zip(files, roles, strict=True)]
+        )
+
+    def knows(self, objects: Any) -> bool:
+        return False
+
+    def tensor_role(self, name: str) -> TensorRole | None:
+        return None
+
+
+class PlainFile:
+    """Any single checkpoint file no framework claims (the last entry of the registry)."""
+
+    name = "file"
+    counts: ClassVar[Mapping[str, str]] = {
+        "name": OPTIMIZER_STEPS,
+        "step field": OPTIMIZER_STEPS,
+        "scheduler": UNKNOWN_COUNT,
+    }
+
+    def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
+        return None
+
+    def knows(self, objects: Any) -> bool:
+        return True
+
+    def tensor_role(self, name: str) -> TensorRole | None:
+        return None

@@ -1,0 +1,3 @@
+from trainprobe.mcp import main
+
+main()

@@ -1,0 +1,100 @@
+"""``scan`` and ``check`` where the checkpoints are (``scan --on``, ``check --on``).
+
+``trainprobe.checkpoint`` (stdlib + numpy) is shipped; the far side needs only Python and numpy. Globs expand
+there and relative paths are relative to the remote login directory (or ``cd=``). Each report is the one the
+local function gives: a :class:`~trainprobe.checkpoint.scan.ScanReport`, the ``check --json`` document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from trainprobe.tasks.remote_call import FleetReports, RemoteTask
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from trainprobe.checkpoint.scan import ScanReport
+    from trainprobe.remote.fanout import Outcome
+    from trainprobe.remote.target import Target
+
+
+def scan_task() -> RemoteTask[ScanReport]:
+    """The scan as a task (built on call: importing trainprobe.checkpoint costs numpy's import)."""
+    from trainprobe.checkpoint.scan import ScanReport, scan
+
+    return RemoteTask("scan", scan, ScanReport.from_json)
+
+
+def _check_report(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict) or "checkpoints" not in data:
+        raise ValueError("no 'checkpoints' in the answer")
+    return data
+
+
+def check_task() -> RemoteTask[dict[str, Any]]:
+    """The check as a task; its report is the ``check --json`` document."""
+    from trainprobe.checkpoint.check import check_paths_json
+
+    return RemoteTask("check", check_paths_json, _check_report)
+
+
+def scan_on(
+    target: str | Target,
+    paths: Sequence[str],
+    *,
+    stats: bool = False,
+    verify: bool = False,
+    timeout: float | None = None,
+    connect_timeout: float = 10.0,
+) -> ScanReport:
+    """:func:`trainprobe.checkpoint.scan` on ``target``; the report a local scan gives. Raises the run's
+    RemoteError if the scan could not run."""
+    return scan_task().on(
+        target, list(paths), stats=stats, verify=verify, timeout=timeout, connect_timeout=connect_timeout
+    )
+
+
+def scan_on_fleet(
+    targets: Sequence[str | Target],
+    paths: Sequence[str],
+    *,
+    stats: bool = False,
+    verify: bool = False,
+    parallel: int = 32,
+    timeout: float | None = None,
+    connect_timeout: float = 10.0,
+    on_done: Callable[[Outcome], None] | None = None,
+    log_dir: str | Path | None = None,
+) -> FleetReports[ScanReport]:
+    """:func:`scan_on` on every target of a fleet: each outcome, and each target's ScanReport."""
+    return scan_task().on_fleet(
+        targets, list(paths), stats=stats, verify=verify, parallel=parallel, timeout=timeout,
+        connect_timeout=connect_timeout, on_done=on_done, log_dir=log_dir,
+    )  # fmt: skip
+
+
+def check_on(
+    target: str | Target, paths: Sequence[str], *, timeout: float | None = None, connect_timeout: float = 10.0
+) -> dict[str, Any]:
+    """``trainprobe check`` where the checkpoints are: the ``check --json`` document a local
+    :func:`trainprobe.checkpoint.check.check_paths` gives, computed on ``target``."""
+    return check_task().on(target, list(paths), timeout=timeout, connect_timeout=connect_timeout)
+
+
+def check_on_fleet(
+    targets: Sequence[str | Target],
+    paths: Sequence[str],
+    *,
+    parallel: int = 32,
+    timeout: float | None = None,
+    connect_timeout: float = 10.0,
+    on_done: Callable[[Outcome], None] | None = None,
+    log_dir: str | Path | None = None,
+) -> FleetReports[dict[str, Any]]:
+    """:func:`check_on` on every target of a fleet: each outcome, and each target's check document."""
+    return check_task().on_fleet(
+        targets, list(paths), parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
+        on_done=on_done, log_dir=log_dir,
+    )  # fmt: skip

@@ -1,0 +1,96 @@
+"""One library function run where the files are: shipped, called on a target or a fleet, its JSON decoded."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from trainprobe.errors import RemoteError, UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from trainprobe.remote.fanout import FleetResult, Outcome
+    from trainprobe.remote.target import Target
+
+R = TypeVar("R")
+
+
+@dataclass
+class FleetReports(Generic[R]):
+    """A task run on a fleet: every target's outcome, and the decoded report of each that gave one."""
+
+    fleet: FleetResult
+    reports: dict[str, R] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return self.fleet.exit_code
+
+
+@dataclass(frozen=True)
+class RemoteTask(Generic[R]):
+    """``function`` run on the far side (its package and ``modules`` shipped, imported from memory there),
+    its JSON return value turned into ``R`` by ``decode``; ``need`` names the modules the far-side
+    interpreter must have (discovery picks one that has them); ``what`` names the task in errors."""
+
+    what: str
+    function: Callable[..., Any]
+    decode: Callable[[Any], R]
+    need: tuple[str, ...] = ("numpy",)
+    modules: tuple[str, ...] = ()
+
+    def on(
+        self, target: str | Target, *args: Any, timeout: float | None = None, connect_timeout: float = 10.0,
+        **kwargs: Any,
+    ) -> R:  # fmt: skip
+        """The report from ``target``; raises the run's RemoteError (no interpreter with ``need``: an
+        InterpreterNotFoundError listing what each candidate lacked)."""
+        from trainprobe.remote import call
+
+        data = call(
+            target, self.function, *args, timeout=timeout, connect_timeout=connect_timeout, need=self.need,
+            modules=self.modules, **kwargs,
+        )  # fmt: skip
+        return self._decoded(str(target), data)
+
+    def on_fleet(
+        self,
+        targets: Sequence[str | Target],
+        *args: Any,
+        parallel: int = 32,
+        timeout: float | None = None,
+        connect_timeout: float = 10.0,
+        on_done: Callable[[Outcome], None] | None = None,
+        log_dir: str | Path | None = None,
+        **kwargs: Any,
+    ) -> FleetReports[R]:
+        """The task on every target (``parallel`` at once); never raises for a target's failure. A target
+        whose answer is not a report ends with status ``error`` and says so."""
+        from trainprobe.remote.fanout import call_fleet
+
+        fleet = call_fleet(
+            targets, self.function, *args, parallel=parallel, timeout=timeout,
+            connect_timeout=connect_timeout, need=self.need, on_done=on_done, log_dir=log_dir,
+            modules=self.modules, **kwargs,
+        )  # fmt: skip
+        reports: dict[str, R] = {}
+        for outcome in fleet.outcomes:
+            if not outcome.ok:
+                continue
+            try:
+                reports[outcome.target] = self._decoded(outcome.target, outcome.result)
+            except RemoteError as exc:
+                outcome.status, outcome.error, outcome.summary = "error", exc, exc.reason
+        return FleetReports(fleet, reports)
+
+    def _decoded(self, target: str, data: Any) -> R:
+        try:
+            return self.decode(data)
+        except (KeyError, TypeError, ValueError, UsageError) as exc:
+            raise RemoteError(
+                target,
+                f"the remote {self.what} returned no {self.what} report ({type(exc).__name__}: {exc})",
+                hint="see the run's log directory (stdout, stderr, meta.json)",
+            ) from None

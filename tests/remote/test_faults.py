@@ -1,0 +1,370 @@
+"""The engine under faults injected for real on the fixture sshd: login scripts that read stdin or exec a
+shell, a path that drops, a killed agent, a hanging jump, accounts without a shell or with a ForceCommand,
+broken Pythons, process limits, crashes, signals, daemons. Each test asserts the documented exit code, a
+message that says what failed and what to try, bounded time, and that nothing is left on either side 2 s
+after the run (ControlMasters kept on purpose excepted); see docs/remote.md, "Faults".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from fixtures.sshd import SshServer
+from trainprobe.errors import (
+    AuthenticationError,
+    InterpreterNotFoundError,
+    RemoteError,
+    RemoteExceptionError,
+    RemoteKilledError,
+    RemoteTimeoutError,
+    UnreachableError,
+    UsageError,
+)
+from trainprobe.remote import run, run_errors, session
+
+from .faults import (
+    assert_nothing_left,
+    far_leftovers,
+    kill_user_processes,
+    login_script,
+    port_cut,
+    wait_for,
+)
+from .scripts import SLEEPER
+
+pytestmark = pytest.mark.ssh
+HELLO = "import socket\nprint('hello from', socket.gethostname())\n"
+
+
+def no_reuse(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRAINPROBE_CONTROL_DIR", "")
+
+
+# --- item 2: login scripts that read stdin or exec a shell can neither eat the frames nor hang the run -----
+
+
+def test_a_login_script_that_reads_stdin_with_a_timeout_gets_nothing_of_ours(sshd: SshServer) -> None:
+    with login_script(sshd, "zsh", "read -t 1 line\n"):
+        out: list[bytes] = []
+        result = run(sshd.target("zsh"), HELLO, stdout=out.append, connect_timeout=10)
+    assert result.ok, result.error
+    assert b"".join(out).startswith(b"hello from")
+
+
+@pytest.mark.parametrize(
+    ("shell", "script"),
+    [("zsh", "read -r line\n"), ("zsh", "exec bash\n"), ("tcsh", "set x = $<\n")],
+    ids=["zsh-read", "zsh-exec-bash", "tcsh-read"],
+)
+def test_a_login_script_that_waits_on_stdin_is_a_connect_timeout(
+    sshd: SshServer, monkeypatch: pytest.MonkeyPatch, shell: str, script: str
+) -> None:
+    no_reuse(monkeypatch)
+    with login_script(sshd, shell, script):
+        start = time.monotonic()
+        result = run(sshd.target(shell), HELLO, connect_timeout=3)
+        elapsed = time.monotonic() - start
+    assert isinstance(result.error, UnreachableError), result.error
+    assert result.exit_code == 255
+    assert "no answer within the connect timeout (3 s)" in str(result.error)
+    assert "reads stdin or execs a shell" in str(result.error)
+    assert elapsed < 3 + 3
+    assert_nothing_left(sshd.setup.users[shell])
+
+
+# --- item 3: nothing outlives the run --------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_when_the_path_drops_the_far_side_kills_the_run(
+    sshd: SshServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_reuse(monkeypatch)
+    monkeypatch.setattr(session, "HEARTBEAT_S", 0.5)
+    monkeypatch.setattr(run_errors, "LINK_LOST_S", 3.0)
+    user = sshd.setup.users["dash"]
+    results: list[object] = []
+    runner = threading.Thread(target=lambda: results.append(run(sshd.target("dash"), SLEEPER)))
+    runner.start()
+    try:
+        wait_for(lambda: any("sleep 300" in line for line in far_leftovers(user)), 20, "the script's start")
+        with port_cut(sshd.port):
+            start = time.monotonic()
+            wait_for(lambda: not far_leftovers(user), 3.0 + 5, "the far side's kill")
+            gone_after = time.monotonic() - start
+        runner.join(60)
+    finally:
+        kill_user_processes(user, "sleep 300")
+    assert 2.0 < gone_after < 3.0 + 5  # killed for the missed heartbeats, not by TCP giving up
+    (result,) = results
+    assert isinstance(result.error, RemoteKilledError), result.error  # type: ignore[attr-defined]
+    assert "went silent for 3 s; the far side killed the run" in str(result.error)  # type: ignore[attr-defined]
+    assert result.exit_code == 255  # type: ignore[attr-defined]
+    assert_nothing_left(user)
+
+
+def test_sigkill_of_the_agent_takes_the_script_and_its_children(sshd: SshServer) -> None:
+    user = sshd.setup.users["bash"]
+    printed: list[bytes] = []
+    results: list[object] = []
+    runner = threading.Thread(
+        target=lambda: results.append(run(sshd.target("bash"), SLEEPER, stdout=printed.append))
+    )
+    runner.start()
+    try:
+        wait_for(lambda: b"\n" in b"".join(printed), 20, "the script's start")
+        script_pid, child_pid = map(int, b"".join(printed).split()[:2])
+        with open(f"/proc/{script_pid}/stat") as f:
+            agent_pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        os.kill(agent_pid, signal.SIGKILL)
+        runner.join(20)
+        assert_nothing_left(user)
+    finally:
+        kill_user_processes(user, "sleep 300")
+    (result,) = results
+    assert isinstance(result.error, RemoteKilledError), result.error  # type: ignore[attr-defined]
+    assert "agent ended without a report" in str(result.error)  # type: ignore[attr-defined]
+    assert not os.path.exists(f"/proc/{child_pid}")
+
+
+def test_a_connect_timeout_through_a_jump_host_kills_the_jump_too(
+    sshd: SshServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_reuse(monkeypatch)
+    jump, inner = sshd.setup.users["bash"], sshd.setup.users["zsh"]
+    with login_script(sshd, "zsh", "sleep 20\n"):
+        start = time.monotonic()
+        result = run(f"{sshd.target('bash')}//{sshd.target('zsh')}", HELLO, connect_timeout=3)
+        elapsed = time.monotonic() - start
+    try:
+        assert isinstance(result.error, UnreachableError), result.error
+        assert result.exit_code == 255
+        assert elapsed < 3 + 3
+        # the ProxyJump helper here and its session on the jump host are gone; the inner login script's own
+        # `sleep 20` runs to its end (sshd signals nothing to a session without a terminal: docs/remote.md)
+        assert_nothing_left(jump)
+    finally:
+        kill_user_processes(inner, "sleep 20")
+
+
+def test_a_timeout_does_not_wait_for_a_setsid_daemon(sshd: SshServer) -> None:
+    user = sshd.setup.users["dash"]
+    daemon = "import subprocess, time\nsubprocess.Popen(['setsid', 'sleep', '31'])\ntime.sleep(60)\n"
+    try:
+        start = time.monotonic()
+        result = run(sshd.target("dash"), daemon, timeout=4)
+        elapsed = time.monotonic() - start
+        assert isinstance(result.error, RemoteTimeoutError), result.error
+        assert result.exit_code == 124
+        # the kill's grace (1 s) and a short drain; before, the agent drained 5 s more for the daemon's pipes
+        assert elapsed < 4 + 4
+        assert any("sleep 31" in line for line in far_leftovers(user))  # documented: a daemon survives
+    finally:
+        kill_user_processes(user, "sleep 31")
+    assert_nothing_left(user)
+
+
+# --- item 5: every failure says what failed -----------------------------------------------------------------
+
+
+def test_an_account_without_a_shell_is_named_in_full(sshd: SshServer) -> None:
+    user = sshd.setup.add_user("nologin", "/usr/sbin/nologin")
+    result = run(f"ssh={user}@{sshd.host}:{sshd.port}", HELLO)
+    assert isinstance(result.error, AuthenticationError), result.error
+    assert "has no login shell there (nologin): This account is currently not available." in str(result.error)
+    assert result.exit_code == 255
+    assert_nothing_left(user)
+
+
+def test_a_force_command_is_quoted_and_named(sshd: SshServer) -> None:
+    user = sshd.setup.users["dash"]
+    forced = sshd.setup.start(
+        sshd.host, extra=f"Match User {user}\n  ForceCommand echo maintenance window; exit 3\n"
+    )
+    try:
+        result = run(forced.target("dash"), HELLO)
+    finally:
+        forced.stop()
+    assert type(result.error) is RemoteError, result.error
+    assert "the far side exited with 3 before the agent started: maintenance window" in str(result.error)
+    assert "ForceCommand" in str(result.error)
+    assert result.exit_code == 255
+
+
+def test_sudo_for_an_unknown_user_quotes_sudos_own_line(sshd: SshServer) -> None:
+    result = run(f"{sshd.target('bash')}//sudo=tpnosuchuser", HELLO)
+    assert isinstance(result.error, AuthenticationError), result.error
+    assert "there is no user tpnosuchuser there (sudo: unknown user tpnosuchuser)" in str(result.error)
+    assert result.exit_code == 255
+
+
+def test_a_python_that_cannot_start_is_127(sshd: SshServer) -> None:
+    with login_script(sshd, "zsh", "export PYTHONHOME=/nonexistent\n"):
+        result = run(sshd.target("zsh"), HELLO)
+    assert isinstance(result.error, InterpreterNotFoundError), result.error
+    assert "the far side's Python does not start: " in str(result.error)
+    assert "encodings" in str(result.error)  # what Python said: it found no standard library
+    assert result.exit_code == 127
+
+
+def test_a_process_limit_on_the_far_side_is_not_a_lost_connection(sshd: SshServer) -> None:
+    with login_script(sshd, "zsh", "ulimit -u 1\n"):
+        result = run(sshd.target("zsh"), HELLO)
+    assert type(result.error) is RemoteError, result.error
+    assert "the far side could not start the script: cannot start the script" in str(result.error)
+    assert "ulimit -u" in str(result.error)
+    assert result.exit_code == 126
+    assert_nothing_left(sshd.setup.users["zsh"])
+
+
+def test_a_segfault_gets_its_line(sshd: SshServer) -> None:
+    result = run(sshd.target("fish"), "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    assert isinstance(result.error, RemoteExceptionError), result.error
+    assert "the script died of SIGSEGV" in str(result.error)
+    assert "faulthandler" in str(result.error)
+    assert result.exit_code == 139
+
+
+@pytest.mark.parametrize(
+    ("program", "target"), [("ssh", "ssh=h"), ("docker", "docker=c"), ("kubectl", "kubectl=p")]
+)
+def test_a_missing_local_program_is_127_and_named(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, program: str, target: str
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    result = run(target, HELLO)
+    assert isinstance(result.error, UnreachableError), result.error
+    assert f"{program} is not installed on this machine (not found on PATH)" in str(result.error)
+    assert result.exit_code == 127
+
+
+@pytest.mark.parametrize("bad", [math.nan, -1, 0, "soon"])
+def test_a_timeout_that_is_not_a_positive_number_is_a_usage_error(bad: object) -> None:
+    with pytest.raises(UsageError, match="timeout must be a positive number of seconds"):
+        run("local", "pass\n", timeout=bad)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="connect_timeout must be a positive number"):
+        run("local", "pass\n", connect_timeout=bad)  # type: ignore[arg-type]
+
+
+def test_an_infinite_timeout_means_none() -> None:
+    assert run("local", "pass\n", timeout=math.inf).ok
+
+
+# --- item 4, library side: where the logs and sockets go when HOME or XDG_RUNTIME_DIR cannot hold them ----
+
+READ_ONLY_RUN = """
+import json, sys
+from trainprobe.errors import UsageError
+from trainprobe.remote import run
+from trainprobe.remote.logs import control_dir
+try:
+    result = run(sys.argv[1], "print('fine')\\n")
+except UsageError as exc:
+    print(json.dumps({"usage_error": str(exc)}))
+else:
+    print(json.dumps({"ok": result.ok, "log_dir": str(result.log_dir), "control": control_dir()}))
+"""
+
+
+def run_under_read_only_home(tmp_path: Path, target: str, **env: str) -> dict[str, object]:
+    """``READ_ONLY_RUN`` in a mount namespace where HOME (XDG_RUNTIME_DIR under it) is a read-only tmpfs."""
+    home = tmp_path / "home"
+    home.mkdir()
+    command = f'mount -t tmpfs -o ro,size=1m tmpfs {home} && exec {sys.executable} -c "$0" "$@"'
+    environment = {
+        "PATH": os.environ["PATH"], "HOME": str(home), "XDG_RUNTIME_DIR": str(home / "run"),
+        "TMPDIR": str(tmp_path / "tmp"), **env,
+    }  # fmt: skip
+    (tmp_path / "tmp").mkdir()
+    proc = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", command, READ_ONLY_RUN, target],
+        capture_output=True, text=True, env=environment, timeout=60,
+    )  # fmt: skip
+    if "unshare failed" in proc.stderr or "mount:" in proc.stderr:
+        pytest.skip(f"needs mount namespaces (root): {proc.stderr.strip()}")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return dict(json.loads(proc.stdout.splitlines()[-1]))
+
+
+def test_a_read_only_home_sends_the_logs_to_tmpdir(tmp_path: Path) -> None:
+    answer = run_under_read_only_home(tmp_path, f"local//python={sys.executable}")
+    assert answer["ok"] is True
+    assert str(answer["log_dir"]).startswith(str(tmp_path / "tmp" / f"trainprobe-runs-{os.getuid()}"))
+    assert answer["control"] == f"/tmp/trainprobe-ssh-{os.getuid()}"
+
+
+def test_a_runs_dir_that_cannot_be_written_is_one_usage_error(tmp_path: Path) -> None:
+    answer = run_under_read_only_home(tmp_path, "local", TRAINPROBE_RUNS_DIR=str(tmp_path / "home" / "runs"))
+    assert "cannot write run logs to" in str(answer["usage_error"])
+    assert "set TRAINPROBE_RUNS_DIR to a writable directory" in str(answer["usage_error"])
+
+
+def test_a_long_runtime_dir_falls_back_for_the_sockets(
+    sshd: SshServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from trainprobe.remote.logs import MAX_CONTROL_DIR, control_dir
+
+    runtime = tmp_path / ("r" * 80)
+    runtime.mkdir()
+    monkeypatch.delenv("TRAINPROBE_CONTROL_DIR")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    fallback = control_dir()
+    assert fallback == f"/tmp/trainprobe-ssh-{os.getuid()}"
+    result = run(sshd.target("zsh"), HELLO)
+    assert result.ok, result.error
+    stop = ["ssh", "-F", str(sshd.setup.ssh_config), "-o", f"ControlPath={fallback}/%C", "-O", "exit",
+            "-p", str(sshd.port), "-l", sshd.setup.users["zsh"], sshd.host]  # fmt: skip
+    subprocess.run(stop, capture_output=True, timeout=10)
+    monkeypatch.setenv("TRAINPROBE_CONTROL_DIR", str(tmp_path / ("c" * (MAX_CONTROL_DIR + 1))))
+    with pytest.raises(UsageError, match=r"TRAINPROBE_CONTROL_DIR is \d+ characters long"):
+        run(sshd.target("zsh"), HELLO)
+
+
+# --- item 4, library side: SIGTERM and SIGHUP stop a run like Ctrl-C, meta.json included -------------------
+
+SIGNALLED_RUN = """
+import sys
+from trainprobe.remote import run
+result = run(sys.argv[1], sys.argv[2])
+print(result.log_dir, flush=True)
+sys.exit(result.exit_code)
+"""
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_stops_the_run_and_keeps_its_record(
+    sshd: SshServer, tmp_path: Path, how: signal.Signals
+) -> None:
+    user = sshd.setup.users["tcsh"]
+    script = tmp_path / "sleeper.py"
+    script.write_text(SLEEPER)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SIGNALLED_RUN, sshd.target("tcsh"), str(script)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: any("sleep 300" in line for line in far_leftovers(user)), 20, "the script's start")
+        start = time.monotonic()
+        proc.send_signal(how)
+        out, err = proc.communicate(timeout=15)
+        elapsed = time.monotonic() - start
+    finally:
+        proc.kill()
+        kill_user_processes(user, "sleep 300")
+    assert proc.returncode == 128 + how, err
+    assert "Traceback" not in err
+    assert elapsed < 6
+    meta = json.loads((Path(out.split()[-1]) / "meta.json").read_text())
+    assert meta["exit_code"] == 128 + how
+    assert f"stopped by {how.name}; the far side was killed" in meta["error"]["message"]
+    assert_nothing_left(user)
