@@ -30,6 +30,10 @@ two-locals = ["local//env=TP_SIDE=a", "local//env=TP_SIDE=b"]
 """
 
 
+#: the server's command line after the interpreter (``python -m trainprobe mcp`` is the same server)
+SERVER_ARGS = ("-m", "trainprobe.mcp")
+
+
 class McpSession:
     """One server process and the SDK client connected to it, with blocking methods for tests.
 
@@ -37,8 +41,11 @@ class McpSession:
     cancel scopes) must be entered and left in the same task, so requests reach that task through a queue.
     The server's stderr goes to ``stderr_log``."""
 
-    def __init__(self, env: dict[str, str], cwd: Path, stderr_log: Path) -> None:
+    def __init__(
+        self, env: dict[str, str], cwd: Path, stderr_log: Path, args: tuple[str, ...] = SERVER_ARGS
+    ) -> None:
         self.env = env
+        self.args = args
         self.cwd = cwd
         self.stderr_log = stderr_log
         self._ready = threading.Event()
@@ -55,7 +62,7 @@ class McpSession:
 
     async def _serve(self) -> None:
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "trainprobe.mcp"], env=self.env, cwd=str(self.cwd)
+            command=sys.executable, args=list(self.args), env=self.env, cwd=str(self.cwd)
         )
         try:
             with open(self.stderr_log, "w") as errlog:
@@ -125,14 +132,14 @@ def assert_kept_in_full(text: str, structured: Any) -> None:
     assert path.name == "report.json"
 
 
-def start_server(root: Path) -> McpSession:
+def start_server(root: Path, args: tuple[str, ...] = SERVER_ARGS) -> McpSession:
     """A server whose runs directory and targets file are under ``root``; the TRAINPROBE_* settings of the
     test process (the sshd fixture's ssh config and control directory) are passed on."""
     (root / "work").mkdir(parents=True, exist_ok=True)
     (root / "targets.toml").write_text(TARGETS_TOML)
     env = {k: v for k, v in os.environ.items() if k.startswith("TRAINPROBE_")}
     env.update(TRAINPROBE_RUNS_DIR=str(root / "runs"), TRAINPROBE_CONFIG=str(root / "targets.toml"))
-    return McpSession(env, root / "work", root / "server-stderr.log").start()
+    return McpSession(env, root / "work", root / "server-stderr.log", args).start()
 
 
 @pytest.fixture(scope="module")
