@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Collection
 
 from trainprobe.checkpoint.base import Checkpoint, TensorRecord
 from trainprobe.errors import CorruptCheckpointError
@@ -17,13 +18,19 @@ class HfShardedFormat:
     def sniff(self, path: str, head: bytes) -> bool:
         return path.endswith(".index.json") and b"weight_map" in head
 
-    def open(self, path: str) -> Checkpoint:
+    def open(
+        self, path: str, *, files: Collection[str] | None = None, index: bytes | None = None
+    ) -> Checkpoint:
+        """With ``files``, only those shards are read (a node's share; the others are elsewhere); ``index``:
+        the index's bytes when it is not here."""
         from trainprobe.checkpoint.formats import open_file  # the shards are any per-file format
 
         try:
-            with open(path, "rb") as fh:
-                index = json.loads(fh.read())
-            weight_map = index["weight_map"]
+            if index is None:
+                with open(path, "rb") as fh:
+                    index = fh.read()
+            document = json.loads(index)
+            weight_map = document["weight_map"]
             if not isinstance(weight_map, dict):
                 raise TypeError
         except (OSError, ValueError, KeyError, TypeError):
@@ -31,10 +38,11 @@ class HfShardedFormat:
                 path, "not a valid index: needs a JSON object with a weight_map"
             ) from None
         folder = os.path.dirname(path)
-        ckpt = Checkpoint(path, self.name, {"metadata": index.get("metadata")}, [])
+        ckpt = Checkpoint(path, self.name, {"metadata": document.get("metadata")}, [])
         wanted: dict[str, list[str]] = {}
         for tensor, shard in weight_map.items():
-            wanted.setdefault(str(shard), []).append(str(tensor))
+            if files is None or str(shard) in files:
+                wanted.setdefault(str(shard), []).append(str(tensor))
         try:
             for shard, names in wanted.items():
                 shard_path = os.path.join(folder, shard)

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
-import zipfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainprobe.checkpoint.base import Checkpoint, Note, PickleReadError, Storage, map_file
 from trainprobe.checkpoint.dtypes import lookup
@@ -15,6 +14,9 @@ from trainprobe.checkpoint.formats._torchpickle import PendingStorage, build_rec
 from trainprobe.checkpoint.unpickler import SUSPICIOUS, UNPICKLE_ERRORS, SafeUnpickler
 from trainprobe.checkpoint.zipcheck import BufferWindow, RecordProblem, record_data_offset, record_problems
 from trainprobe.errors import CorruptCheckpointError, UnknownFormatError
+
+if TYPE_CHECKING:  # imported where used: a safetensors scan never needs zipfile
+    import zipfile
 
 ZIP_MAGIC = b"PK\x03\x04"
 
@@ -156,6 +158,8 @@ def read_torch_zip(
     Records are looked up as torch does: ``<archive>/data.pkl`` where ``<archive>`` is the first record's
     folder, the first record of a name winning; every other pickle in the archive is read for its globals.
     """
+    import zipfile
+
     total = len(buffer) - base if length is None else length
     try:
         zf = zipfile.ZipFile(BufferWindow(buffer, base, total))
