@@ -12,12 +12,13 @@ import io
 import mmap
 import os
 import struct
-import zipfile
 import zlib
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported where used: a safetensors scan never needs zipfile (measured: ~4 ms)
+    import zipfile
 
 from trainprobe.checkpoint.base import page_releaser
 
@@ -118,6 +119,8 @@ def read_record(buffer: Any, base: int, info: zipfile.ZipInfo, total: int) -> by
     """The bytes of one record of the zip archive at ``buffer[base:base+total]``, read as torch's reader
     reads them: without checking the CRC32 (``verify`` does that), stored or deflated, encrypted ones
     refused; deflated ones inflated to at most :data:`MAX_INFLATED` bytes."""
+    import zipfile  # here: a safetensors scan never needs it
+
     if info.flag_bits & 0x1:
         raise RecordError(f"record {info.filename} is encrypted, which torch cannot read")
     start = record_data_offset(buffer, base, info)
@@ -202,6 +205,8 @@ def record_problems(
     workers: int | None = None,
 ) -> list[RecordProblem]:
     """:func:`verify_zip_crc` with each problem's record name, so a reader can name the tensor it holds."""
+    import zipfile
+
     crc32 = crc32 or _default_crc32
     length = len(buffer) - base if length is None else length
     try:
@@ -245,6 +250,8 @@ def record_problems(
 
         workers = min(workers or _WORKERS, len(ranges))
         if workers > 1 and sum(end - start for _i, start, end in ranges) >= _PARALLEL_MIN_BYTES:
+            from concurrent.futures import ThreadPoolExecutor
+
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trainprobe-crc") as pool:
                 outcomes = iter(list(pool.map(check, ranges)))
         else:

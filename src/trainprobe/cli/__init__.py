@@ -47,6 +47,7 @@ COMMANDS = {
     "running.",
     "probe": "Show what is on TARGET: Pythons (numpy, torch, CUDA), GPUs, disk, load, memory and training "
     "processes.",
+    "mcp": "Serve trainprobe's tools to an AI agent over the Model Context Protocol (stdio).",
     "demo": "The seed's story on your CPU in well under two minutes, and `trainprobe triage` telling it.",
 }
 

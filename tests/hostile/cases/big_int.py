@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hostile.craft import Case, torch_zip
 
-CASE = Case(scan=1, check=1, diff=2, triage=1, says="an integer of 100,000 bytes")
+CASE = Case(scan=1, check=1, triage=1, says="an integer of 100,000 bytes")
 
 
 def build(folder: Path, sentinel: Path) -> Path:

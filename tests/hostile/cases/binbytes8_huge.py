@@ -6,7 +6,7 @@ from pathlib import Path
 
 from hostile.craft import Case, torch_zip
 
-CASE = Case(scan=1, check=1, diff=2, triage=1, says="declares 1,099,511,627,776 bytes but only 4 are left")
+CASE = Case(scan=1, check=1, triage=1, says="declares 1,099,511,627,776 bytes but only 4 are left")
 
 
 def build(folder: Path, sentinel: Path) -> Path:

@@ -10,7 +10,7 @@ import pytest
 
 from hostile.craft import Case
 
-CASE = Case(scan=1, check=1, diff=0, triage=1, says="NaN")
+CASE = Case(scan=1, check=1, triage=1, says="NaN")
 
 
 def build(folder: Path, sentinel: Path) -> Path:

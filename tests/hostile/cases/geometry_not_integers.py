@@ -18,7 +18,7 @@ from hostile.craft import (
     tuple_of,
 )
 
-CASE = Case(scan=1, check=1, diff=2, triage=1, says="not an integer")
+CASE = Case(scan=1, check=1, triage=1, says="not an integer")
 
 
 def build(folder: Path, sentinel: Path) -> Path:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hostile.craft import Case
 
-CASE = Case(scan=1, check=1, diff=2, triage=2, says="not a valid index")
+CASE = Case(scan=1, check=1, triage=2, says="not a valid index")
 
 
 def build(folder: Path, sentinel: Path) -> Path:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from hostile.craft import Case, integer, list_of, named, pickle_of, tensor, text
 
-CASE = Case(scan=1, check=1, diff=2, triage=1, says="truncated")
+CASE = Case(scan=1, check=1, triage=1, says="truncated")
 
 MAGIC = 0x1950A86A20F9469CFC6C
 

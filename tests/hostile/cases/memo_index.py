@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hostile.craft import Case, torch_zip
 
-CASE = Case(scan=1, check=1, diff=2, triage=1, says="memo index 268,435,456 at byte 3")
+CASE = Case(scan=1, check=1, triage=1, says="memo index 268,435,456 at byte 3")
 
 
 def build(folder: Path, sentinel: Path) -> Path:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from hostile.craft import Case
 
-CASE = Case(scan=1, check=1, diff=2, triage=1, says="memo index 268,435,456")
+CASE = Case(scan=1, check=1, triage=1, says="memo index 268,435,456")
 
 
 def build(folder: Path, sentinel: Path) -> Path:

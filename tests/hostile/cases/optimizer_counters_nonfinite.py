@@ -19,7 +19,7 @@ from hostile.craft import (
     torch_zip,
 )
 
-CASE = Case(scan=1, check=1, diff=0, triage=1, says="NaN 1")
+CASE = Case(scan=1, check=1, triage=1, says="NaN 1")
 
 
 def _entry(step: bytes, key: str) -> bytes:

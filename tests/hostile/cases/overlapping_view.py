@@ -7,9 +7,7 @@ from pathlib import Path
 
 from hostile.craft import Case, f32, named, pickle_of, tensor, torch_zip
 
-CASE = Case(
-    scan=1, check=1, diff=2, triage=1, says="views 100,000,000 elements of a storage that holds 20,000"
-)
+CASE = Case(scan=1, check=1, triage=1, says="views 100,000,000 elements of a storage that holds 20,000")
 
 
 def build(folder: Path, sentinel: Path) -> Path:

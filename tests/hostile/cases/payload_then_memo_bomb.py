@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hostile.craft import Case, text, torch_zip, touch
 
-CASE = Case(scan=1, check=1, diff=1, triage=1, says="SUSPICIOUS", globals=("posix.system",))
+CASE = Case(scan=1, check=1, triage=1, says="SUSPICIOUS", globals=("posix.system",))
 
 
 def build(folder: Path, sentinel: Path) -> Path:

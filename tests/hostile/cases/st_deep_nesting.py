@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hostile.craft import Case, safetensors
 
-CASE = Case(scan=1, check=1, diff=2, triage=1, says="nested too deeply")
+CASE = Case(scan=1, check=1, triage=1, says="nested too deeply")
 HEADER = b'{"__metadata__": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
 
 

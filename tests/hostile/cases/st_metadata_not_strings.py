@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hostile.craft import Case, safetensors
 
-CASE = Case(scan=1, check=1, diff=2, triage=1, says="__metadata__ is not a map of strings")
+CASE = Case(scan=1, check=1, triage=1, says="__metadata__ is not a map of strings")
 HEADER = b'{"__metadata__": {"step": 5}, "a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}'
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hostile.craft import Case, safetensors
 
-CASE = Case(scan=1, check=1, diff=2, triage=1, says="overlap in the data")
+CASE = Case(scan=1, check=1, triage=1, says="overlap in the data")
 HEADER = (
     b'{"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "b": {"dtype": "F3'
     b'2", "shape": [2], "data_offsets": [4, 12]}}'

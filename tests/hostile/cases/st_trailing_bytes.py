@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hostile.craft import Case, safetensors
 
-CASE = Case(scan=1, check=1, diff=2, triage=1, says="after the last tensor")
+CASE = Case(scan=1, check=1, triage=1, says="after the last tensor")
 HEADER = b'{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}'
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from hostile.craft import NAN, Case, f32, floating, named, pickle_of, tensor, torch_zip
 
-CASE = Case(scan=0, check=0, diff=0, triage=0)
+CASE = Case(scan=0, check=0, triage=0)
 
 
 def build(folder: Path, sentinel: Path) -> Path:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from hostile.craft import NAN, Case, dict_of, f32, integer, named, pickle_of, tensor, torch_zip
 
-CASE = Case(scan=1, check=1, diff=0, triage=1, says="cache.<key 0>")
+CASE = Case(scan=1, check=1, triage=1, says="cache.<key 0>")
 
 
 def build(folder: Path, sentinel: Path) -> Path:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hostile.craft import NAN, Case, f32, integer, named, pickle_of, tensor, torch_zip, tuple_of
 
-CASE = Case(scan=1, check=1, diff=0, triage=1, says="first bad at [1]")
+CASE = Case(scan=1, check=1, triage=1, says="first bad at [1]")
 
 
 def build(folder: Path, sentinel: Path) -> Path:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hostile.craft import Case, f32, integer, named, pickle_of, tensor, text, torch_zip
 
-CASE = Case(scan=0, check=0, diff=0, triage=0)
+CASE = Case(scan=0, check=0, triage=0)
 
 
 def build(folder: Path, sentinel: Path) -> Path:

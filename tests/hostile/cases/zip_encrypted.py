@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hostile.craft import Case, RawRecord, named, pickle_of, raw_zip, text
 
-CASE = Case(scan=1, check=1, diff=2, triage=1, says="is encrypted, which torch cannot read")
+CASE = Case(scan=1, check=1, triage=1, says="is encrypted, which torch cannot read")
 
 
 def build(folder: Path, sentinel: Path) -> Path:

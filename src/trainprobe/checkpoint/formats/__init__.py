@@ -85,10 +85,15 @@ def _open_with(fmt: CheckpointFormat, path: str) -> Checkpoint:
         raise CorruptCheckpointError(path, "cannot be read: it needs more memory than there is") from exc
     except RecursionError as exc:
         raise CorruptCheckpointError(path, "cannot be read: it is nested too deeply") from exc
+    except PROGRAM_ERRORS:
+        raise
     except Exception as exc:  # a reader's own check missed it: still one verdict, the cause chained
         raise CorruptCheckpointError(
             path, f"cannot be read ({type(exc).__name__}: {brief(str(exc), 120)})"
         ) from exc
 
 
-__all__ = ["FORMATS", "detect", "open_file"]
+#: what no file's bytes can cause: our own bug, which must surface as one, never as a "corrupt" verdict
+PROGRAM_ERRORS = (NameError, ImportError, SyntaxError)
+
+__all__ = ["FORMATS", "PROGRAM_ERRORS", "detect", "open_file"]

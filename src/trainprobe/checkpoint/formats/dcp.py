@@ -9,7 +9,9 @@ the safe unpickler; the dataclasses stay inert placeholders whose fields we read
 from __future__ import annotations
 
 import heapq
+import io
 import os
+from collections.abc import Collection
 from typing import Any
 
 from trainprobe.checkpoint.base import (
@@ -104,10 +106,15 @@ class DcpFormat:
     def sniff(self, path: str, head: bytes) -> bool:
         return os.path.isdir(path) and os.path.isfile(os.path.join(path, METADATA))
 
-    def open(self, path: str) -> Checkpoint:
+    def open(
+        self, path: str, *, files: Collection[str] | None = None, metadata: bytes | None = None
+    ) -> Checkpoint:
+        """With ``files``, only the items stored in those data files are read (a node's share of a checkpoint
+        spread over node-local disks: the others are elsewhere, not missing); ``metadata``: the ``.metadata``
+        bytes when the directory here lacks them."""
         meta_path = os.path.join(path, METADATA)
         try:
-            with open(meta_path, "rb") as fh:
+            with io.BytesIO(metadata) if metadata is not None else open(meta_path, "rb") as fh:
                 unpickler = SafeUnpickler(fh, source=METADATA)
                 meta = unpickler.load()
         except UNPICKLE_ERRORS as exc:
@@ -136,6 +143,8 @@ class DcpFormat:
                 idx, where = _fields(index), _fields(info)
                 fqn = _text(idx.get("fqn"))
                 rel = where.get("relative_path", "")
+                if files is not None and str(rel) not in files:
+                    continue
                 offset, length = where.get("offset"), where.get("length")
                 if where.get("transform_descriptors"):
                     raise CorruptCheckpointError(

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
-import zipfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainprobe.checkpoint.base import (
     Checkpoint,
@@ -31,6 +30,9 @@ from trainprobe.checkpoint.zipcheck import (
     record_problems,
 )
 from trainprobe.errors import CorruptCheckpointError, UnknownFormatError
+
+if TYPE_CHECKING:  # imported where used: a safetensors scan never needs zipfile
+    import zipfile
 
 ZIP_MAGIC = b"PK\x03\x04"
 
@@ -153,6 +155,8 @@ def _may_be_a_pickle(buffer: Any, base: int, info: zipfile.ZipInfo, prefix: str,
     """Whether a record other than data.pkl may be a pickle torch (or a tool) would load: any ``*.pkl``
     (TorchScript's constants.pkl), and any small record that starts with a pickle PROTO opcode, except the
     raw storages under ``data/``."""
+    import zipfile  # here: a safetensors scan never needs it
+
     name = info.orig_filename
     if name.startswith(prefix + "data/") or info.file_size > (64 << 20):
         return False
@@ -169,6 +173,8 @@ def _may_be_a_pickle(buffer: Any, base: int, info: zipfile.ZipInfo, prefix: str,
 
 
 def _open_zip(buffer: Any, path: str, base: int, total: int) -> zipfile.ZipFile:
+    import zipfile  # here: a safetensors scan never needs it
+
     count = entry_count(buffer, base, total)
     if count is not None:
         # A few records beside the storages (data.pkl, byteorder, version, ...); each storage holds a tensor.
@@ -194,6 +200,8 @@ def read_torch_zip(
     record's folder, the first record of a name winning, CRC32s not checked on the way (``verify`` does);
     every other pickle in the archive is read for its globals.
     """
+    import zipfile
+
     total = len(buffer) - base if length is None else length
     zf = _open_zip(buffer, path, base, total)
     notes: list[Note] = []
