@@ -123,9 +123,9 @@ def integer(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value
+        return value if abs(value) < 1 << 63 else None  # no counter is wider than int64 (nor printable)
     if isinstance(value, float) and value.is_integer():
-        return int(value)
+        return int(value) if abs(value) < 2.0**63 else None
     if isinstance(value, TensorRecord) and value.numel == 1 and value.dtype != "bfloat16":
         try:
             number = scalar(value)

@@ -1,70 +1,23 @@
-"""Give every tensor in a checkpoint's object tree its dotted name, and optimizer state the name of its
-parameter."""
+"""Give optimizer state the name of its parameter (the tensors' own dotted names come from
+:mod:`trainprobe.checkpoint.walk`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from trainprobe.checkpoint.base import Opaque, TensorRecord
+from trainprobe.checkpoint.base import TensorRecord
 from trainprobe.checkpoint.skeleton import (
     fields_of,
     find_optimizer_states,
     find_optimizers,
     is_optimizer_state,
 )
-from trainprobe.checkpoint.unpickler import TensorRef
 
 _MAX_DEPTH = 200
 
 
 def _join(prefix: str, key: Any) -> str:
     return f"{prefix}.{key}" if prefix else str(key)
-
-
-def name_tensors(
-    root: Any, to_record: Callable[[TensorRef, str], TensorRecord]
-) -> tuple[Any, list[TensorRecord]]:
-    """Walk ``root``; return the skeleton with a TensorRecord in place of each TensorRef, and those records
-    in order."""
-    records: list[TensorRecord] = []
-    on_path: set[int] = set()
-
-    def walk(obj: Any, path: str, depth: int) -> Any:
-        if isinstance(obj, TensorRef):
-            rec = to_record(obj, path or "<root>")
-            records.append(rec)
-            return rec
-        if depth > _MAX_DEPTH or id(obj) in on_path:
-            return obj
-        if isinstance(obj, dict):
-            on_path.add(id(obj))
-            out = type(obj)() if type(obj) is not dict else {}
-            for k, v in obj.items():
-                out[k] = walk(v, _join(path, k), depth + 1)
-            on_path.discard(id(obj))
-            return out
-        if isinstance(obj, (list, tuple)):
-            on_path.add(id(obj))
-            items = [walk(v, _join(path, i), depth + 1) for i, v in enumerate(obj)]
-            on_path.discard(id(obj))
-            return items if isinstance(obj, list) else tuple(items)
-        if isinstance(obj, Opaque):
-            on_path.add(id(obj))
-            fields = obj.fields()
-            if fields:
-                new_fields = {k: walk(v, _join(path, k), depth + 1) for k, v in fields.items()}
-                obj.state = new_fields
-            if obj.items:
-                obj.items = [walk(v, _join(path, i), depth + 1) for i, v in enumerate(obj.items)]
-            if obj.dict_items:
-                obj.dict_items = {k: walk(v, _join(path, k), depth + 1) for k, v in obj.dict_items.items()}
-            on_path.discard(id(obj))
-            return obj
-        return obj
-
-    skeleton = walk(root, "", 0)
-    return skeleton, records
 
 
 def _model_candidates(obj: Any, path: str, depth: int, out: list[tuple[str, list[TensorRecord]]]) -> None:

@@ -67,7 +67,7 @@ def data_files(path: str, *, description: bytes | None = None) -> DataFiles | No
                 with open(path, "rb") as fh:
                     description = fh.read()
             weight_map = json.loads(description)["weight_map"]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError, MemoryError):  # the reader says why
             return None
         if not isinstance(weight_map, dict):
             return None

@@ -18,7 +18,7 @@ from typing import Any
 
 from trainprobe.checkpoint.base import Checkpoint, Note, TensorRecord, notes_of
 from trainprobe.checkpoint.fingerprint import mark_identical
-from trainprobe.checkpoint.formats import open_file
+from trainprobe.checkpoint.formats import PROGRAM_ERRORS, open_file
 from trainprobe.checkpoint.frameworks import FRAMEWORKS, Framework, Part, Role, framework_named
 from trainprobe.checkpoint.identity import PartFacts
 from trainprobe.checkpoint.judge import PartRead, judge_unit, unit_evidence
@@ -142,6 +142,8 @@ def open_part(
         return None, reason_of(exc), CORRUPT, notes_of(exc)
     except TrainprobeError as exc:
         return None, reason_of(exc), UNREADABLE, notes_of(exc)
+    except PROGRAM_ERRORS:
+        raise
     except Exception as exc:  # a damaged file must not stop the scan of the others
         return None, f"cannot be read ({type(exc).__name__}: {exc})", CORRUPT, []
 

@@ -4,6 +4,7 @@ tensors. Imports only numpy and :mod:`trainprobe.checkpoint.base` (the readers u
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -79,15 +80,20 @@ def as_float32(dtype: str, arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
 
 
 def scalar(value: Any) -> float | None:
-    """A number from a plain int/float or a one-element tensor (its one element read); None otherwise."""
+    """A finite number from a plain int/float or a one-element tensor (its element read); None otherwise."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, TensorRecord) and value.numel == 1 and value.dtype_info is not None:
+    if isinstance(value, int):
+        number = float(value) if abs(value) < 1 << 63 else math.nan
+    elif isinstance(value, float):
+        number = value
+    elif isinstance(value, TensorRecord) and value.numel == 1 and value.dtype_info is not None:
         arr = value.array().reshape(1)
-        return float(as_float32(value.dtype, arr)[0])
-    return None
+        number = float(as_float32(value.dtype, arr)[0])
+    else:
+        return None
+    # A NaN, infinite or wider-than-int64 counter is no counter (a NaN in the tensor is counted as such).
+    return number if math.isfinite(number) else None
 
 
 def label_of(pid: Any, entry: dict[str, Any]) -> str:

@@ -81,7 +81,7 @@ def shards_of(index_path: str, content: bytes | None) -> set[str]:
         weight_map = json.loads(content or b"").get("weight_map", {})
         folder = os.path.dirname(index_path)
         return {os.path.normpath(os.path.join(folder, str(s))) for s in weight_map.values()}
-    except (ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, TypeError, RecursionError, MemoryError):  # a hostile index
         return set()
 
 
