@@ -100,7 +100,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Written]:
     lsd = {f"model.{k}": v for k, v in msd.items()}
     lightning = {
         "epoch": 3,
-        "global_step": 120,
+        "global_step": 1,  # what Lightning counts: the optimizer stepped once
         "pytorch-lightning_version": "2.4.0",
         "state_dict": lsd,
         "optimizer_states": [opt.state_dict()],

@@ -328,7 +328,7 @@ def test_framework_marks_without_checkpoint_data_are_no_unit(tmp_path: Path) -> 
 def test_an_optimizer_saved_for_another_model_does_not_fit(tmp_path: Path) -> None:
     folder = hf_checkpoint(tmp_path)
     (result,) = check_paths([str(folder)]).results
-    assert next(e for e in result.evidence if e.check == "optimizer-fits-model").outcome == "pass"
+    assert next(e for e in result.evidence if e.check == "optimizer-covers-model").outcome == "pass"
     torch.manual_seed(0)
     other = torch.nn.Linear(5, 7)
     opt = torch.optim.AdamW(other.parameters())
@@ -336,6 +336,6 @@ def test_an_optimizer_saved_for_another_model_does_not_fit(tmp_path: Path) -> No
     opt.step()
     torch.save(opt.state_dict(), folder / "optimizer.pt")
     (result,) = check_paths([str(folder)]).results
-    fit = next(e for e in result.evidence if e.check == "optimizer-fits-model")
+    fit = next(e for e in result.evidence if e.check == "optimizer-covers-model")
     assert fit.outcome == "fail"
     assert result.verdict in ("corrupt", "torn")

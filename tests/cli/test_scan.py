@@ -111,6 +111,7 @@ def test_json_schema(run_dir: Path, run_scan: Any) -> None:
         "neginf": 1,
         "first_bad_index": [0, 0],
         "fingerprint": tensor["fingerprint"],
+        "file": None,  # the data file holding it, where that is not the part (a DCP rank file)
         "stats": tensor["stats"],
         "error": None,
     }

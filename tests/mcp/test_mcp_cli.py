@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import start_server
+from mcp_harness import start_server
 
 
 def test_trainprobe_mcp_serves_every_tool(tmp_path: Path) -> None:

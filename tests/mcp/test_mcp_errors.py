@@ -10,8 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from conftest import McpSession, text_of
+from mcp_harness import McpSession, text_of
 
 TRAINPROBE = [sys.executable, "-m", "trainprobe"]
 

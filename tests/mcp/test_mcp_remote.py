@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mcp_harness import McpSession, start_server, text_of, without_timings
 
-from conftest import McpSession, start_server, text_of, without_timings
 from fixtures.sshd import SshServer
 from trainprobe.checkpoint import scan
 from trainprobe.checkpoint.diff import diff_paths_json

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from mcp_harness import McpSession, assert_kept_in_full, text_of, without_timings
 
-from conftest import McpSession, assert_kept_in_full, text_of, without_timings
 from trainprobe.checkpoint import scan
 from trainprobe.checkpoint.check import check_paths_json
 from trainprobe.checkpoint.diff import diff_paths_json

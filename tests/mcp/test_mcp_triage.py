@@ -7,7 +7,8 @@ import json
 import subprocess
 import sys
 
-from conftest import McpSession, assert_kept_in_full, text_of, without_timings
+from mcp_harness import McpSession, assert_kept_in_full, text_of, without_timings
+
 from trainprobe.triage import triage
 from triage.runs import STALL_FLOOR, story_run
 

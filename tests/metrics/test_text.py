@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trainprobe.metrics.readers.jsonl import read_jsonl
+from trainprobe.metrics.readers.jsonl import read_json_lines
 from trainprobe.metrics.readers.text import read_text_file
 
 
@@ -111,7 +111,7 @@ def test_jsonl_fast_path_and_fallback_agree(tmp_path: Path) -> None:
     lines[5000] = '{"lr": 1e-4, "step": 5000, "loss": NaN, "note": "x"}'
     path = tmp_path / "m.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    run = read_jsonl(path, name="m")
+    run = read_json_lines(path, name="m", fmt="jsonl")
     assert len(run) == 10000
     assert run.steps[-1] == 9999
     assert np.isnan(run.columns["loss"][5000])

@@ -1,10 +1,15 @@
-"""What changed between two checkpoints, tensor by tensor, streamed in chunks (memory stays small).
+"""What changed between two checkpoint units, tensor by tensor, streamed in chunks (memory stays small).
 
-Per tensor: identical, changed (relative change ||A-B||/||A|| and max |A-B|), added, removed, shape or dtype
-changed. A summary per module prefix (the name without its last part). For two checkpoints of one run:
-parameters that did not move at all, and parameters whose optimizer step counter moved while the weights
-stayed identical (or whose weights moved while the counter did not) — the trace of a save that mixed model and
-optimizer from different steps, or of a parameter the optimizer does not actually update.
+Per tensor (:mod:`.diff_tensors`): identical, changed (relative change ||A-B||/||A|| and max |A-B|), added,
+removed, shape or dtype changed; chunked DCP/FSDP2 tensors compared whole. A summary per module prefix (the
+name without its last part). For two checkpoints of one run: parameters that did not move at all, and
+parameters whose optimizer step counter moved while the weights stayed identical (or whose weights moved
+while the counter did not) — the trace of a save that mixed model and optimizer from different steps, or of a
+parameter the optimizer does not actually update.
+
+Each unit is also judged as ``scan`` judges it (the one rule of :mod:`trainprobe.checkpoint.verdict`): a NaN,
+a suspicious global, a truncated file, step sources that disagree make the diff's verdict and exit code what
+``scan`` and ``check`` give that unit; a unit that cannot be opened is reported, never raised.
 
 Imports only the standard library, numpy and trainprobe.checkpoint (shipped to remote hosts).
 """
@@ -17,66 +22,23 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from trainprobe.checkpoint import verdict as V
-from trainprobe.checkpoint.base import Checkpoint, Note, TensorRecord
+from trainprobe.checkpoint.base import Checkpoint, Note
 from trainprobe.checkpoint.check.state import find_optimizers, label_of, scalar, suffix_index
+from trainprobe.checkpoint.diff_tensors import TensorDiff, diff_tensor, json_float, logical_tensors
 from trainprobe.checkpoint.formats import open_file
-from trainprobe.checkpoint.numerics import as_float, blocks
-from trainprobe.checkpoint.units import discover_units
+from trainprobe.checkpoint.scan import scan_units
+from trainprobe.checkpoint.scan_report import UnitReport
+from trainprobe.checkpoint.units import Unit, discover_units
 from trainprobe.checkpoint.unpickler import SUSPICIOUS
 from trainprobe.errors import CheckpointError
 
+__all__ = ["DiffReport", "ModuleDiff", "TensorDiff", "diff_checkpoints", "diff_paths", "diff_paths_json"]
+
 SCHEMA_VERSION = 2
 _LOW_PRECISION = ("bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
-_CHUNK_ELEMS = 1 << 20
 _MAX_LISTED = 50
-
-
-@dataclass
-class TensorDiff:
-    name: str
-    status: str  # identical | changed | added | removed | shape-changed | dtype-changed
-    dtype: str
-    shape: list[int]
-    other_dtype: str | None = None
-    other_shape: list[int] | None = None
-    rel_change: float | None = None
-    max_abs_diff: float | None = None
-    norm_a: float | None = None
-    diff_sq: float = 0.0
-    norm_sq: float = 0.0
-    param_name: str | None = None
-    nonfinite_a: int = 0
-    nonfinite_b: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "name": self.name,
-            "status": self.status,
-            "dtype": self.dtype,
-            "shape": self.shape,
-        }
-        if self.param_name:
-            out["param_name"] = self.param_name
-        if self.other_dtype is not None:
-            out["dtype_b"] = self.other_dtype
-        if self.other_shape is not None:
-            out["shape_b"] = self.other_shape
-        if self.status in ("identical", "changed"):
-            out["nonfinite_a"] = self.nonfinite_a
-            out["nonfinite_b"] = self.nonfinite_b
-            out["rel_change"] = _json_float(self.rel_change)
-            out["max_abs_diff"] = _json_float(self.max_abs_diff)
-            out["norm_a"] = _json_float(self.norm_a)
-        return out
-
-
-def _json_float(x: float | None) -> float | str | None:
-    if x is None or math.isfinite(x):
-        return x
-    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+_json_float = json_float
 
 
 @dataclass
@@ -118,6 +80,10 @@ class DiffReport:
     # the dtype's resolution, a note (not the trace of a tear).
     below_resolution: list[str] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
+    # Each unit as scan judges it (None when the report was built from two opened checkpoints).
+    units: tuple[UnitReport | None, UnitReport | None] = (None, None)
+    # Why a unit could not be compared (it could not be opened): side -> the reason.
+    not_compared: dict[str, str] = field(default_factory=dict)
 
     @property
     def suspicious(self) -> list[str]:
@@ -159,13 +125,15 @@ class DiffReport:
 
     @property
     def verdict(self) -> str:
-        """``suspicious`` when a pickle of either names a global that would run code; ``torn`` when the
-        optimizer's steps and the weights disagree about what moved; else ``clean``."""
+        """The worst of: each unit's verdict as ``scan`` gives it (non-finite, suspicious, corrupt, torn step
+        sources, unreadable), ``suspicious`` when a pickle of either names a global that would run code,
+        ``torn`` when the optimizer's steps and the weights disagree about what moved; else ``clean``."""
+        found = [u.verdict for u in self.units if u is not None]
         if self.suspicious:
-            return V.SUSPICIOUS
+            found.append(V.SUSPICIOUS)
         if self.step_without_weights or self.weights_without_step:
-            return V.TORN
-        return V.CLEAN
+            found.append(V.TORN)
+        return V.worst(found)
 
     @property
     def exit_code(self) -> int:
@@ -179,6 +147,8 @@ class DiffReport:
             "verdict": self.verdict,
             "exit_code": self.exit_code,
             "notes": [{"kind": n.kind, "message": n.message} for n in self.notes],
+            "units": {side: _unit_json(u) for side, u in zip("ab", self.units, strict=True) if u is not None},
+            "not_compared": dict(self.not_compared),
             "summary": self.counts(),
             "optimizer_steps": {"a": self.steps[0], "b": self.steps[1]},
             "same_run": {
@@ -195,18 +165,45 @@ class DiffReport:
         }
 
 
-def open_unit(path: str) -> Checkpoint:
+def _unit_json(u: UnitReport) -> dict[str, Any]:
+    """A unit as scan judged it, without timings (two diffs of the same files give the same document)."""
+    bad = [
+        {"file": f.path, "name": t.name, "param_name": t.param_name, "nan": t.nan, "posinf": t.posinf,
+         "neginf": t.neginf}
+        for f in u.files
+        for t in f.bad_tensors
+    ]  # fmt: skip
+    return {
+        "path": u.path,
+        "framework": u.framework,
+        "verdict": u.verdict,
+        "step": u.step,
+        "step_source": u.step_source,
+        "problem": u.problem,
+        "errors": [{"file": f.path, "error": f.error} for f in u.files if f.error],
+        "unread": list(u.unread),
+        "nonfinite": bad,
+        "evidence": [e.to_json() for e in u.evidence if e.outcome in ("fail", "note")],
+        "identical_to": list(u.identical_to),
+    }
+
+
+def open_unit(path: str | Unit) -> Checkpoint:
     """The unit at ``path`` as one checkpoint: a file as it is; a directory unit (``checkpoint-N/``) with
     the records of all its parts, each named ``<file>/<tensor>``. Raises CheckpointError when a part
     cannot be read (its notes kept on the error)."""
-    units = discover_units([path])
-    unit = units[0] if units else None
+    if isinstance(path, Unit):
+        unit: Unit | None = path
+    else:
+        units = discover_units([path])
+        unit = units[0] if units else None
     if unit is None or unit.problem is not None:
-        raise CheckpointError(path, unit.problem if unit and unit.problem else "no checkpoint here")
+        where = path if isinstance(path, str) else path.path
+        raise CheckpointError(where, unit.problem if unit and unit.problem else "no checkpoint here")
     if len(unit.parts) == 1 and unit.parts[0].path == unit.path and not unit.unread:
         return open_file(unit.path)
     if unit.unread:
-        raise CheckpointError(path, f"{unit.unread[0]} looks like a checkpoint but no reader claims it")
+        raise CheckpointError(unit.path, f"{unit.unread[0]} looks like a checkpoint but no reader claims it")
     merged = Checkpoint(unit.path, unit.framework, {}, [])
     try:
         for part in unit.parts:
@@ -223,10 +220,40 @@ def open_unit(path: str) -> Checkpoint:
 
 
 def diff_paths(a: str, b: str) -> DiffReport:
-    """Compare unit ``a`` (the reference) with ``b`` (files or directory units of any kind);
-    CheckpointError when either cannot be read."""
-    with open_unit(a) as ca, open_unit(b) as cb:
-        return diff_checkpoints(ca, cb)
+    """Compare unit ``a`` (the reference) with ``b`` (files or directory units of any kind). Each unit is
+    judged as ``scan`` judges it; one that cannot be opened (truncated, a part missing) is reported in
+    ``not_compared``. Raises CheckpointError only for a path that names no checkpoint at all."""
+    ua, ub = (_first_unit(p) for p in (a, b))
+    for unit in (ua, ub):
+        if unit.problem is not None:
+            raise CheckpointError(unit.path, unit.problem)
+    judged = scan_units([ua, ub])
+    units = (judged.units[0], judged.units[1])
+    opened: dict[str, Checkpoint] = {}
+    problems: dict[str, str] = {}
+    try:
+        for side, unit in zip("ab", (ua, ub), strict=True):
+            try:
+                opened[side] = open_unit(unit)
+            except CheckpointError as exc:
+                problems[side] = exc.reason
+        if problems:
+            return DiffReport(a, b, units=units, not_compared=problems)
+        try:
+            report = diff_checkpoints(opened["a"], opened["b"])
+        except CheckpointError as exc:  # a tensor beyond comparing: the units' verdicts still stand
+            side = "b" if exc.path == opened["b"].path and exc.path != opened["a"].path else "a"
+            return DiffReport(a, b, units=units, not_compared={side: exc.reason})
+    finally:
+        for ckpt in opened.values():
+            ckpt.close()
+    report.units = units
+    return report
+
+
+def _first_unit(path: str) -> Unit:
+    units = discover_units([path])
+    return units[0] if units else Unit(path, problem="no checkpoint here")
 
 
 def diff_paths_json(a: str, b: str) -> dict[str, Any]:
@@ -234,88 +261,21 @@ def diff_paths_json(a: str, b: str) -> dict[str, Any]:
 
 
 def diff_checkpoints(a: Checkpoint, b: Checkpoint) -> DiffReport:
-    report = DiffReport(a.path, b.path, notes=[*a.notes, *b.notes])
-    in_b = {r.name: r for r in b.records}
+    """Compare two opened checkpoints tensor by tensor (chunked DCP tensors whole)."""
+    report = DiffReport(a.path, b.path, notes=list(dict.fromkeys([*a.notes, *b.notes])))
+    in_b = {t.name: t for t in logical_tensors(b.records)}
     seen: set[str] = set()
-    for ra in a.records:
-        if ra.name in seen:
+    for ta in logical_tensors(a.records):
+        if ta.name in seen:
             continue
-        seen.add(ra.name)
-        rb = in_b.get(ra.name)
-        diff = _diff_tensor(ra, rb)
-        diff.param_name = ra.param_name
-        report.tensors.append(diff)
-    for rb in b.records:
-        if rb.name not in seen:
-            seen.add(rb.name)
-            report.tensors.append(TensorDiff(rb.name, "added", rb.dtype, list(rb.shape)))
+        seen.add(ta.name)
+        report.tensors.append(diff_tensor(ta, in_b.get(ta.name)))
+    for tb in in_b.values():
+        if tb.name not in seen:
+            seen.add(tb.name)
+            report.tensors.append(TensorDiff(tb.name, "added", tb.dtype, list(tb.shape)))
     _same_run(a, b, report)
     return report
-
-
-def _diff_tensor(ra: TensorRecord, rb: TensorRecord | None) -> TensorDiff:
-    t = TensorDiff(ra.name, "removed", ra.dtype, list(ra.shape))
-    if rb is None:
-        return t
-    if rb.shape != ra.shape:
-        t.status, t.other_shape = "shape-changed", list(rb.shape)
-        if rb.dtype != ra.dtype:
-            t.other_dtype = rb.dtype
-        return t
-    if rb.dtype != ra.dtype:
-        t.status, t.other_dtype = "dtype-changed", rb.dtype
-        return t
-    info = ra.dtype_info
-    if info is None or info.kind == "opaque":
-        t.status = "identical" if _same_bytes(ra, rb) else "changed"
-        return t
-    identical = True
-    diff_sq = norm_sq = 0.0
-    max_abs = 0.0
-    for (_s, xa), (_t, xb) in zip(
-        blocks(ra.array(), _CHUNK_ELEMS), blocks(rb.array(), _CHUNK_ELEMS), strict=True
-    ):
-        fa, fb = as_float(ra.dtype, xa).ravel(), as_float(rb.dtype, xb).ravel()
-        bad_a, bad_b = ~np.isfinite(fa), ~np.isfinite(fb)
-        t.nonfinite_a += int(np.count_nonzero(bad_a))
-        t.nonfinite_b += int(np.count_nonzero(bad_b))
-        both = ~(bad_a | bad_b)  # only where both are finite do numbers compare; NaN/Inf are counted
-        with np.errstate(invalid="ignore", over="ignore"):
-            norm_sq += float(np.dot(fa[both], fa[both]))
-        if identical and _equal(xa, xb):
-            continue
-        identical = False
-        d = fa[both] - fb[both]
-        with np.errstate(invalid="ignore", over="ignore"):
-            diff_sq += float(np.dot(d, d))
-            if d.size:
-                max_abs = max(max_abs, float(np.abs(d).max()))
-    t.status = "identical" if identical else "changed"
-    t.diff_sq, t.norm_sq = diff_sq, norm_sq
-    t.norm_a = math.sqrt(norm_sq) if norm_sq >= 0 else None
-    t.max_abs_diff = max_abs
-    if identical:
-        t.rel_change = 0.0
-    elif norm_sq > 0:
-        t.rel_change = math.sqrt(diff_sq) / math.sqrt(norm_sq)
-    else:
-        t.rel_change = math.inf if diff_sq > 0 else 0.0
-    return t
-
-
-def _equal(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> bool:
-    if x.dtype.kind in "fc":
-        return bool(np.array_equal(x, y, equal_nan=True))
-    return bool(np.array_equal(x, y))
-
-
-def _same_bytes(ra: TensorRecord, rb: TensorRecord) -> bool:
-    return all(
-        _equal(x, y)
-        for (_s, x), (_t, y) in zip(
-            blocks(ra.array(), _CHUNK_ELEMS), blocks(rb.array(), _CHUNK_ELEMS), strict=True
-        )
-    )
 
 
 def _optimizer_steps(ckpt: Checkpoint) -> dict[str, float]:
@@ -332,7 +292,10 @@ def _optimizer_steps(ckpt: Checkpoint) -> dict[str, float]:
 
 def _same_run(a: Checkpoint, b: Checkpoint, report: DiffReport) -> None:
     state_names = {
-        r.name for ck in (a, b) for r in ck.records if r.param_name is not None or ".state." in f".{r.name}."
+        t.name
+        for ck in (a, b)
+        for t in logical_tensors(ck.records)
+        if t.param_name is not None or ".state." in f".{t.name}."
     }
     weights = suffix_index({t.name: t for t in report.tensors if t.name not in state_names})
     params = [

@@ -12,9 +12,10 @@ equal. Stdlib + numpy only.
 from __future__ import annotations
 
 import hashlib
+import os
 import zlib
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -83,3 +84,27 @@ def unit_fingerprint(items: Iterable[tuple[str, str | None]]) -> str | None:
         digest.update(f"{name}\0{fp}\n".encode())
         count += 1
     return f"sha256:{digest.hexdigest()[:32]}" if count else None
+
+
+def tensor_key(unit_path: str, part_path: str, name: str) -> str:
+    """A tensor's name in its unit, as the unit fingerprint hashes it (``optimizer.pt:state.0.exp_avg``)."""
+    rel = "" if part_path == unit_path else os.path.relpath(part_path, unit_path)
+    return f"{rel}:{name}"
+
+
+class Fingerprinted(Protocol):
+    path: str
+    fingerprint: str | None
+    identical_to: list[str]
+
+
+def mark_identical(units: Sequence[Fingerprinted]) -> None:
+    """Units whose tensors have identical fingerprints name each other (two saves of the same state)."""
+    by_fp: dict[str, list[Fingerprinted]] = {}
+    for unit in units:
+        if unit.fingerprint is not None:
+            by_fp.setdefault(unit.fingerprint, []).append(unit)
+    for group in by_fp.values():
+        if len(group) > 1:
+            for unit in group:
+                unit.identical_to = [u.path for u in group if u is not unit]

@@ -1,14 +1,24 @@
-"""Which step a unit holds, from every place that says so, and what each tensor of it is.
+"""Which step a unit holds, from every place that says so, and whether those places agree: the one place
+``scan``, ``check``, ``diff`` and ``triage`` take a checkpoint's step from.
 
 Step sources: the unit's ``name`` (``checkpoint-500``, ``global_step500``, ``step=500``), its ``directory``
 (a file inside ``step_500/``), ``trainer_state.json``'s ``global_step``, a ``step field`` of the saved object
-(``step``, ``global_step``, ``global_steps``, ``iteration``), the ``scheduler``'s ``last_epoch``, the
-CheckpointWriter ``manifest`` (``check`` adds the ``optimizer counters``). Each is kept with what it counts
-(the framework says); the unit's step is taken from the most trustworthy one, and ``check`` reports the
-sources that count optimizer steps and disagree.
+(``step``, ``global_step``, ``global_steps``, ``iteration``, at the top or in a ``train_state`` dict), the
+``scheduler``'s ``last_epoch``, the CheckpointWriter ``manifest`` and the ``optimizer counters`` (the
+per-parameter ``step`` of an optimizer's state, one source per optimizer whose counters all agree). Each is
+kept with what it counts (the framework says); the unit's step is the most trustworthy source's, and
+:func:`judge_steps` turns agreement and disagreement into evidence:
 
-Tensor roles: ``weights``, ``optimizer`` or ``metadata``; non-finite values are findings only in the first
-two. Stdlib + numpy only.
+- ``step-sources``: the sources one save writes (trainer_state.json, the step field, a scheduler that steps
+  per optimizer step) name different steps: torn. A name that disagrees is a note (a renamed copy?).
+- ``step-counters``: an optimizer's counters against the step the save states. Ahead by two or more: torn (a
+  live save writes the optimizer after the step was taken); exactly one ahead: ambiguous (a step counted from
+  0 looks the same); behind: a stale optimizer file (torn) where the framework steps the optimizer once per
+  counted step and no grad scaler can skip steps, else skipped AMP steps or micro-batches (no finding).
+- ``scheduler-steps``: a scheduler that counts optimizer steps against the optimizer's counters (both count
+  the steps the optimizer really took, scaler or not); skipped, with the reason, where it counts epochs.
+
+Stdlib + numpy only (shipped with ``trainprobe.checkpoint``).
 """
 
 from __future__ import annotations
@@ -16,13 +26,17 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from trainprobe.checkpoint.base import Checkpoint, Opaque, TensorRecord
-from trainprobe.checkpoint.frameworks import Framework, Role, TensorRole
+from trainprobe.checkpoint import verdict as V
+from trainprobe.checkpoint.base import Checkpoint, TensorRecord
+from trainprobe.checkpoint.evidence import Evidence
+from trainprobe.checkpoint.frameworks import FRAMEWORKS, Framework, Role
 from trainprobe.checkpoint.frameworks.base import OPTIMIZER_STEPS, SAVES, UNKNOWN_COUNT
 from trainprobe.checkpoint.manifest import read_manifest
+from trainprobe.checkpoint.skeleton import fields_of, find_optimizer_states, label_of, scalar
 from trainprobe.errors import CheckpointError
 
 # "global_step1500", "step_2000", "step=2000" (Lightning's epoch=3-step=2000), "checkpoint-2000",
@@ -30,30 +44,53 @@ from trainprobe.errors import CheckpointError
 NAME_STEP = re.compile(r"(?i)(?:global_step|step|iteration|iter|checkpoint|ckpt)([-_=]?)(\d+)")
 _ONLY_NUMBER = re.compile(r"^(\d+)(?:\.\w+)?$")
 STEP_FIELDS = ("step", "global_step", "global_steps", "iteration")
-# Most trustworthy first: what the same save wrote beats what a name says.
+# A dict beside the model and optimizer that keeps the loop's counters (DCP apps: {"train_state": {"step"}}).
+_PROGRESS_KEY = re.compile(r"(?i)(state|progress|train)")
+_SCALER = re.compile(r"(?i)^scaler(_\d+)?\.(pt|pth|bin)$")
+_SCALER_KEY = re.compile(r"(?i)scaler|amp_scaling")
+# Most trustworthy first: what the same save wrote beats what a name says; the optimizer's own counters
+# come last (they say how often the optimizer stepped, which is the step only where nothing else says).
 _PRIORITY = (
     "manifest",
     "trainer_state.json",
     "step field",
-    "optimizer counters",
     "scheduler",
     "name",
     "directory",
+    "optimizer counters",
 )
+# Sources written by the save itself: when two of them disagree, the unit mixes steps. (The CheckpointWriter
+# manifest has its own evidence, "manifest".)
+_SAME_SAVE = ("trainer_state.json", "step field", "scheduler")
+_NAMES = ("name", "directory")
+COUNTERS = "optimizer counters"
 
 
 @dataclass(frozen=True)
 class StepSource:
     """One place that states a unit's step: ``source`` (see the module doc), ``value``, what it ``counts``
-    and ``where`` (the file or key)."""
+    and ``where`` (the file or key); ``file`` is the unit's part it is in ("" for the unit itself) and
+    ``count`` how many values agree on it (per-parameter counters)."""
 
     source: str
     value: int
     counts: str
     where: str
+    file: str = ""
+    count: int = 1
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "value": self.value, "counts": self.counts, "where": self.where}
+        return {
+            "source": self.source,
+            "value": self.value,
+            "counts": self.counts,
+            "where": self.where,
+            "file": self.file,
+            "count": self.count,
+        }
+
+
+# -- reading the sources ---------------------------------------------------------------------------
 
 
 def step_in_name(path: str) -> tuple[int, str] | None:
@@ -66,8 +103,19 @@ def step_in_name(path: str) -> tuple[int, str] | None:
     return (int(m.group(1)), "") if m else None
 
 
-def fields(obj: Any) -> Any:
-    return obj.fields() if isinstance(obj, Opaque) else obj
+def step_in_path(path: str) -> int | None:
+    """The step a path's name states, else its folder's (``global_step1500/mp_rank_00_model_states.pt``)."""
+    trimmed = path.rstrip("/")
+    names = (os.path.basename(trimmed), os.path.basename(os.path.dirname(trimmed)))
+    for name in names:
+        m = NAME_STEP.search(name)
+        if m:
+            return int(m.group(2))
+    for name in names:
+        m = _ONLY_NUMBER.match(name)
+        if m:
+            return int(m.group(1))
+    return None
 
 
 def integer(value: Any) -> int | None:
@@ -75,52 +123,204 @@ def integer(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value
+        return value if abs(value) < 1 << 63 else None  # no counter is wider than int64 (nor printable)
     if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, TensorRecord) and value.numel == 1 and value.dtype_info is not None:
+        return int(value) if abs(value) < 2.0**63 else None
+    if isinstance(value, TensorRecord) and value.numel == 1 and value.dtype != "bfloat16":
         try:
-            number = float(value.array().reshape(-1)[:1].astype("float64")[0])
+            number = scalar(value)
         except (ValueError, TypeError, CheckpointError):
             return None
-        return int(number) if number.is_integer() and value.dtype != "bfloat16" else None
+        return int(number) if number is not None and number.is_integer() else None
     return None
 
 
-def _step_field(objects: Any) -> tuple[str, int] | None:
-    objects = fields(objects)
+def step_field(objects: Any) -> tuple[str, int] | None:
+    """The saved object's own step count: (its key, the value). A top-level ``step`` / ``global_step`` /
+    ``global_steps`` / ``iteration``, else one in a dict beside the model that keeps the loop's progress
+    (``train_state.step``)."""
+    objects = fields_of(objects)
     if not isinstance(objects, dict):
         return None
     for key in STEP_FIELDS:
         value = integer(objects.get(key))
         if value is not None:
             return key, value
+    for outer, inner in objects.items():
+        inner = fields_of(inner)
+        if isinstance(outer, str) and _PROGRESS_KEY.search(outer) and isinstance(inner, dict):
+            if "param_groups" in inner or any(
+                isinstance(v, TensorRecord) and v.numel > 1 for v in inner.values()
+            ):
+                continue  # an optimizer's or a model's state, not the loop's
+            for key in STEP_FIELDS:
+                value = integer(inner.get(key))
+                if value is not None:
+                    return f"{outer}.{key}", value
     return None
 
 
-def _scheduler_epoch(objects: Any, role: Role) -> int | None:
-    objects = fields(objects)
+def _scheduler_epoch(objects: Any, role: Role) -> tuple[str, int] | None:
+    objects = fields_of(objects)
     if not isinstance(objects, dict):
         return None
-    candidates: list[Any] = []
+    candidates: list[tuple[str, Any]] = []
     if role == "scheduler":
-        candidates.append(objects)
+        candidates.append(("last_epoch", objects))
     for key in ("lr_schedulers", "lr_scheduler", "scheduler"):
         value = objects.get(key)
-        candidates.extend(value if isinstance(value, list) else [value])
-    for cand in candidates:
-        cand = fields(cand)
+        if isinstance(value, list):
+            candidates.extend((f"{key}.{i}.last_epoch", v) for i, v in enumerate(value))
+        else:
+            candidates.append((f"{key}.last_epoch", value))
+    for where, cand in candidates:
+        cand = fields_of(cand)
         if isinstance(cand, dict):
             value = integer(cand.get("last_epoch"))
             if value is not None:
-                return value
+                return where, value
     return None
 
 
+def optimizer_counters(objects: Any) -> dict[str, dict[float, list[str]]]:
+    """Per optimizer: its label -> counter value -> the parameters whose ``step`` says so."""
+    out: dict[str, dict[float, list[str]]] = {}
+    for label, state in find_optimizer_states(objects):
+        counters: dict[float, list[str]] = {}
+        for pid, entry in state.items():
+            entry = fields_of(entry)
+            if not isinstance(entry, dict) or "step" not in entry:
+                continue
+            try:
+                value = scalar(entry["step"])
+            except (ValueError, TypeError, CheckpointError):
+                value = None
+            if value is not None:
+                counters.setdefault(value, []).append(label_of(pid, entry))
+        if counters:
+            out[label] = counters
+    return out
+
+
+@dataclass
+class PartFacts:
+    """What one part of a unit says about the unit's identity, read from its skeleton where the part is: its
+    step field, scheduler, optimizer counters, manifest, grad scaler, the framework that knows its object, and
+    what the framework itself wants to know (``extra``: DeepSpeed's world size and partitions). JSON-able, so
+    a part read in shares on several machines (a DCP directory spread over nodes) is the :meth:`merge` of its
+    shares' facts — the same facts one read of the whole part gives."""
+
+    path: str
+    role: Role
+    step_field: tuple[str, int] | None = None
+    scheduler: tuple[str, int] | None = None
+    counters: dict[str, dict[float, list[str]]] = field(default_factory=dict)
+    manifest: tuple[str, int] | None = None  # (the manifest's name, its step)
+    scaler: bool = False
+    skipped_steps: int = 0
+    framework: str | None = None  # the framework that knows this part's object (a Lightning .ckpt)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, path: str, role: Role, ckpt: Checkpoint, framework: Framework) -> PartFacts:
+        """The facts of an opened part (whole, or the share of it read here)."""
+        top = fields_of(ckpt.objects)
+        facts = cls(path, role)
+        # A step field of an RNG or config file counts something else (accelerate's random_states "step").
+        facts.step_field = step_field(top) if role in ("weights", "optimizer", "state") else None
+        facts.scheduler = _scheduler_epoch(top, role)
+        facts.counters = optimizer_counters(top)
+        if os.path.isfile(path):
+            try:
+                manifest = read_manifest(path)
+            except ValueError:
+                manifest = None
+            if manifest is not None:
+                facts.manifest = (os.path.basename(manifest.path), manifest.step)
+        if isinstance(top, dict):
+            facts.scaler = any(isinstance(k, str) and _SCALER_KEY.search(k) for k in top)
+            facts.skipped_steps = integer(top.get("skipped_steps")) or 0
+        facts.framework = next((fw.name for fw in FRAMEWORKS if fw.knows(ckpt.objects)), None)
+        facts.extra = framework.part_facts(path, ckpt)
+        return facts
+
+    def merge(self, other: PartFacts) -> PartFacts:
+        """These facts and another share's of the same part, as one read of both would give them."""
+        counters = {label: {v: list(ps) for v, ps in c.items()} for label, c in self.counters.items()}
+        for label, theirs in other.counters.items():
+            mine = counters.setdefault(label, {})
+            for value, params in theirs.items():
+                mine.setdefault(value, []).extend(params)
+        return PartFacts(
+            self.path,
+            self.role,
+            self.step_field or other.step_field,
+            self.scheduler or other.scheduler,
+            counters,
+            self.manifest or other.manifest,
+            self.scaler or other.scaler,
+            self.skipped_steps or other.skipped_steps,
+            self.framework or other.framework,
+            {**other.extra, **self.extra},
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "role": self.role,
+            "step_field": list(self.step_field) if self.step_field else None,
+            "scheduler": list(self.scheduler) if self.scheduler else None,
+            "counters": {
+                label: [[value, params] for value, params in c.items()] for label, c in self.counters.items()
+            },
+            "manifest": list(self.manifest) if self.manifest else None,
+            "scaler": self.scaler,
+            "skipped_steps": self.skipped_steps,
+            "framework": self.framework,
+            "extra": self.extra,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> PartFacts:
+        def pair(v: Any) -> tuple[str, int] | None:
+            return (str(v[0]), int(v[1])) if v else None
+
+        return cls(
+            d["path"],
+            d["role"],
+            pair(d.get("step_field")),
+            pair(d.get("scheduler")),
+            {label: {float(v): list(ps) for v, ps in c} for label, c in d.get("counters", {}).items()},
+            pair(d.get("manifest")),
+            bool(d.get("scaler")),
+            int(d.get("skipped_steps") or 0),
+            d.get("framework"),
+            dict(d.get("extra") or {}),
+        )
+
+
+def trainer_state_step(unit_path: str) -> int | None:
+    """``global_step`` of the ``trainer_state.json`` beside a unit's files (HF Trainer), or None."""
+    folder = unit_path if os.path.isdir(unit_path) else os.path.dirname(unit_path)
+    try:
+        with open(os.path.join(folder, "trainer_state.json"), encoding="utf-8") as fh:
+            value = json.load(fh).get("global_step")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def collect_step_sources(
-    unit_path: str, framework: Framework, opened: list[tuple[str, Role, Checkpoint]]
+    unit_path: str,
+    framework: Framework,
+    facts: Sequence[PartFacts],
+    *,
+    trainer_state: int | None = None,
+    is_file: bool | None = None,
 ) -> list[StepSource]:
-    """Every step source of a unit (``opened``: its parts as (path, role, checkpoint))."""
+    """Every step source of a unit from its parts' facts. ``trainer_state`` (trainer_state.json's global
+    step) and ``is_file`` (the unit is one file) are read from ``unit_path`` unless given (a unit whose files
+    are on other machines)."""
     counts = framework.counts
     out: list[StepSource] = []
     named = step_in_name(unit_path)
@@ -130,41 +330,37 @@ def collect_step_sources(
         if framework.name == "accelerate" and named[1] == "_":
             what = SAVES
         out.append(StepSource("name", named[0], what, os.path.basename(unit_path.rstrip("/"))))
-    if os.path.isfile(unit_path):
+    if os.path.isfile(unit_path) if is_file is None else is_file:
         in_dir = step_in_name(os.path.dirname(os.path.abspath(unit_path)))
         if in_dir is not None:
             out.append(StepSource("directory", in_dir[0], counts.get("name", UNKNOWN_COUNT), "its folder"))
-    folder = unit_path if os.path.isdir(unit_path) else os.path.dirname(unit_path)
-    state_path = os.path.join(folder, "trainer_state.json")
-    try:
-        with open(state_path, encoding="utf-8") as fh:
-            value = json.load(fh).get("global_step")
-        if isinstance(value, int) and not isinstance(value, bool):
-            out.append(StepSource("trainer_state.json", value, OPTIMIZER_STEPS, "trainer_state.json"))
-    except (OSError, ValueError, AttributeError):
-        pass
-    for path, role, ckpt in opened:
-        # A step field of an RNG or config file counts something else (accelerate's random_states "step").
-        found = _step_field(ckpt.objects) if role in ("weights", "optimizer", "state") else None
-        if found is not None:
-            where = f"{os.path.basename(path)}: {found[0]}"
-            out.append(StepSource("step field", found[1], counts.get("step field", UNKNOWN_COUNT), where))
-        epoch = _scheduler_epoch(ckpt.objects, role)
-        if epoch is not None:
-            where = f"{os.path.basename(path)}: last_epoch"
-            out.append(StepSource("scheduler", epoch, counts.get("scheduler", UNKNOWN_COUNT), where))
-        if os.path.isfile(path):
-            try:
-                manifest = read_manifest(path)
-            except ValueError:
-                manifest = None
-            if manifest is not None:
-                where = os.path.basename(manifest.path)
-                out.append(StepSource("manifest", manifest.step, OPTIMIZER_STEPS, where))
+    if trainer_state is None:
+        trainer_state = trainer_state_step(unit_path)
+    if trainer_state is not None:
+        out.append(StepSource("trainer_state.json", trainer_state, OPTIMIZER_STEPS, "trainer_state.json"))
+    for part in facts:
+        rel = "" if part.path == unit_path else os.path.relpath(part.path, unit_path)
+        name = os.path.basename(part.path)
+        if part.step_field is not None:
+            what = counts.get("step field", UNKNOWN_COUNT)
+            out.append(
+                StepSource("step field", part.step_field[1], what, f"{name}: {part.step_field[0]}", rel)
+            )
+        if part.scheduler is not None:
+            what = counts.get("scheduler", UNKNOWN_COUNT)
+            out.append(StepSource("scheduler", part.scheduler[1], what, f"{name}: {part.scheduler[0]}", rel))
+        for label, counters in part.counters.items():
+            if len(counters) == 1:  # counters that disagree are check's step-counters evidence (torn)
+                ((value, params),) = counters.items()
+                if float(value).is_integer():
+                    where = f"{name}: {label}"
+                    out.append(StepSource(COUNTERS, int(value), OPTIMIZER_STEPS, where, rel, len(params)))
+        if part.manifest is not None:
+            out.append(StepSource("manifest", part.manifest[1], OPTIMIZER_STEPS, part.manifest[0]))
     return out
 
 
-def chosen_step(sources: list[StepSource]) -> tuple[int | None, str]:
+def chosen_step(sources: Sequence[StepSource]) -> tuple[int | None, str]:
     """The unit's step and where it comes from (the most trustworthy source that counts optimizer steps)."""
     for kind in _PRIORITY:
         for src in sources:
@@ -173,52 +369,151 @@ def chosen_step(sources: list[StepSource]) -> tuple[int | None, str]:
     return None, "nothing"
 
 
-# -- tensor roles ----------------------------------------------------------------------------------
+def has_grad_scaler(part_paths: Sequence[str], facts: Sequence[PartFacts]) -> bool:
+    """Whether the unit keeps a grad scaler (``scaler.pt``, Lightning's ``native_amp_scaling_state``): with
+    one, optimizer steps may be skipped, so counters behind the step are no stale optimizer."""
+    return any(_SCALER.match(os.path.basename(p)) for p in part_paths) or any(f.scaler for f in facts)
 
 
-def optimizer_prefixes(objects: Any, path: str = "", depth: int = 0) -> list[str]:
-    """The dotted paths of every optimizer state dict (``state`` + ``param_groups``) in a skeleton."""
-    objects = fields(objects)
-    if depth > 6:
-        return []
-    if isinstance(objects, dict):
-        if isinstance(objects.get("state"), dict) and isinstance(objects.get("param_groups"), list):
-            return [path]
-        out = []
-        for key, value in objects.items():
-            out.extend(optimizer_prefixes(value, f"{path}.{key}" if path else str(key), depth + 1))
-        return out
-    if isinstance(objects, (list, tuple)):
-        out = []
-        for i, value in enumerate(objects):
-            out.extend(optimizer_prefixes(value, f"{path}.{i}" if path else str(i), depth + 1))
-        return out
-    return []
+def skipped_steps(facts: Sequence[PartFacts]) -> int:
+    """Optimizer steps the saved object says were skipped (DeepSpeed's ``skipped_steps``: fp16 overflows)."""
+    return next((f.skipped_steps for f in facts if f.skipped_steps), 0)
 
 
-def tensor_roles(ckpt: Checkpoint, role: Role, framework: Framework) -> list[TensorRole]:
-    """The role of each of ``ckpt.records``, in order."""
-    if role == "weights":
-        return ["weights"] * len(ckpt.records)
-    if role == "optimizer":
-        return ["optimizer"] * len(ckpt.records)
-    if role in ("scheduler", "rng", "config", "metadata"):
-        return ["metadata"] * len(ckpt.records)
-    states = tuple(f"{p}.state." if p else "state." for p in optimizer_prefixes(ckpt.objects))
-    top = fields(ckpt.objects)
-    # A bare state dict (all tensors) holds weights only, its scalars included.
-    mostly_tensors = isinstance(top, dict) and sum(
-        isinstance(v, TensorRecord) for v in top.values()
-    ) * 2 >= len(top)
-    out: list[TensorRole] = []
-    for rec in ckpt.records:
-        said = framework.tensor_role(rec.name)
-        if said is not None:
-            out.append(said)
-        elif rec.name.startswith(states) or rec.param_name is not None:
-            out.append("optimizer")
-        elif rec.shape == () and "." not in rec.name and not mostly_tensors:
-            out.append("metadata")  # a top-level scalar beside other values: a loss, a score, a counter
+# -- judging them ----------------------------------------------------------------------------------
+
+
+def saved_step(sources: Sequence[StepSource]) -> StepSource | None:
+    """The step the save itself states (what the optimizer counters are compared with): the manifest,
+    trainer_state.json, the step field or a scheduler that counts optimizer steps; else the name."""
+    for kind in _PRIORITY[:-1]:
+        for src in sources:
+            if src.source == kind and src.counts == OPTIMIZER_STEPS:
+                return src
+    return None
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def judge_steps(
+    sources: Sequence[StepSource], framework: Framework, *, scaler: bool = False, skipped: int = 0
+) -> list[Evidence]:
+    """The evidence of a unit's step sources (see the module doc); ``scaler``: the unit keeps a grad scaler;
+    ``skipped``: optimizer steps the unit says were skipped."""
+    out: list[Evidence] = []
+    counted = [s for s in sources if s.counts == OPTIMIZER_STEPS]
+    described = ", ".join(f"{s.where} says {s.value}" for s in counted)
+    same = [s for s in counted if s.source in _SAME_SAVE]
+    if len({s.value for s in same}) > 1:
+        out.append(
+            Evidence(
+                "step-sources",
+                "fail",
+                f"the files of this checkpoint name different steps: {described} — they come from "
+                "different saves",
+                indicates=V.TORN,
+                values={"sources": [s.to_json() for s in sources]},
+            )
+        )
+    stated = saved_step(sources)
+    stale_if_behind = framework.exact_steps and not scaler
+    for counter in (s for s in counted if s.source == COUNTERS):
+        out.append(_counters_evidence(counter, stated, stale_if_behind, skipped))
+    out.extend(_scheduler_evidence(sources, framework))
+    if stated is not None and not any(e.failed for e in out):
+        for s in counted:
+            if s.source in _NAMES and s.value != stated.value and stated.source not in _NAMES:
+                out.append(
+                    Evidence(
+                        "step-sources",
+                        "note",
+                        f"its {s.source} ({s.where}) says step {s.value} but its {stated.source} says "
+                        f"{stated.value}",
+                        values={"sources": [x.to_json() for x in sources]},
+                    )
+                )
+                break
+    if (
+        len(counted) > 1
+        and len({s.value for s in counted}) == 1
+        and not any(e.check == "step-sources" for e in out)
+        and not any(e.failed for e in out)
+    ):
+        out.append(Evidence("step-sources", "pass", f"step sources agree: {described}"))
+    return out
+
+
+def _counters_evidence(
+    counter: StepSource, stated: StepSource | None, stale_if_behind: bool, skipped: int
+) -> Evidence:
+    """One optimizer's counters (all equal) against the step the save states."""
+    label = counter.where.split(": ", 1)[-1]  # its part is the evidence's file
+    n, value = counter.count, counter.value
+    e = Evidence("step-counters", "pass", "", file=counter.file, values={"counter": float(value)})
+    if stated is None:
+        e.message = f"{label}: all {n} step counters equal ({value})"
+        e.values["decisive"] = n > 1
+        return e
+    step = stated.value - skipped
+    where = stated.where + (f", less {skipped} skipped steps" if skipped else "")
+    e.values["step"] = stated.value
+    if value > step + 1:
+        # The step is taken when the save starts; a live save writes optimizer state later, so a tear
+        # leaves the counters *ahead* of it.
+        e.outcome, e.indicates = "fail", V.TORN
+        e.message = (
+            f"{label}: all {n} step counters say {value} but the checkpoint's step is {step} ({where}) — the "
+            f"optimizer state was written {value - step} steps after the rest: they come from different steps"
+        )
+    elif value == step + 1:
+        e.outcome = "skip"
+        e.values["ambiguous"] = True
+        e.message = (
+            f"{label}: all {n} step counters say {value}, one ahead of the checkpoint's step {step} "
+            f"({where}): either the {stated.source} counts from 0, or the optimizer state was written one "
+            "step after the model (a tear); one file cannot tell which"
+        )
+    elif value < step and stale_if_behind:
+        e.outcome, e.indicates = "fail", V.TORN
+        e.message = (
+            f"{label}: all {n} step counters say {value} but the checkpoint's step is {step} ({where}): the "
+            f"optimizer state is {step - value} steps older than the rest (a stale optimizer file)"
+        )
+    elif value < step:
+        e.values["decisive"] = n > 1
+        e.message = (
+            f"{label}: all {n} step counters equal ({value}); behind the checkpoint's step {step} ({where}): "
+            "skipped AMP steps, or a step that counts micro-batches"
+        )
+    else:
+        e.values["decisive"] = True
+        e.message = f"{label}: all {n} step counters equal ({value} = the checkpoint's step {step})"
+    return e
+
+
+def _scheduler_evidence(sources: Sequence[StepSource], framework: Framework) -> list[Evidence]:
+    counters = [s for s in sources if s.source == COUNTERS]
+    out = []
+    for s in (s for s in sources if s.source == "scheduler"):
+        e = Evidence("scheduler-steps", "skip", "", file=s.file, values={"scheduler": s.value})
+        where = s.where.split(": ", 1)[-1] if s.file else s.where  # its part is the evidence's file
+        if s.counts != OPTIMIZER_STEPS:
+            e.message = (
+                f"{where} {s.value}: a {framework.name} scheduler counts {s.counts} (it may step per "
+                "epoch; the interval is not saved): not compared with the optimizer's step counters"
+            )
+        elif not counters:
+            e.message = f"{where} {s.value}: no optimizer step counters to compare it with"
+        elif all(c.value == s.value for c in counters):
+            e.outcome, e.message = "pass", f"{where} {s.value} = the optimizer's step counters"
         else:
-            out.append("weights")
+            off = next(c for c in counters if c.value != s.value)
+            e.outcome, e.indicates = "fail", V.TORN
+            e.message = (
+                f"{where} says the scheduler stepped {s.value} times but {off.where}'s step counters say "
+                f"{off.value}: they come from different saves"
+            )
+        out.append(e)
     return out

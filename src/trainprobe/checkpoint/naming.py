@@ -1,13 +1,17 @@
-"""Give every tensor in a checkpoint's object tree its dotted name, and optimizer state the name of its
-parameter."""
+"""Give optimizer state the name of its parameter (the tensors' own dotted names come from
+:mod:`trainprobe.checkpoint.walk`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from trainprobe.checkpoint.base import Opaque, TensorRecord
-from trainprobe.checkpoint.unpickler import TensorRef
+from trainprobe.checkpoint.base import TensorRecord
+from trainprobe.checkpoint.skeleton import (
+    fields_of,
+    find_optimizer_states,
+    find_optimizers,
+    is_optimizer_state,
+)
 
 _MAX_DEPTH = 200
 
@@ -16,63 +20,9 @@ def _join(prefix: str, key: Any) -> str:
     return f"{prefix}.{key}" if prefix else str(key)
 
 
-def name_tensors(
-    root: Any, to_record: Callable[[TensorRef, str], TensorRecord]
-) -> tuple[Any, list[TensorRecord]]:
-    """Walk ``root``; return the skeleton with a TensorRecord in place of each TensorRef, and those records
-    in order."""
-    records: list[TensorRecord] = []
-    on_path: set[int] = set()
-
-    def walk(obj: Any, path: str, depth: int) -> Any:
-        if isinstance(obj, TensorRef):
-            rec = to_record(obj, path or "<root>")
-            records.append(rec)
-            return rec
-        if depth > _MAX_DEPTH or id(obj) in on_path:
-            return obj
-        if isinstance(obj, dict):
-            on_path.add(id(obj))
-            out = type(obj)() if type(obj) is not dict else {}
-            for k, v in obj.items():
-                out[k] = walk(v, _join(path, k), depth + 1)
-            on_path.discard(id(obj))
-            return out
-        if isinstance(obj, (list, tuple)):
-            on_path.add(id(obj))
-            items = [walk(v, _join(path, i), depth + 1) for i, v in enumerate(obj)]
-            on_path.discard(id(obj))
-            return items if isinstance(obj, list) else tuple(items)
-        if isinstance(obj, Opaque):
-            on_path.add(id(obj))
-            fields = obj.fields()
-            if fields:
-                new_fields = {k: walk(v, _join(path, k), depth + 1) for k, v in fields.items()}
-                obj.state = new_fields
-            if obj.items:
-                obj.items = [walk(v, _join(path, i), depth + 1) for i, v in enumerate(obj.items)]
-            if obj.dict_items:
-                obj.dict_items = {k: walk(v, _join(path, k), depth + 1) for k, v in obj.dict_items.items()}
-            on_path.discard(id(obj))
-            return obj
-        return obj
-
-    skeleton = walk(root, "", 0)
-    return skeleton, records
-
-
-def _is_optimizer_state(obj: Any) -> bool:
-    return (
-        isinstance(obj, dict)
-        and isinstance(obj.get("state"), dict)
-        and isinstance(obj.get("param_groups"), list)
-        and all(isinstance(g, dict) for g in obj["param_groups"])
-    )
-
-
 def _model_candidates(obj: Any, path: str, depth: int, out: list[tuple[str, list[TensorRecord]]]) -> None:
     """Collect dicts whose values are mostly tensors: candidate model state dicts (with their dotted path)."""
-    if depth > 6 or not isinstance(obj, dict) or _is_optimizer_state(obj):
+    if depth > 6 or not isinstance(obj, dict) or is_optimizer_state(obj):
         return
     tensors = [v for v in obj.values() if isinstance(v, TensorRecord)]
     if tensors and len(tensors) * 2 >= len(obj):
@@ -80,20 +30,6 @@ def _model_candidates(obj: Any, path: str, depth: int, out: list[tuple[str, list
     for k, v in obj.items():
         if isinstance(v, dict):
             _model_candidates(v, _join(path, k), depth + 1, out)
-
-
-def _optimizers(obj: Any, depth: int, out: list[dict[str, Any]]) -> None:
-    if depth > 6:
-        return
-    if _is_optimizer_state(obj):
-        out.append(obj)
-        return
-    if isinstance(obj, dict):
-        for v in obj.values():
-            _optimizers(v, depth + 1, out)
-    elif isinstance(obj, list):
-        for v in obj:
-            _optimizers(v, depth + 1, out)
 
 
 _BUFFER_SUFFIXES = ("running_mean", "running_var", "num_batches_tracked")
@@ -106,18 +42,31 @@ def map_optimizer_params(skeleton: Any, records: list[TensorRecord]) -> tuple[An
     ``param_groups[*].params``,
     which is the model's ``parameters()`` order. A model state dict fits when, after dropping known buffers
     and non-floating entries, it has as many tensors as the optimizer has parameters and every state tensor of
-    a non-scalar shape has exactly its parameter's shape. Anything less certain leaves the names alone."""
-    optimizers: list[dict[str, Any]] = []
-    _optimizers(skeleton, 0, optimizers)
-    if not optimizers:
-        return skeleton, records
-    candidates: list[tuple[str, list[TensorRecord]]] = []
-    _model_candidates(skeleton, "", 0, candidates)
+    a non-scalar shape has exactly its parameter's shape. Anything less certain leaves the names alone.
+
+    State keyed by parameter name (DCP/FSDP2's ``optimizer.state.<fqn>``) names its parameter itself: each of
+    its tensors (each chunk of one saved in chunks) gets that name, whatever else the file holds — so a share
+    of a DCP checkpoint names its state as the whole does."""
     renames: dict[int, str] = {}
+    named: set[int] = set()
+    for _label, state in find_optimizer_states(skeleton):
+        if not all(isinstance(k, str) and not k.isdigit() for k in state):
+            continue
+        named.add(id(state))
+        for pid, entry in state.items():
+            for value in fields_of(entry).values() if isinstance(fields_of(entry), dict) else ():
+                for rec in value if isinstance(value, list) else [value]:
+                    if isinstance(rec, TensorRecord):
+                        renames[id(rec)] = pid
+    optimizers = [opt for _label, opt in find_optimizers(skeleton) if id(opt["state"]) not in named]
+    candidates: list[tuple[str, list[TensorRecord]]] = []
+    if optimizers:
+        _model_candidates(skeleton, "", 0, candidates)
     for opt in optimizers:
         ids: list[Any] = []
         for group in opt["param_groups"]:
-            params = group.get("params")
+            group = fields_of(group)
+            params = group.get("params") if isinstance(group, dict) else None
             if isinstance(params, list):
                 ids.extend(params)
         if not ids or len(set(map(str, ids))) != len(ids):

@@ -12,16 +12,19 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from trainprobe.checkpoint.base import Checkpoint, Note, TensorRecord, notes_of
-from trainprobe.checkpoint.fingerprint import unit_fingerprint
-from trainprobe.checkpoint.formats import open_file
-from trainprobe.checkpoint.frameworks import framework_named
-from trainprobe.checkpoint.identity import chosen_step, collect_step_sources, tensor_roles
+from trainprobe.checkpoint.fingerprint import mark_identical
+from trainprobe.checkpoint.formats import PROGRAM_ERRORS, open_file
+from trainprobe.checkpoint.frameworks import FRAMEWORKS, Framework, Part, Role, framework_named
+from trainprobe.checkpoint.identity import PartFacts
+from trainprobe.checkpoint.judge import PartRead, judge_unit, unit_evidence
 from trainprobe.checkpoint.numerics import NonFinite, Stats, compute_stats, count_nonfinite
+from trainprobe.checkpoint.parts import DCP, data_files, file_order, open_share
+from trainprobe.checkpoint.roles import tensor_roles
 from trainprobe.checkpoint.scan_report import (
     CLEAN,
     CORRUPT,
@@ -45,15 +48,19 @@ __all__ = [
     "SUSPICIOUS",
     "UNREADABLE",
     "FileReport",
+    "PartRead",
+    "PartRequest",
     "ScanReport",
     "TensorResult",
     "UnitReport",
     "open_part",
+    "read_parts",
     "scan",
     "scan_units",
+    "unit_evidence",
 ]
 
-METADATA_NONFINITE = "metadata-nonfinite"
+_ROLES = ("weights", "optimizer", "scheduler", "rng", "config", "metadata", "state")
 
 
 def _stats_dict(stats: Stats | None) -> dict[str, float | None] | None:
@@ -76,7 +83,7 @@ def reason_of(exc: TrainprobeError) -> str:
     return f"{text} — {exc.hint}" if exc.hint else text
 
 
-def _check_tensor(record: TensorRecord, stats: bool, role: str) -> TensorResult:
+def _check_tensor(record: TensorRecord, stats: bool, role: str, part: str = "") -> TensorResult:
     result = TensorResult(
         name=record.name,
         param_name=record.param_name,
@@ -85,6 +92,7 @@ def _check_tensor(record: TensorRecord, stats: bool, role: str) -> TensorResult:
         numel=record.numel,
         bytes=record.nbytes,
         role=role,
+        file=record.file if record.file and record.file != part else None,
     )
     try:
         found: NonFinite = count_nonfinite(record, fingerprint=True)
@@ -100,43 +108,44 @@ def _check_tensor(record: TensorRecord, stats: bool, role: str) -> TensorResult:
     return result
 
 
-def open_part(path: str) -> tuple[Checkpoint | None, str | None, str, list[Note]]:
+def open_part(
+    path: str, *, files: Collection[str] | None = None, description: bytes | None = None
+) -> tuple[Checkpoint | None, str | None, str, list[Note]]:
     """Open one part: (checkpoint, error, the error's verdict, notes kept from a failed read). Never
-    raises for a bad file: a damaged one is ``corrupt``, one that is no checkpoint ``unreadable``."""
+    raises for a bad file: a damaged one is ``corrupt``, one that is no checkpoint ``unreadable``.
+
+    A part of several files (a DCP directory, an HF index) whose data files are not all here is read from
+    those that are, and the missing ones are the error (corrupt) beside the checkpoint; ``files``: read only
+    these data files (a share: the others are elsewhere), ``description`` the ``.metadata`` or index bytes
+    if they are not here."""
+    error: str | None = None
     try:
-        return open_file(path), None, UNREADABLE, []
+        described = (
+            data_files(path, description=description)
+            if files is not None or os.path.isdir(path) or path.endswith(".index.json")
+            else None
+        )
+        if described is None:
+            ckpt = open_file(path)
+        else:
+            folder = path if described.kind == DCP else os.path.dirname(path)
+            if files is None:
+                here = [f for f in described.files if os.path.isfile(os.path.join(folder, f))]
+                missing = [f for f in described.files if f not in here]
+                error = described.missing_error(missing) if missing else None
+                ckpt = open_file(path) if not missing else open_share(path, here)
+            else:
+                ckpt = open_share(path, files, description=description)
+            file_order(ckpt)
+        return ckpt, error, CORRUPT, []
     except CorruptCheckpointError as exc:
         return None, reason_of(exc), CORRUPT, notes_of(exc)
     except TrainprobeError as exc:
         return None, reason_of(exc), UNREADABLE, notes_of(exc)
+    except PROGRAM_ERRORS:
+        raise
     except Exception as exc:  # a damaged file must not stop the scan of the others
         return None, f"cannot be read ({type(exc).__name__}: {exc})", CORRUPT, []
-
-
-def metadata_notes(report: FileReport) -> None:
-    """A non-finite value in metadata (a callback's score, a metric) is a note, not a finding."""
-    for t in report.tensors:
-        if t.nonfinite and t.role == "metadata":
-            counts = ", ".join(
-                f"{n} {what}" for n, what in ((t.nan, "NaN"), (t.posinf, "+Inf"), (t.neginf, "-Inf")) if n
-            )
-            report.notes.append(
-                Note(
-                    METADATA_NONFINITE, f"{t.name} holds {counts}: metadata (not weights or optimizer state)"
-                )
-            )
-
-
-def mark_identical(units: list[UnitReport]) -> None:
-    """Units whose tensors have identical fingerprints name each other (two saves of the same state)."""
-    by_fp: dict[str, list[UnitReport]] = {}
-    for unit in units:
-        if unit.fingerprint is not None:
-            by_fp.setdefault(unit.fingerprint, []).append(unit)
-    for group in by_fp.values():
-        if len(group) > 1:
-            for unit in group:
-                unit.identical_to = [u.path for u in group if u is not unit]
 
 
 def scan(
@@ -168,51 +177,124 @@ def scan_units(
     progress: Callable[[float], None] | None = None,
     started: float | None = None,
 ) -> ScanReport:
-    """:func:`scan` of units already discovered."""
+    """:func:`scan` of units already discovered: each part read (:func:`read_parts`), each unit judged from
+    its parts' reads (:func:`trainprobe.checkpoint.judge.judge_unit`)."""
     started = time.perf_counter() if started is None else started
-    workers = workers or min(8, (os.cpu_count() or 2) + 2)
-    reports = [UnitReport(u.path, u.framework, unread=list(u.unread), problem=u.problem) for u in units]
-    jobs_of: list[tuple[UnitReport, Unit, FileReport]] = []
-    for report, unit in zip(reports, units, strict=True):
-        report.listed = [p.path for p in unit.listed]
-        for part in unit.parts:
-            file = FileReport(part.path, None, role=part.role, unit=unit.path)
-            report.files.append(file)
-            jobs_of.append((report, unit, file))
+    requests = [PartRequest(part, unit.path, unit.framework) for unit in units for part in unit.parts]
+    reads = iter(read_parts(requests, stats=stats, verify=verify, workers=workers, progress=progress))
+    reports = [judge_unit(unit, [next(reads) for _ in unit.parts]) for unit in units]
+    mark_identical(reports)
+    return ScanReport(reports, time.perf_counter() - started, stats=stats, verify=verify)
 
-    def open_one(item: tuple[UnitReport, Unit, FileReport]) -> Checkpoint | None:
-        _report, _unit, file = item
+
+@dataclass(frozen=True)
+class PartRequest:
+    """A part to read: the part, its unit's path and framework, and (for a share of a multi-file part) the
+    data files to read here and the ``.metadata`` or index bytes when they are not here."""
+
+    part: Part
+    unit: str
+    framework: str
+    files: tuple[str, ...] | None = None
+    description: bytes | None = None
+
+
+class _Inline:
+    """Runs each job at once, in this thread: for a small scan a thread pool costs more than it saves (its
+    import alone, concurrent.futures with logging, is a few ms of an agent's every call)."""
+
+    def __enter__(self) -> _Inline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> _Done:
+        return _Done(fn(*args))
+
+
+class _Done:
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def result(self) -> Any:
+        return self.value
+
+
+_SMALL = 64 << 20  # bytes of checkpoint below which one thread does it all
+
+
+def _bytes_of(path: str) -> int:
+    if os.path.isdir(path):
+        with os.scandir(path) as entries:
+            return sum(e.stat().st_size for e in entries if e.is_file())
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def read_parts(
+    requests: Sequence[PartRequest],
+    *,
+    stats: bool = False,
+    verify: bool = False,
+    workers: int | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> list[PartRead]:
+    """Read each requested part where it is: open it, check every tensor (a thread pool for large work),
+    take its facts. One :class:`PartRead` per request, in order; never raises for a bad file."""
+    small = workers is None and sum(_bytes_of(r.part.path) for r in requests) < _SMALL
+    workers = workers or min(8, (os.cpu_count() or 2) + 2)
+    files = [FileReport(r.part.path, None, role=r.part.role, unit=r.unit) for r in requests]
+
+    def open_one(i: int) -> Checkpoint | None:
+        request, file = requests[i], files[i]
         t0 = time.perf_counter()
-        ckpt, file.error, file.error_verdict, file.notes = open_part(file.path)
+        ckpt, file.error, file.error_verdict, file.notes = open_part(
+            request.part.path, files=request.files, description=request.description
+        )
         file.seconds += time.perf_counter() - t0
         if ckpt is not None:
             file.format = ckpt.format
             file.notes.extend(ckpt.notes)
         return ckpt
 
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trainprobe-scan") as pool:
-        opened = list(pool.map(open_one, jobs_of))
-        total_bytes = sum(r.nbytes for c in opened if c is not None for r in c.records) or 1
+    pool: Any
+    if small:
+        pool = _Inline()
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trainprobe-scan")
+    reads: list[PartRead] = []
+    with pool:
+        opened = [pool.submit(open_one, i) for i in range(len(requests))]
+        checkpoints = [f.result() for f in opened]
+        total_bytes = sum(r.nbytes for c in checkpoints if c is not None for r in c.records) or 1
         lock = threading.Lock()
 
-        def run(record: TensorRecord, role: str) -> tuple[TensorResult, float]:
+        def run(record: TensorRecord, role: str, part: str) -> tuple[TensorResult, float]:
             t0 = time.perf_counter()
-            result = _check_tensor(record, stats, role)
+            result = _check_tensor(record, stats, role, part)
             elapsed = time.perf_counter() - t0
             if progress is not None:
                 with lock:
                     progress(record.nbytes / total_bytes)
             return result, elapsed
 
-        jobs: list[tuple[FileReport, list[Future[Any]]]] = []
-        for (_report, unit, file), ckpt in zip(jobs_of, opened, strict=True):
+        jobs: list[tuple[FileReport, list[Any]]] = []
+        facts: list[PartFacts | None] = []
+        for request, file, ckpt in zip(requests, files, checkpoints, strict=True):
             if ckpt is None:
+                facts.append(None)
                 continue
-            framework = _framework_of(unit, ckpt)
-            roles = tensor_roles(ckpt, file.role, framework)  # type: ignore[arg-type]
-            jobs.append(
-                (file, [pool.submit(run, rec, role) for rec, role in zip(ckpt.records, roles, strict=True)])
-            )
+            framework = framework_of(request.framework, ckpt)
+            role = part_role(file.role)
+            facts.append(PartFacts.of(file.path, role, ckpt, framework))
+            roles = tensor_roles(ckpt, role, framework)
+            futures = [pool.submit(run, r, tr, file.path) for r, tr in zip(ckpt.records, roles, strict=True)]
+            jobs.append((file, futures))
             if verify:
                 jobs.append((file, [pool.submit(ckpt.verify)]))
         for file, futures in jobs:
@@ -224,41 +306,20 @@ def scan_units(
                     result, elapsed = value
                     file.tensors.append(result)
                     file.seconds += elapsed
-    by_unit: dict[int, list[tuple[str, str, Checkpoint]]] = {}
-    for (report, _unit, file), ckpt in zip(jobs_of, opened, strict=True):
-        if ckpt is not None:
-            by_unit.setdefault(id(report), []).append((file.path, file.role, ckpt))
-    for report, unit in zip(reports, units, strict=True):
-        parts = by_unit.get(id(report), [])
-        report.framework = unit.framework  # a single file's, once its object said (a Lightning .ckpt)
-        framework = framework_named(report.framework)
-        report.step_sources = collect_step_sources(unit.path, framework, parts)  # type: ignore[arg-type]
-        report.step, report.step_source = chosen_step(report.step_sources)
-        for file in report.files:
-            metadata_notes(file)
-            file.settle_verdict()
-        report.settle_verdict()
-        report.fingerprint = unit_fingerprint(
-            (f"{os.path.relpath(f.path, unit.path) if f.path != unit.path else ''}:{t.name}", t.fingerprint)
-            for f in report.files
-            for t in f.tensors
-            if t.role != "metadata"
-        )
-    mark_identical(reports)
-    for ckpt in opened:
+    for file, fact, ckpt in zip(files, facts, checkpoints, strict=True):
+        reads.append(PartRead(file, fact))
         if ckpt is not None:
             ckpt.close()
-    return ScanReport(reports, time.perf_counter() - started, stats=stats, verify=verify)
+    return reads
 
 
-def _framework_of(unit: Unit, ckpt: Checkpoint) -> Any:
+def part_role(role: str) -> Role:
+    """A part's role as the frameworks name it (``state`` for one the report does not know)."""
+    return role if role in _ROLES else "state"  # type: ignore[return-value]
+
+
+def framework_of(name: str, ckpt: Checkpoint) -> Framework:
     """The framework of a unit; a single file's by what its object is (a Lightning .ckpt)."""
-    if unit.framework != "file":
-        return framework_named(unit.framework)
-    from trainprobe.checkpoint.frameworks import FRAMEWORKS
-
-    for fw in FRAMEWORKS:
-        if fw.knows(ckpt.objects):
-            unit.framework = fw.name
-            return fw
-    return framework_named("file")
+    if name != "file":
+        return framework_named(name)
+    return next(fw for fw in FRAMEWORKS if fw.knows(ckpt.objects))

@@ -9,6 +9,7 @@ from typing import Any
 
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.base import Note
+from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.identity import StepSource
 from trainprobe.checkpoint.unpickler import SUSPICIOUS as SUSPICIOUS_NOTE
 from trainprobe.errors import UsageError
@@ -36,6 +37,7 @@ class TensorResult:
     error: str | None = None
     role: str = "weights"  # weights | optimizer | metadata
     fingerprint: str | None = None
+    file: str | None = None  # the data file holding it, when not its part (a DCP rank file, an HF shard)
 
     @property
     def nonfinite(self) -> int:
@@ -64,6 +66,7 @@ class TensorResult:
             "neginf": self.neginf,
             "first_bad_index": self.first_bad_index,
             "fingerprint": self.fingerprint,
+            "file": self.file,
             "stats": self.stats,
             "error": self.error,
         }
@@ -85,6 +88,7 @@ class TensorResult:
             error=d.get("error"),
             role=d.get("role", "weights"),
             fingerprint=d.get("fingerprint"),
+            file=d.get("file"),
         )
 
 
@@ -191,13 +195,16 @@ class UnitReport:
     step_sources: list[StepSource] = field(default_factory=list)
     fingerprint: str | None = None
     identical_to: list[str] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)  # the unit as a whole: steps, missing parts
 
     @property
     def nonfinite(self) -> int:
         return sum(f.nonfinite for f in self.files)
 
     def settle_verdict(self) -> None:
+        """The worst of its files' verdicts, of its failed evidence, and unreadable for files not read."""
         found = [f.verdict for f in self.files]
+        found += [e.indicates or V.CORRUPT for e in self.evidence if e.outcome == "fail"]
         if self.unread or self.problem is not None:
             found.append(UNREADABLE)
         self.verdict = V.worst(found)
@@ -216,6 +223,7 @@ class UnitReport:
             "step_sources": [s.to_json() for s in self.step_sources],
             "fingerprint": self.fingerprint,
             "identical_to": list(self.identical_to),
+            "evidence": [e.to_json() for e in self.evidence],
         }
 
     @classmethod
@@ -233,6 +241,7 @@ class UnitReport:
             step_sources=[StepSource(**s) for s in d.get("step_sources", [])],
             fingerprint=d.get("fingerprint"),
             identical_to=list(d.get("identical_to", [])),
+            evidence=[Evidence.from_json(e) for e in d.get("evidence", [])],
         )
 
 

@@ -14,6 +14,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from trainprobe.checkpoint.formats import detect
 from trainprobe.checkpoint.frameworks import FRAMEWORKS, Part, role_by_name
@@ -46,13 +47,41 @@ class Unit:
         return os.path.isdir(self.path)
 
 
-def _shards_of(index_path: str) -> set[str]:
+class Probe(Protocol):
+    """What sorting a unit's parts asks of the files: the filesystem here (:class:`LocalFiles`), or what
+    other machines said of theirs (a unit spread over node-local disks)."""
+
+    def isdir(self, path: str) -> bool: ...
+    def size(self, path: str) -> int: ...
+    def readable(self, path: str) -> bool: ...  # a reader claims it (by content)
+    def index_bytes(self, path: str) -> bytes | None: ...  # an *.index.json's content
+
+
+class LocalFiles:
+    def isdir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def size(self, path: str) -> int:
+        return os.path.getsize(path)
+
+    def readable(self, path: str) -> bool:
+        return detect(path) is not None
+
+    def index_bytes(self, path: str) -> bytes | None:
+        try:
+            with open(path, "rb") as fh:
+                return fh.read()
+        except OSError:
+            return None
+
+
+def shards_of(index_path: str, content: bytes | None) -> set[str]:
+    """The shard paths an HF ``*.index.json`` (its ``content``) names, beside it."""
     try:
-        with open(index_path, "rb") as fh:
-            weight_map = json.load(fh).get("weight_map", {})
+        weight_map = json.loads(content or b"").get("weight_map", {})
         folder = os.path.dirname(index_path)
         return {os.path.normpath(os.path.join(folder, str(s))) for s in weight_map.values()}
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, TypeError, RecursionError, MemoryError):  # a hostile index
         return set()
 
 
@@ -64,21 +93,24 @@ def _file_unit(path: str) -> Unit:
     return unit
 
 
-def _sort_parts(unit: Unit) -> Unit:
+def sort_parts(unit: Unit, probe: Probe | None = None) -> Unit:
     """Readable parts stay parts (an index's shards folded into it); the rest are listed or unread."""
-    covered: set[str] = set()
-    for part in unit.parts:
-        if part.path.endswith(".index.json"):
-            covered |= _shards_of(part.path)
+    probe = probe or LocalFiles()
+    shards = {
+        p.path: shards_of(p.path, probe.index_bytes(p.path))
+        for p in unit.parts
+        if p.path.endswith(".index.json")
+    }
+    covered = set().union(*shards.values()) if shards else set()
     parts: list[Part] = []
     for part in unit.parts:
         if os.path.normpath(part.path) in covered:
             continue
-        if os.path.isdir(part.path) or (part.path.endswith(".index.json") and _shards_of(part.path)):
+        if probe.isdir(part.path) or shards.get(part.path):
             parts.append(part)
-        elif os.path.getsize(part.path) == 0 or _NOT_CHECKPOINTS.search(part.path):
+        elif probe.size(part.path) == 0 or _NOT_CHECKPOINTS.search(part.path):
             unit.listed.append(part)
-        elif detect(part.path) is not None:
+        elif probe.readable(part.path):
             parts.append(part)
         elif LOOKS_LIKE_CHECKPOINT.search(part.path):
             unit.unread.append(part.path)
@@ -97,7 +129,7 @@ def _walk(root: str) -> list[Unit]:
             layout = fw.layout(folder, files, dirs)
             if layout is None:
                 continue
-            unit = _sort_parts(Unit(folder, layout.framework, list(layout.parts)))
+            unit = sort_parts(Unit(folder, layout.framework, list(layout.parts)))
             if not unit.parts and not unit.unread:
                 continue  # the framework's marks, but no checkpoint data (a trainer_state.json alone)
             found.append(unit)
@@ -106,7 +138,7 @@ def _walk(root: str) -> list[Unit]:
             break
         else:
             loose = Unit(folder, "file", [Part(os.path.join(folder, f), role_by_name(f)) for f in files])
-            _sort_parts(loose)
+            sort_parts(loose)
             for part in loose.parts:
                 found.append(_file_unit(part.path))
             for path in loose.unread:

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import _compat_pickle
 import collections
+import contextlib
 import io
+import itertools
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainprobe.checkpoint.base import Note, Opaque
+from trainprobe.checkpoint.base import MAX_NDIM, Note, Opaque
 from trainprobe.checkpoint.dtypes import STORAGE_CLASSES, lookup
 from trainprobe.checkpoint.pickle_globals import KnownGlobal, classify_global
+from trainprobe.checkpoint.pickle_ops import PickleShapeError, walk_pickle
 
 
 @dataclass(frozen=True)
@@ -47,10 +50,31 @@ class TensorRef:
     storage_offset: int
     is_parameter: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    # The order tensors were built in: a set of tensors is walked in this order (its own follows their ids).
+    serial: int = field(default_factory=itertools.count().__next__)
+
+    def __setstate__(self, state: Any) -> None:
+        # A BUILD opcode on a tensor: kept aside (its tensors are still found), never a change of the view.
+        self.extra["state"] = state
+
+
+def _int(value: Any) -> int:
+    # torch writes Python ints; anything else (a string, a float, a placeholder) is not a tensor geometry.
+    if not isinstance(value, int):
+        raise pickle.UnpicklingError(
+            f"a tensor geometry value that is not an integer: {type(value).__name__}"
+        )
+    return int(value)
 
 
 def _ints(value: Any) -> tuple[int, ...]:
-    return tuple(int(v) for v in value)
+    if not isinstance(value, (tuple, list)):
+        raise pickle.UnpicklingError(f"a tensor size or stride that is a {type(value).__name__}, not a tuple")
+    if len(value) > MAX_NDIM:
+        raise pickle.UnpicklingError(
+            f"a tensor of {len(value):,} dimensions (trainprobe reads up to {MAX_NDIM})"
+        )
+    return tuple(_int(v) for v in value)
 
 
 def _storage_dtype(storage: Any) -> str:
@@ -58,7 +82,7 @@ def _storage_dtype(storage: Any) -> str:
 
 
 def _rebuild_tensor(storage: Any, storage_offset: Any, size: Any, stride: Any, *_rest: Any) -> TensorRef:
-    return TensorRef(storage, _storage_dtype(storage), _ints(size), _ints(stride), int(storage_offset))
+    return TensorRef(storage, _storage_dtype(storage), _ints(size), _ints(stride), _int(storage_offset))
 
 
 def _rebuild_tensor_v3(
@@ -72,18 +96,29 @@ def _rebuild_tensor_v3(
     *_rest: Any,
 ) -> TensorRef:
     name = dtype.name if isinstance(dtype, DTypeToken) else _storage_dtype(storage)
-    return TensorRef(storage, name, _ints(size), _ints(stride), int(storage_offset))
+    return TensorRef(storage, name, _ints(size), _ints(stride), _int(storage_offset))
 
 
-def _rebuild_parameter(data: Any, *_rest: Any) -> Any:
+def _keep_state(value: Any, state: Any) -> Any:
+    """What a rebuild function would drop (a subclass's state), kept where the tensor walk looks."""
+    if state and isinstance(value, TensorRef):
+        value.extra["state"] = state
+    elif state and isinstance(value, Opaque):
+        value.state = state
+    return value
+
+
+def _rebuild_parameter(data: Any, _requires_grad: Any = None, _hooks: Any = None, state: Any = None) -> Any:
     if isinstance(data, TensorRef):
         data.is_parameter = True
-    return data
+    return _keep_state(data, state)
 
 
-def _rebuild_from_type_v2(func: Any, _new_type: Any, args: Any, _state: Any) -> Any:
+def _rebuild_from_type_v2(func: Any, _new_type: Any, args: Any, state: Any) -> Any:
     # ``func`` came out of find_class, so it is one of our rebuild functions or an Opaque class: safe to call.
-    return func(*args)
+    if not callable(func) or not isinstance(args, (tuple, list)):
+        raise pickle.UnpicklingError("_rebuild_from_type_v2 with a function or arguments it cannot take")
+    return _keep_state(func(*args), state)
 
 
 def _codecs_encode(text: Any, encoding: str = "utf-8", *_rest: Any) -> bytes:
@@ -103,13 +138,15 @@ def _size(values: Any = ()) -> tuple[int, ...]:
 
 
 def _device(*args: Any) -> str:
-    return ":".join(str(a) for a in args)
+    return ":".join(
+        a if isinstance(a, str) else str(a) if isinstance(a, int) and abs(a) < 1 << 63 else "?" for a in args
+    )
 
 
 def _rebuild_qtensor(
     storage: Any, storage_offset: Any, size: Any, stride: Any, quantizer: Any, *_rest: Any
 ) -> TensorRef:
-    ref = TensorRef(storage, _storage_dtype(storage), _ints(size), _ints(stride), int(storage_offset))
+    ref = TensorRef(storage, _storage_dtype(storage), _ints(size), _ints(stride), _int(storage_offset))
     # (qscheme, scale, zero_point) or (qscheme, scales, zero_points, axis): per-channel ones are tensors.
     ref.extra["quantizer"] = quantizer
     return ref
@@ -117,11 +154,20 @@ def _rebuild_qtensor(
 
 def _reconstructor(cls: Any, base: Any = None, state: Any = None, *_rest: Any) -> Any:
     # copyreg._reconstructor(cls, object, None) is how protocols 0/1 write "an instance of cls": build it
-    # as NEWOBJ would (the placeholder's constructor is not "called").
+    # as NEWOBJ would (the placeholder's constructor is not "called"). A builtin base's initial value
+    # (a list subclass's items) is kept as the placeholder's argument, where the tensor walk looks.
     if isinstance(cls, type) and issubclass(cls, Opaque):
-        return cls.__new__(cls)
+        obj = cls.__new__(cls)
+        if state is not None:
+            obj.args = (state,)
+        return obj
     return None
 
+
+# The rebuild functions that make TensorRefs: each unpickler wraps them to list every tensor it built.
+_TENSOR_BUILDERS = frozenset(
+    {_rebuild_tensor, _rebuild_tensor_v3, _rebuild_parameter, _rebuild_qtensor, _rebuild_from_type_v2}
+)
 
 _REBUILDERS: dict[tuple[str, str], Callable[..., Any]] = {
     ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
@@ -174,24 +220,53 @@ PICKLED_CLASS = "pickled-class"
 class SafeUnpickler(pickle.Unpickler):
     """Unpickle a checkpoint pickle without executing it.
 
-    ``persistent_load`` is injected (the zip and legacy readers map storages to byte ranges); ``source``
-    names the pickle in reports (``data.pkl``). What the pickle names is judged by
+    ``data`` is the pickle's bytes (bytes, bytearray, memoryview, an mmap: the pickle starts at ``start``
+    and ends at its STOP opcode; :attr:`end` is where that is) or a binary file, read whole. Before anything
+    is built, :func:`trainprobe.checkpoint.pickle_ops.walk_pickle` checks every declared length and memo
+    index against the bytes there are (``load`` raises ``pickle.UnpicklingError`` naming the first that
+    lies). ``persistent_load`` is injected (the zip and legacy readers map storages to byte ranges);
+    ``source`` names the pickle in reports (``data.pkl``). What the pickle names is judged by
     :func:`trainprobe.checkpoint.pickle_globals.classify_global` and reported in ``notes``: suspicious
-    globals (also those reached before the pickle broke off) and the known classes it rebuilt."""
+    globals (also those reached before the pickle broke off) and the known classes it rebuilt.
+    :attr:`tensors` lists every tensor the pickle built, reachable from its object or not."""
 
     def __init__(
         self,
-        data: bytes | io.BufferedIOBase | Any,
+        data: Any,
         *,
         source: str,
         persistent_load: Callable[[Any], Any] | None = None,
+        start: int = 0,
     ) -> None:
-        stream = io.BytesIO(data) if isinstance(data, (bytes, bytearray, memoryview)) else data
-        super().__init__(stream, encoding="latin1")
+        if hasattr(data, "read") and not hasattr(data, "find"):  # a file (an mmap has both)
+            data, start = data.read(), 0
+        elif isinstance(data, memoryview):
+            data = data.tobytes()
+        self._shape_error: PickleShapeError | None = None
+        try:
+            self.end = walk_pickle(data, start)
+        except PickleShapeError as exc:
+            # What comes before the bad opcode is sound (and torch.load would run it): unpickled for its
+            # globals, then the walk's error is raised.
+            self._shape_error, self.end = exc, start + exc.at
+        window = (
+            data
+            if start == 0 and self.end == len(data) and isinstance(data, bytes)
+            else data[start : self.end]
+        )
+        super().__init__(io.BytesIO(window), encoding="latin1")
         self.source = source
         self._found: list[Note] = []
         self._classes: dict[tuple[str, str], tuple[type[Opaque], KnownGlobal | None]] = {}
         self._persistent_load = persistent_load
+        self.tensors: list[TensorRef] = []
+
+    def load(self) -> Any:
+        if self._shape_error is not None:
+            with contextlib.suppress(*UNPICKLE_ERRORS):
+                super().load()
+            raise self._shape_error
+        return super().load()
 
     @property
     def notes(self) -> list[Note]:
@@ -237,7 +312,7 @@ class SafeUnpickler(pickle.Unpickler):
             module = _compat_pickle.IMPORT_MAPPING[module]
         rebuilder = _REBUILDERS.get((module, name))
         if rebuilder is not None:
-            return rebuilder
+            return self._tracked(rebuilder) if rebuilder in _TENSOR_BUILDERS else rebuilder
         if module == "torch":
             if name in STORAGE_CLASSES:
                 return StorageType(STORAGE_CLASSES[name])
@@ -260,6 +335,19 @@ class SafeUnpickler(pickle.Unpickler):
                     Note(SUSPICIOUS, f"suspicious global {qualified} in {self.source}", qualified)
                 )
         return self._classes[key][0]
+
+    def _tracked(self, rebuild: Callable[..., Any]) -> Callable[..., Any]:
+        """``rebuild`` for this pickle alone: it lists the tensors it builds (a BUILD opcode that sets
+        attributes on the function changes this copy, never the module's)."""
+        built = self.tensors
+
+        def tracked(*args: Any) -> Any:
+            value = rebuild(*args)
+            if isinstance(value, TensorRef):
+                built.append(value)
+            return value
+
+        return tracked
 
 
 def safe_loads(
@@ -284,8 +372,21 @@ def first_pickle(head: bytes) -> Any:
 
 
 def starts_like_a_pickle(head: bytes) -> bool:
-    """Whether ``head`` opens with a pickle: a PROTO opcode (protocols 2-5), or a complete protocol-0/1
-    pickle (text that merely starts with an opcode letter does not parse to the end)."""
+    """Whether ``head`` opens with something ``torch.load`` would unpickle: a PROTO opcode (protocols 2-5), a
+    complete protocol-0/1 pickle, or protocol-0/1 opcodes that go wrong the way only a hostile pickle does
+    (a memo index or length it cannot hold, after sound opcodes) or that name a global before they break
+    off. Text that merely starts with an opcode letter breaks off at once, naming nothing."""
     if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
         return True
-    return first_pickle(head) is not _NOT_PARSED
+    try:
+        walk_pickle(head)
+    except PickleShapeError as exc:
+        if exc.at == 0:
+            return False
+        if exc.impossible:
+            return True
+        prefix = SafeUnpickler(head[: exc.at], source="header", persistent_load=lambda _pid: None)
+        with contextlib.suppress(Exception):  # only what it named before breaking off matters
+            prefix.load()
+        return bool(prefix._classes)
+    return True

@@ -12,12 +12,13 @@ import io
 import mmap
 import os
 import struct
-import zipfile
 import zlib
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported where used: a safetensors scan never needs zipfile (measured: ~4 ms)
+    import zipfile
 
 from trainprobe.checkpoint.base import page_releaser
 
@@ -98,6 +99,79 @@ def record_data_offset(buffer: Any, base: int, info: zipfile.ZipInfo) -> int:
     return int(info.header_offset) + 30 + int(name_len) + int(extra_len)
 
 
+#: The most bytes a compressed record may inflate to (torch never compresses; a deflate bomb of 3 MB would
+#: inflate to gigabytes).
+MAX_INFLATED = 32 << 20
+_EOCD = b"PK\x05\x06"
+_ZIP64_LOCATOR = b"PK\x06\x07"
+
+
+class RecordError(ValueError):
+    """A zip record that cannot be read as torch reads it (encrypted, an unknown compression, inflating past
+    :data:`MAX_INFLATED`); ``limit`` says whether a limit of trainprobe's refused it (rather than damage)."""
+
+    def __init__(self, message: str, *, limit: bool = False) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+def read_record(buffer: Any, base: int, info: zipfile.ZipInfo, total: int) -> bytes:
+    """The bytes of one record of the zip archive at ``buffer[base:base+total]``, read as torch's reader
+    reads them: without checking the CRC32 (``verify`` does that), stored or deflated, encrypted ones
+    refused; deflated ones inflated to at most :data:`MAX_INFLATED` bytes."""
+    import zipfile  # here: a safetensors scan never needs it
+
+    if info.flag_bits & 0x1:
+        raise RecordError(f"record {info.filename} is encrypted, which torch cannot read")
+    start = record_data_offset(buffer, base, info)
+    end = start + info.compress_size
+    if end > total:
+        raise RecordError(f"record {info.filename} is truncated at byte {total:,} of at least {end:,}")
+    raw = memoryview(buffer)[base + start : base + end]
+    try:
+        if info.compress_type == zipfile.ZIP_STORED:
+            return bytes(raw)
+        if info.compress_type != zipfile.ZIP_DEFLATED:
+            raise RecordError(
+                f"record {info.filename} uses compression method {info.compress_type}: torch cannot read it"
+            )
+        inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+        try:
+            data = inflater.decompress(raw, MAX_INFLATED + 1)
+        except zlib.error as exc:
+            raise RecordError(f"record {info.filename} does not inflate ({exc})") from None
+        if len(data) > MAX_INFLATED:
+            raise RecordError(
+                f"record {info.filename} inflates to more than {MAX_INFLATED >> 20} MB "
+                f"({info.compress_size:,} bytes compressed; torch never compresses it)",
+                limit=True,
+            )
+        return data
+    finally:
+        raw.release()
+
+
+def entry_count(buffer: Any, base: int, total: int) -> int | None:
+    """How many records the archive's end-of-central-directory record declares (zip64 too), read before
+    ``zipfile`` builds an object per record; None when it cannot be found (zipfile then says why)."""
+    tail_start = max(0, total - (22 + 0xFFFF))
+    with memoryview(buffer)[base + tail_start : base + total] as view:
+        tail = bytes(view)
+    at = tail.rfind(_EOCD)
+    if at < 0 or at + 22 > len(tail):
+        return None
+    (count,) = struct.unpack("<H", tail[at + 10 : at + 12])
+    locator = at - 20
+    if count == 0xFFFF and locator >= 0 and tail[locator : locator + 4] == _ZIP64_LOCATOR:
+        (offset,) = struct.unpack("<Q", tail[locator + 8 : locator + 16])
+        record = (
+            bytes(memoryview(buffer)[base + offset : base + offset + 56]) if offset + 56 <= total else b""
+        )
+        if record[:4] == b"PK\x06\x06":
+            (count,) = struct.unpack("<Q", record[32:40])
+    return int(count)
+
+
 @dataclass(frozen=True)
 class RecordProblem:
     """One integrity problem of a zip archive: the record it concerns ("" for the whole archive) and what."""
@@ -131,6 +205,8 @@ def record_problems(
     workers: int | None = None,
 ) -> list[RecordProblem]:
     """:func:`verify_zip_crc` with each problem's record name, so a reader can name the tensor it holds."""
+    import zipfile
+
     crc32 = crc32 or _default_crc32
     length = len(buffer) - base if length is None else length
     try:
@@ -174,6 +250,8 @@ def record_problems(
 
         workers = min(workers or _WORKERS, len(ranges))
         if workers > 1 and sum(end - start for _i, start, end in ranges) >= _PARALLEL_MIN_BYTES:
+            from concurrent.futures import ThreadPoolExecutor
+
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trainprobe-crc") as pool:
                 outcomes = iter(list(pool.map(check, ranges)))
         else:

@@ -8,41 +8,35 @@ from typing import Any
 from trainprobe.cli._command import Command, CommandParser, add_output_options, seconds
 from trainprobe.cli._fleet import add_fleet_options, expand_specs, is_fleet, live_reporter, render_fleet
 from trainprobe.cli._output import Console, Output, escape
+from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
 
 _CHECK_HELP = (
-    "Verdicts: consistent, torn (it mixes optimizer steps), corrupt (damaged container), unknown (not "
-    "enough evidence in one file) or unreadable.\n\n"
-    "Evidence: Adam/AdamW step counters all equal and equal to the checkpoint's step field; exp_avg_sq >= 0; "
-    "exp_avg == 0 where exp_avg_sq == 0; the Adam bound |m| <= (1-b1)/sqrt((1-b2)(1-b1²/b2))·sqrt(v) (7.27 "
-    "for betas 0.9/0.999); state shaped like its parameter; param_groups cover the state; bf16/fp16 weights "
-    "equal the cast of their fp32 master copy; zip CRC32s and record sizes; DCP chunks tile each tensor and "
-    "every shard file exists; HF index entries present; the CheckpointWriter manifest (sha256, step). "
-    "NaN/Inf are reported too. Never imports torch and never executes anything from the file."
+    "A checkpoint is a unit: a file, or a directory a framework writes as one checkpoint (HF Trainer "
+    "checkpoint-N/, accelerate save_state, DeepSpeed global_stepN/, a DCP directory, a step folder of model "
+    "+ optimizer files). One verdict per unit: consistent, torn (it mixes training steps), corrupt "
+    "(damaged), nonfinite, suspicious, unknown (not enough evidence) or unreadable.\n\n"
+    "Evidence: step sources agree (the name, trainer_state.json, the step field, the scheduler, the "
+    "optimizer's per-parameter step counters); Adam exp_avg_sq >= 0, exp_avg == 0 where exp_avg_sq == 0 and "
+    "the bound |m| <= (1-b1)/sqrt((1-b2)(1-b1²/b2))·sqrt(v) (7.27 for betas 0.9/0.999), per optimizer family "
+    "(SGD, Adagrad, RMSprop, Adafactor, Lion, 8-bit: what holds for each, the rest shown as skipped); state "
+    "shaped like its parameter and covering every parameter of the unit's model; ZeRO partitions for every "
+    "rank; bf16/fp16 weights equal the cast of their fp32 master copy; zip CRC32s and record sizes; DCP "
+    "chunks tile each tensor; HF index entries present; the CheckpointWriter manifest; identical units. "
+    "NaN/Inf count only in weights and optimizer state. Never imports torch and never executes anything "
+    "from the file."
 )
 
 _CHECK_EPILOG = (
     "examples:\n"
     "  trainprobe check ckpt/step-00001000.pt\n"
-    "  trainprobe check ckpt/                        all checkpoints below\n"
-    "  trainprobe check 'runs/*/last.ckpt' --json    JSON, schema_version 1\n"
+    "  trainprobe check out/                         every unit below (checkpoint-N/ ...)\n"
+    "  trainprobe check 'runs/*/last.ckpt' --json    JSON, schema_version 2\n"
     "  trainprobe check /data/ckpt --on ssh=user@gpu01   where the files are\n"
     "  trainprobe check /ckpt/step_4000 --on 'ssh=node[01-08]'   on each node of a fleet\n\n"
-    "Exit codes: 0 consistent (or unknown, unless --strict); 1 torn, corrupt or NaN/Inf found (wins over "
-    "unreadable); 2 a checkpoint unreadable, or a usage error. With a fleet: 1 if any target found torn, "
-    "corrupt or non-finite checkpoints or could not check (unreachable, failed); else 2 if any had "
-    "unreadable ones; else 0."
+    f"{EXIT_CODES}\n\n"
+    f"--strict: unknown exits 1 too. {FLEET_EXIT_CODES}"
 )
 
-_MARK = {
-    "consistent": "[green]✓ consistent[/]",
-    "clean": "[green]✓ clean[/]",
-    "suspicious": "[bold red]✗ SUSPICIOUS[/]",
-    "nonfinite": "[bold red]✗ NON-FINITE[/]",
-    "torn": "[bold red]✗ TORN[/]",
-    "corrupt": "[bold red]✗ CORRUPT[/]",
-    "unknown": "[yellow]? unknown[/]",
-    "unreadable": "[yellow]! unreadable[/]",
-}
 _OUTCOME = {
     "pass": "[green]pass[/]",
     "fail": "[bold red]FAIL[/]",
@@ -61,7 +55,7 @@ def render_check_report(console: Console, report: dict[str, Any]) -> None:
             extra += (
                 f" · step {c['step']} ({c.get('step_source', '')})[/]" if c.get("step") is not None else "[/]"
             )
-        console.print(f"{_MARK.get(c['verdict'], c['verdict'])}  [bold]{escape(c['path'])}[/]{extra}")
+        console.print(f"{MARK.get(c['verdict'], c['verdict'])}  [bold]{escape(c['path'])}[/]{extra}")
         console.print(
             f"    {escape(c['reason'])}",
             style="dim" if c["verdict"] == "consistent" else None,

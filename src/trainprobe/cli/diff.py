@@ -6,22 +6,29 @@ from typing import Any
 
 from trainprobe.cli._command import Command, CommandParser, add_output_options, at_least
 from trainprobe.cli._output import Console, Output, Table, escape
+from trainprobe.cli._verdicts import EXIT_CODES, MARK
 
 _DIFF_HELP = (
-    "Per tensor: identical, changed (relative change ||A-B||/||A|| and max |A-B|), added, removed, shape or "
-    "dtype changed; a summary per module. For two checkpoints of one run: parameters that did not move at "
+    "A and B are checkpoint units of any kind (a file, checkpoint-N/, global_stepN/, a DCP directory: "
+    "chunked tensors are compared whole). Per tensor: identical, changed (relative change ||A-B||/||A|| and "
+    "max |A-B| over the elements finite in both; NaN/Inf counted, never subtracted), added, removed, shape "
+    "or dtype changed; a summary per module. For two checkpoints of one run: parameters that did not move at "
     "all, and parameters whose optimizer step counter moved while their weights did not (or the reverse) — "
-    "what a save that mixed model and optimizer from different steps leaves behind. Both files are streamed "
-    "in chunks."
+    "what a save that mixed model and optimizer from different steps leaves behind; low-precision weights "
+    "whose updates fell below the dtype's resolution are a note. Each unit is also judged as scan judges it "
+    "(NaN/Inf, a suspicious global, damage, step sources), so diff's verdict for a unit is scan's. Both are "
+    "streamed in chunks."
 )
 
 _DIFF_EPILOG = (
     "examples:\n"
     "  trainprobe diff ckpt/step-00000100.pt ckpt/step-00000200.pt\n"
+    "  trainprobe diff out/checkpoint-500 out/checkpoint-1000   two HF Trainer units\n"
     "  trainprobe diff a.pt b.pt --all        list identical tensors too\n"
-    "  trainprobe diff a.pt b.pt --json       the JSON report (schema_version 1)\n\n"
-    "Exit codes: 0 compared; 1 the optimizer's steps and the weights disagree about what moved; 2 a "
-    "checkpoint is unreadable, or a usage error."
+    "  trainprobe diff a.pt b.pt --json       the JSON report (schema_version 2)\n\n"
+    f"{EXIT_CODES}\n\n"
+    "diff adds torn: the optimizer's steps and the weights disagree about what moved. A unit that cannot "
+    "be opened is reported (corrupt or unreadable), never a traceback."
 )
 
 _STYLE = {
@@ -49,8 +56,38 @@ def _order(x: Any) -> float:
     return float("inf") if x in ("inf", "nan") else 0.0
 
 
+def _render_unit(console: Console, side: str, unit: dict[str, Any] | None, path: str) -> None:
+    if unit is None:
+        console.print(f"[bold]{side}[/] {escape(path)}")
+        return
+    step = f" · step {unit['step']} ({unit['step_source']})" if unit.get("step") is not None else ""
+    console.print(
+        f"[bold]{side}[/] {MARK.get(unit['verdict'], unit['verdict'])}  {escape(path)}  "
+        f"[dim]{unit['framework']}{step}[/]",
+        soft_wrap=True,
+    )
+    for err in unit.get("errors", []):
+        console.print(f"    [bold red]{escape(err['file'])}: {escape(err['error'])}[/]", soft_wrap=True)
+    if unit.get("problem"):
+        console.print(f"    [yellow]{escape(unit['problem'])}[/]")
+    for bad in unit.get("nonfinite", [])[:10]:
+        name = bad["name"] + (f" ({bad['param_name']})" if bad.get("param_name") else "")
+        console.print(
+            f"    [red]{escape(name)}: NaN {bad['nan']} · +Inf {bad['posinf']} · −Inf {bad['neginf']}[/]",
+            soft_wrap=True,
+        )
+    for e in unit.get("evidence", []):
+        word, style = ("FAIL", "bold red") if e["outcome"] == "fail" else ("note", "dim")
+        where = f"{escape(e['file'])}: " if e.get("file") else ""
+        console.print(f"    [{style}]{word} {e['check']}[/] {where}{escape(e['message'])}", soft_wrap=True)
+
+
 def render_diff_report(console: Console, report: dict[str, Any], show_all: bool, limit: int) -> None:
-    console.print(f"[bold]A[/] {escape(report['a'])}\n[bold]B[/] {escape(report['b'])}")
+    units = report.get("units", {})
+    _render_unit(console, "A", units.get("a"), report["a"])
+    _render_unit(console, "B", units.get("b"), report["b"])
+    for side, why in report.get("not_compared", {}).items():
+        console.print(f"[bold red]{side.upper()} could not be compared:[/] {escape(why)}", soft_wrap=True)
     steps = report["optimizer_steps"]
     if steps["a"] is not None:
         console.print(f"optimizer step {_num(steps['a'])} -> {_num(steps['b'])}")
@@ -120,7 +157,11 @@ def render_diff_report(console: Console, report: dict[str, Any], show_all: bool,
             soft_wrap=True,
         )
     summary = ", ".join(f"{n} {status}" for status, n in report["summary"].items())
-    console.print(f"{sum(report['summary'].values())} tensor(s): {summary}")
+    verdict = report["verdict"]
+    console.print(
+        f"{sum(report['summary'].values())} tensor(s): {summary or 'none compared'} — "
+        f"{MARK.get(verdict, verdict)}"
+    )
 
 
 def add_arguments(parser: CommandParser) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,7 @@ from trainprobe.cli._output import Console, Output
 from trainprobe.errors import UsageError
 
 if TYPE_CHECKING:  # imported where used: trainprobe.metrics pulls in numpy, which every command would pay for
-    from trainprobe.metrics import LogReport
+    from trainprobe.metrics import LogReport, RunLog
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -72,11 +73,7 @@ def render_report(report: LogReport, console: Console) -> None:
     from trainprobe.metrics.findings import fmt_step
 
     for run in report.runs:
-        wall = "wall clock" if run.wall is not None and (run.wall == run.wall).any() else "no wall clock"
-        console.print(
-            f"[bold]{escape(run.name)}[/] ({run.format}, {len(run)} rows, steps {fmt_step(run.steps.min())}–"
-            f"{fmt_step(run.steps.max())}, {wall}): {escape(', '.join(list(run.columns)[:8]))}"
-        )
+        console.print(_run_line(run, fmt_step, escape))
     if not report.findings:
         console.print("[green]no findings: the log looks healthy[/]")
         return
@@ -94,6 +91,28 @@ def render_report(report: LogReport, console: Console) -> None:
     console.print(table)
     counts = ", ".join(f"{report.count(s)} {s}" for s in ("error", "warning", "info"))
     console.print(f"{len(report.findings)} findings: {counts}")
+
+
+def _names(names: list[str], shown: int) -> str:
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" (+{more} more)" if more > 0 else "")
+
+
+def _run_line(run: RunLog, fmt_step: Callable[[float], str], escape: Callable[[str], str]) -> str:
+    """One run's header: what was read, on which axis, and which columns are watched. Counters (epoch,
+    batch size, tokens seen) and timings are named apart: the detectors judge only the metrics."""
+    wall = "wall clock" if run.wall is not None and (run.wall == run.wall).any() else "no wall clock"
+    steps = f"steps {fmt_step(run.steps.min())}–{fmt_step(run.steps.max())}" if len(run) else "no steps"
+    line = (
+        f"[bold]{escape(run.name)}[/] ({run.format}, {len(run)} rows, {steps}, {wall}): "
+        f"{escape(_names(run.metrics, 8) or 'no metrics')}"
+    )
+    rest = []
+    for role in ("counter", "timing"):
+        names = [c for c in run.columns if run.role(c) == role]
+        if names:
+            rest.append(f"{role}s {_names(names, 4)}")
+    return line + (f"[dim]; {escape('; '.join(rest))}[/]" if rest else "")
 
 
 def exit_code_for(report: LogReport, fail_on: str) -> int:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from trainprobe.cli._command import Command, CommandParser, add_output_options, at_least, seconds
 from trainprobe.cli._fleet import add_fleet_options, expand_specs, is_fleet, live_reporter, render_fleet
 from trainprobe.cli._output import Console, Output
+from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
 
 if TYPE_CHECKING:
     from trainprobe.checkpoint.scan import FileReport, ScanReport, UnitReport
@@ -27,19 +28,21 @@ _SCAN_EPILOG = (
     "examples:\n"
     "  trainprobe scan checkpoints/                  every checkpoint under a directory\n"
     "  trainprobe scan 'runs/*/step_*.pt' --stats    with min/max/mean/std/absmax/L2/zero fraction\n"
-    "  trainprobe scan model.safetensors --json      the documented JSON report (schema_version 1)\n"
+    "  trainprobe scan model.safetensors --json      the documented JSON report (schema_version 2)\n"
     "  trainprobe scan ckpt.pt --verify              also check zip CRC32s and storage sizes\n"
     "  trainprobe scan /data/ckpt --on ssh=user@gpu01   scan where the files are\n"
     "  trainprobe scan '/ckpt/step_4000/*.distcp' --on 'ssh=node[01-08]'\n"
-    "                                                each node's shards, one report each\n\n"
-    "Exit codes: 0 all clean; 1 non-finite values or a suspicious pickle global found (a finding wins over "
-    "unreadable files); 2 a file unreadable or corrupt and nothing non-finite found, or a usage error. "
-    "With a fleet: 1 if any target found non-finite values or could not scan (unreachable, failed); else 2 "
-    "if any target had unreadable files; else 0."
+    "                                                each node's shards, one report each\n"
+    "  trainprobe scan --on 'ssh=login//slurm=812345' --sharded /local/ckpt/step_4000\n"
+    "                                                one unit, each node its files, one report\n\n"
+    f"{EXIT_CODES}\n\n"
+    "scan judges no consistency inside a file (that is check); it does report a unit whose step sources "
+    "disagree (torn: e.g. an optimizer.pt older than the rest) and a missing rank partition (corrupt). "
+    f"{FLEET_EXIT_CODES}"
 )
 
 
-def _size(n: float) -> str:
+def human_bytes(n: float) -> str:
     for unit in ("B", "kB", "MB", "GB", "TB"):
         if abs(n) < 1000 or unit == "TB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -54,16 +57,7 @@ def _count(n: int) -> str:
     return str(n)
 
 
-_MARK = {  # trainprobe.checkpoint.verdict's words (not imported here: it pulls in numpy)
-    "clean": "[green]✓ clean[/]",
-    "consistent": "[green]✓ consistent[/]",
-    "unknown": "[yellow]? unknown[/]",
-    "nonfinite": "[bold red]✗ NON-FINITE[/]",
-    "suspicious": "[bold red]✗ SUSPICIOUS[/]",
-    "torn": "[bold red]✗ TORN[/]",
-    "corrupt": "[bold red]✗ CORRUPT[/]",
-    "unreadable": "[yellow]! unreadable[/]",
-}
+_MAX_BAD = 10  # non-finite tensors listed per file (the JSON has all)
 _NOTE_STYLE = {"suspicious-global": "bold red", "pickled-class": "dim", "metadata-nonfinite": "dim"}
 
 
@@ -71,29 +65,46 @@ def _fmt(v: float | None) -> str:
     return "—" if v is None else f"{v:.4g}"
 
 
-def _render_file(console: Console, f: FileReport, stats: bool, indent: str = "") -> None:
+def _render_file(
+    console: Console, f: FileReport, stats: bool, indent: str = "", verdict: str | None = None
+) -> None:
+    """One file; ``verdict``: the headline when the file is a unit of its own (the unit's verdict)."""
     from trainprobe.cli._output import escape
 
-    head = f"{indent}{_MARK.get(f.verdict, f.verdict)}  [bold]{escape(f.path)}[/]"
+    verdict = verdict or f.verdict
+    head = f"{indent}{MARK.get(verdict, verdict)}  [bold]{escape(f.path)}[/]"
     if f.error is not None:
         console.print(f"{head}  {escape(f.error)}")
     else:
         console.print(
             f"{head}  [dim]{f.format} · {f.role} · {f.tensor_count} tensors · {_count(f.parameters)} "
-            f"params · {_size(f.bytes)} · {f.nonfinite} non-finite · {f.seconds:.2f} s[/]"
+            f"params · {human_bytes(f.bytes)} · {f.nonfinite} non-finite · {f.seconds:.2f} s[/]"
         )
     pad = indent + "    "
+    classes = [n for n in f.notes if n.kind == "pickled-class"]
     for note in f.notes:
-        console.print(f"{pad}[{_NOTE_STYLE.get(note.kind, 'yellow')}]{escape(note.message)}[/]")
+        if note.kind != "pickled-class" or len(classes) == 1:
+            console.print(f"{pad}[{_NOTE_STYLE.get(note.kind, 'yellow')}]{escape(note.message)}[/]")
+    if len(classes) > 1:  # one line: config classes and enums say the same thing
+        names = ", ".join(dict.fromkeys(n.global_name.rsplit(".", 1)[-1] or n.message for n in classes))
+        console.print(
+            f"{pad}[dim]{len(classes)} pickled classes ({escape(names)}): loading it needs "
+            "torch.load(weights_only=False)[/]"
+        )
     for problem in f.problems:
         console.print(f"{pad}[yellow]{escape(problem)}[/]")
     for t in f.tensors:
         if t.error:
             console.print(f"{pad}[yellow]{escape(t.display_name)}: {escape(t.error)}[/]")
-    for t in f.bad_tensors:
+    bad = f.bad_tensors
+    for t in bad[:_MAX_BAD]:
         console.print(
             f"{pad}[red]{escape(t.display_name)}[/]  {t.dtype} {t.shape}  "
             f"[bold red]NaN {t.nan} · +Inf {t.posinf} · −Inf {t.neginf}[/]  first bad at {t.first_bad_index}"
+        )
+    if len(bad) > _MAX_BAD:
+        console.print(
+            f"{pad}[red]… {len(bad) - _MAX_BAD} more tensor(s) with NaN/Inf[/] [dim](--json lists all)[/]"
         )
     if stats:
         for t in f.tensors:
@@ -117,16 +128,16 @@ def _render_unit(console: Console, u: UnitReport, stats: bool) -> None:
 
     if u.problem is not None or (not u.files and u.unread):
         why = u.problem or "looks like a checkpoint, but no reader claims it: not read"
-        console.print(f"{_MARK.get(u.verdict, u.verdict)}  [bold]{escape(u.path)}[/]  {escape(why)}")
+        console.print(f"{MARK.get(u.verdict, u.verdict)}  [bold]{escape(u.path)}[/]  {escape(why)}")
         return
     single = len(u.files) == 1 and u.files[0].path == u.path and not u.unread
     if single:
-        _render_file(console, u.files[0], stats)
+        _render_file(console, u.files[0], stats, verdict=u.verdict)
         indent = "    "
     else:
         step = f" · step {u.step} ({u.step_source})" if u.step is not None else ""
         console.print(
-            f"{_MARK.get(u.verdict, u.verdict)}  [bold]{escape(u.path)}[/]  "
+            f"{MARK.get(u.verdict, u.verdict)}  [bold]{escape(u.path)}[/]  "
             f"[dim]{u.framework} · {len(u.files)} file(s){step}[/]"
         )
         indent = "    "
@@ -134,8 +145,14 @@ def _render_unit(console: Console, u: UnitReport, stats: bool) -> None:
             _render_file(console, f, stats, indent)
         for path in u.unread:
             console.print(
-                f"{indent}{_MARK['unreadable']}  {escape(path)}  no reader claims this file: not read"
+                f"{indent}{MARK['unreadable']}  {escape(path)}  no reader claims this file: not read"
             )
+    for e in u.evidence:
+        if e.outcome in ("fail", "note"):
+            where = f"{escape(e.file)}: " if e.file else ""
+            style = "bold red" if e.outcome == "fail" else "dim"
+            word = "FAIL" if e.outcome == "fail" else "note"
+            console.print(f"{indent}[{style}]{word} {e.check}[/] {where}{escape(e.message)}", soft_wrap=True)
     if u.identical_to:
         console.print(f"{indent}[yellow]identical tensors to {escape(', '.join(u.identical_to))}[/]")
 
@@ -149,7 +166,7 @@ def render_scan_report(console: Console, report: ScanReport) -> None:
     t = report.totals()
     summary = (
         f"{t['units']} checkpoint(s), {t['files']} file(s), {t['tensors']} tensors, "
-        f"{_count(t['parameters'])} params, {_size(t['bytes'])} in {t['seconds']:.2f} s: "
+        f"{_count(t['parameters'])} params, {human_bytes(t['bytes'])} in {t['seconds']:.2f} s: "
     )
     if t["nonfinite"]:
         summary += (
@@ -161,9 +178,10 @@ def render_scan_report(console: Console, report: ScanReport) -> None:
     suspicious = sum(u.verdict == SUSPICIOUS for u in report.units)
     if suspicious:
         summary += f", [bold red]{suspicious} with suspicious pickle globals[/]"
-    corrupt = sum(u.verdict == "corrupt" for u in report.units)
-    if corrupt:
-        summary += f", [bold red]{corrupt} corrupt[/]"
+    for verdict in ("torn", "corrupt"):
+        count = sum(u.verdict == verdict for u in report.units)
+        if count:
+            summary += f", [bold red]{count} {verdict}[/]"
     if t["units_unreadable"]:
         summary += f", [yellow]{t['units_unreadable']} unreadable[/]"
     console.print(summary)
@@ -255,6 +273,12 @@ def add_arguments(parser: CommandParser) -> None:
         help="Scan on a remote target (ssh=user@host...); repeat, or a range/name/group, for a fleet.",
     )  # fmt: skip
     remote.add_argument(
+        "--sharded", action="store_true",
+        help="With a fleet: PATH is one checkpoint unit whose files are spread over the targets (node-local "
+        "disks, or storage several see): each target scans the files it holds (shared ones split by size), "
+        "and one report comes back, as a scan of all files in one place would give it.",
+    )  # fmt: skip
+    remote.add_argument(
         "--timeout", type=seconds, default=3600.0, metavar="SECONDS",
         help="Seconds before the remote scan is killed (per target; default: %(default)g).",
     )  # fmt: skip
@@ -278,10 +302,23 @@ def scan(
     parallel: int,
     config: Path | None,
     workers: int | None,
+    sharded: bool,
 ) -> int:
     from trainprobe.errors import UsageError
 
     out = Output(json_mode=json_mode, quiet=quiet)
+    if sharded:
+        if not on or len(paths) != 1:
+            raise UsageError(
+                "--sharded takes --on (the targets that hold the files) and one PATH (the unit)",
+                hint="e.g. trainprobe scan --on 'ssh=node[01-04]' --sharded /local/ckpt/step_4000",
+            )
+        from trainprobe.cli._sharded import scan_sharded
+
+        return scan_sharded(
+            out, expand_specs(on, config), paths[0], stats=stats, verify=verify, timeout=timeout,
+            connect_timeout=connect_timeout, parallel=parallel,
+        )  # fmt: skip
     if on:
         try:
             from trainprobe.tasks import scan_on

@@ -172,7 +172,22 @@ def scan(doc: dict[str, Any]) -> Summary:
             lines.append(f"    … {len(bad) - 5} more non-finite tensor(s) in this file")
         return lines
 
-    not_clean = [f for f in files if f.get("verdict") != "clean"]
+    # A unit is a file, or a directory of files; a path that names nothing is a unit without files.
+    not_clean: list[dict[str, Any]] = []
+    for unit in doc.get("units") or [{"files": [f.get("path") for f in files]}]:
+        if unit.get("verdict", "clean") == "clean":
+            continue
+        mine = [f for f in files if f.get("path") in set(unit.get("files") or [])]
+        if not mine or unit.get("problem"):
+            why = unit.get("problem") or "looks like a checkpoint, but no reader claims it: not read"
+            not_clean.append({"verdict": unit.get("verdict"), "path": unit.get("path"), "error": why})
+        not_clean += [f for f in mine if f.get("verdict") != "clean"]
+        not_clean += [
+            {"verdict": e.get("indicates"), "path": unit.get("path"), "format": e.get("check"),
+             "error": e.get("message")}
+            for e in unit.get("evidence") or []
+            if e.get("outcome") == "fail"
+        ]  # fmt: skip
     s.items(not_clean, file, limit=10, what="files that are not clean")
     if files and not not_clean:
         listed = ", ".join(str(f.get("path")) for f in files[:5])

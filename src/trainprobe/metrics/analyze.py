@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from trainprobe.errors import LogError, UsageError
+from trainprobe.errors import UsageError
 from trainprobe.metrics import detectors as det
 from trainprobe.metrics.events import (
     CHECKPOINT_SAVE,
@@ -18,6 +18,7 @@ from trainprobe.metrics.events import (
     EPOCH,
     EVAL,
     LR_CHANGE,
+    NONFINITE_LINE,
     RESUME,
     Event,
     events_from_checkpoint_dir,
@@ -25,8 +26,10 @@ from trainprobe.metrics.events import (
 from trainprobe.metrics.findings import (
     CLIFF,
     DIVERGENCE,
+    EARLY_EXPLOSION,
     MISSING,
     NON_FINITE,
+    OVERFITTING,
     RECURRING,
     SEVERITY_RANK,
     SPIKE,
@@ -35,11 +38,13 @@ from trainprobe.metrics.findings import (
     Finding,
     fmt_step,
 )
-from trainprobe.metrics.readers import READERS, LogReader
+from trainprobe.metrics.reading import no_rows_error, pick_reader, read_logs
+from trainprobe.metrics.roles import metric_kind
+
+__all__ = ["SCHEMA_VERSION", "LogReport", "Options", "analyze", "pick_reader", "read_logs", "rows_to_run"]
 from trainprobe.metrics.table import ColumnBuilder, RunLog, finish_run
 
 SCHEMA_VERSION = 1
-_LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".md")
 
 
 @dataclass
@@ -51,6 +56,9 @@ class Options:
     near_steps: float | None = None  # default: max(50, 2 % of the run's steps)
     event_patterns: list[str] = field(default_factory=list)
     checkpoints: Path | None = None
+    # ``--pattern``: a regex with named groups (``step`` and any metric) that reads each line of a text log
+    # instead of the tokenizer, for a line shape it cannot read.
+    pattern: str | None = None
 
 
 @dataclass
@@ -78,7 +86,9 @@ class LogReport:
                     "rows": len(r),
                     "first_step": _step_json(r.steps[0]) if len(r) else None,
                     "last_step": _step_json(r.steps[-1]) if len(r) else None,
-                    "metrics": list(r.columns),
+                    "metrics": r.metrics,
+                    "counters": [c for c in r.columns if r.role(c) == "counter"],
+                    "timings": [c for c in r.columns if r.role(c) == "timing"],
                     "has_wall_clock": bool(r.wall is not None and np.isfinite(r.wall).any()),
                     "skipped_lines": r.skipped_lines,
                     "events": [e.to_json() for e in self.events.get(r.name, [])],
@@ -92,8 +102,11 @@ class LogReport:
         return out
 
 
-def _step_json(x: float) -> int | float:
-    return int(x) if float(x).is_integer() else float(x)
+def _step_json(x: float) -> int | float | str:
+    x = float(x)
+    if not np.isfinite(x):
+        return "nan" if x != x else ("inf" if x > 0 else "-inf")
+    return int(x) if x.is_integer() and abs(x) < 2**53 else x
 
 
 def downsample(run: RunLog, max_points: int) -> dict[str, dict[str, list[Any]]]:
@@ -126,43 +139,6 @@ def downsample(run: RunLog, max_points: int) -> dict[str, dict[str, list[Any]]]:
 
 
 # -- reading ------------------------------------------------------------------------------------------------
-def pick_reader(path: Path) -> LogReader:
-    with open(path, "rb") as fh:
-        head = fh.read(65536)
-    for reader in READERS:
-        if reader.sniff(path, head):
-            return reader
-    raise LogError(str(path), "not a log format trainprobe reads")  # pragma: no cover - text accepts anything
-
-
-def read_logs(path: Path, *, event_patterns: list[re.Pattern[str]] | None = None) -> list[RunLog]:
-    """Read one log file (format detected from its content), or every log file in a directory."""
-    if not path.exists():
-        raise UsageError(f"{path}: no such file or directory", hint="check the path")
-    if path.is_dir():
-        files = sorted(
-            p
-            for p in path.rglob("*")
-            if p.is_file() and ("tfevents" in p.name or p.suffix.lower() in _LOG_SUFFIXES)
-        )
-        if not files:
-            raise LogError(
-                str(path),
-                "no log files in this directory",
-                hint="pass a log file, or a directory with *.log, *.jsonl, *.csv or tfevents files",
-            )
-        runs: list[RunLog] = []
-        for f in files:
-            runs.extend(read_logs(f, event_patterns=event_patterns))
-        return [r for r in runs if len(r)]
-    try:
-        reader = pick_reader(path)
-        runs = reader.read(path, event_patterns=event_patterns)
-    except OSError as exc:
-        raise LogError(str(path), f"cannot read ({exc.strerror or exc})") from None
-    return runs
-
-
 def rows_to_run(rows: Sequence[Mapping[str, float]], name: str = "run") -> RunLog:
     builder = ColumnBuilder()
     for row in rows:
@@ -186,7 +162,7 @@ def derive_events(run: RunLog, options: Options) -> list[Event]:
                 )
             )
     for name, col in run.columns.items():
-        kind = det.metric_kind(name)
+        kind = metric_kind(name)
         rows = np.flatnonzero(run.mask(name) & np.isfinite(col))
         if rows.size < 3:
             continue
@@ -199,8 +175,9 @@ def derive_events(run: RunLog, options: Options) -> list[Event]:
             with np.errstate(divide="ignore", invalid="ignore"):
                 rel = np.abs(np.diff(x)) / np.maximum(np.abs(x[:-1]), 1e-30)
             changes = np.flatnonzero(rel > 0.01) + 1
-            # Schedules that move every step (warmup, cosine) are not events; step schedules are.
-            if 0 < changes.size <= max(3, 0.05 * rows.size):
+            # Schedules that move every step (warmup, cosine) are not events; step schedules are. (A few
+            # rows of a warmup, each one up, are a schedule too.)
+            if 0 < changes.size <= max(3, 0.05 * rows.size) and 2 * changes.size <= rows.size - 1:
                 for i in changes:
                     events.append(
                         Event(
@@ -231,6 +208,11 @@ def derive_events(run: RunLog, options: Options) -> list[Event]:
 _PRIMARY = (CHECKPOINT_SAVE, RESUME, CUSTOM, LR_CHANGE)
 
 
+# A save that holds logging up for less than this many usual gaps is an ordinary save (a 1B model takes
+# tens of seconds to write), worth knowing but no warning; the seed's blocking save took 340 of them.
+ORDINARY_SAVE_GAPS = 20.0
+
+
 def _attach_stalls(events: list[Event], stalls: list[Finding]) -> None:
     for stall in stalls:
         for e in events:
@@ -241,6 +223,15 @@ def _attach_stalls(events: list[Event], stalls: list[Finding]) -> None:
                 if stall.event is None:
                     stall.event, stall.event_distance = e, 0.0
                     stall.message += f", during {e.describe().split(', which')[0]}"
+        event = stall.event
+        if (
+            event is not None
+            and event.kind in (CHECKPOINT_SAVE, EVAL)
+            and (stall.magnitude or 0.0) < ORDINARY_SAVE_GAPS
+        ):
+            stall.severity = "info"
+            what = "save" if event.kind == CHECKPOINT_SAVE else "eval"
+            stall.message += f" (an ordinary {what}: under {ORDINARY_SAVE_GAPS:.0f}× the usual gap)"
 
 
 def _nearest(events: list[Event], finding: Finding, near: float) -> tuple[Event | None, float | None]:
@@ -263,11 +254,18 @@ def _nearest(events: list[Event], finding: Finding, near: float) -> tuple[Event 
 def _suggest(f: Finding, near: float) -> None:
     e = f.event
     if f.kind in (SPIKE, CLIFF, DIVERGENCE, NON_FINITE, MISSING) and e is not None:
-        f.message += f", {fmt_step(f.event_distance or 0)} steps after {e.describe()}"
+        gap = f.event_distance or 0
+        f.message += (
+            f", at {e.describe()}"
+            if gap == 0
+            else f", {fmt_step(gap)} step{'s' * (gap != 1)} after {e.describe()}"
+        )
     if f.kind == STALL:
         f.suggestion = (
             "look at what the job did then: checkpoint I/O, an eval, a slow or preempted node"
             if e is None
+            else f"time the eval at step {fmt_step(e.step)}: a long eval blocks training and logging"
+            if e.kind == EVAL
             else f"time the save at step {fmt_step(e.step)}: slow storage or a blocking save"
         )
         return
@@ -288,7 +286,7 @@ def _suggest(f: Finding, near: float) -> None:
         f.suggestion = (
             f"the learning rate changed at step {fmt_step(e.step)} ({e.text}); try a smaller change or warmup"
         )
-    elif f.kind == NON_FINITE and det.metric_kind(f.metric) == "time":
+    elif f.kind == NON_FINITE and metric_kind(f.metric) == "time":
         f.suggestion = (
             "a timing field, not the model: usually an average over zero steps at the start; harmless"
         )
@@ -308,6 +306,15 @@ def _suggest(f: Finding, near: float) -> None:
         )
     elif f.kind == DIVERGENCE:
         f.suggestion = "lower the learning rate or restart from the last checkpoint before the rise"
+    elif f.kind == OVERFITTING:
+        f.suggestion = (
+            f"keep the checkpoint from around step {fmt_step(f.step)} (the best eval), and regularise or "
+            "stop earlier"
+        )
+    elif f.kind == EARLY_EXPLOSION:
+        f.suggestion = (
+            "lower the initial learning rate or add warmup; clip gradients; check the input scaling"
+        )
     elif f.kind == SPIKE:
         f.suggestion = (
             f"inspect the batches around step {fmt_step(f.step)}; if the same steps spike in another run "
@@ -327,6 +334,7 @@ def analyze(
         patterns = [re.compile(p) for p in options.event_patterns]
     except re.error as exc:
         raise UsageError(f"--event: not a valid regular expression ({exc})") from None
+    line_pattern = _line_pattern(options.pattern)
     if isinstance(sources, (str, Path, RunLog)):
         sources = [sources]
     runs: list[RunLog] = []
@@ -334,35 +342,19 @@ def analyze(
         if isinstance(src, RunLog):
             runs.append(src)
         elif isinstance(src, (str, Path)):
-            runs.extend(read_logs(Path(src), event_patterns=patterns))
+            runs.extend(read_logs(Path(src), event_patterns=patterns, line_pattern=line_pattern))
         else:
             runs.append(rows_to_run(src, name=f"run{len(runs)}"))
-    if not runs or all(len(r) == 0 for r in runs):
-        raise LogError(
-            ", ".join(str(s) for s in [r.path for r in runs]) or "input",
-            "no metric rows found",
-            hint="is this a training log? lines need fields such as 'step 10 loss 2.3'",
-        )
+    if not runs or all(len(r) == 0 or not r.metrics for r in runs):
+        raise no_rows_error(runs)
+    runs = [r for r in runs if len(r)]
     _unique_names(runs)
     findings: list[Finding] = []
     all_events: dict[str, list[Event]] = {}
     for run in runs:
         events = derive_events(run, options)
         all_events[run.name] = events
-        run_findings: list[Finding] = []
-        stalls = det.detect_stalls(
-            run, factor=options.stall_factor, floor_s=options.stall_floor_s, window=options.window
-        )
-        _attach_stalls(events, stalls)
-        run_findings.extend(stalls)
-        run_findings.extend(det.detect_throughput(run))
-        for metric in run.columns:
-            run_findings.extend(det.detect_nonfinite(run, metric))
-            run_findings.extend(
-                det.detect_spikes(run, metric, threshold=options.threshold, window=options.window)
-            )
-            run_findings.extend(det.detect_divergence(run, metric))
-        run_findings.extend(det.detect_missing(run))
+        run_findings = _detect(run, events, options)
         span = float(run.steps.max() - run.steps.min()) if len(run) else 0.0
         near = options.near_steps if options.near_steps is not None else max(50.0, 0.02 * span)
         for f in run_findings:
@@ -373,6 +365,80 @@ def analyze(
     findings.extend(_recurring(findings, runs))
     findings.sort(key=lambda f: (SEVERITY_RANK[f.severity], f.run, f.step))
     return LogReport(runs=runs, findings=findings, events=all_events)
+
+
+def _detect(run: RunLog, events: list[Event], options: Options) -> list[Finding]:
+    """Every detector over one run. A jump right after a save or resume is suspect by itself (a lower spike
+    threshold there); a spike or cliff inside a divergence is part of it, not a finding of its own."""
+    stalls = det.detect_stalls(
+        run, factor=options.stall_factor, floor_s=options.stall_floor_s, window=options.window
+    )
+    _attach_stalls(events, stalls)
+    found: list[Finding] = [*stalls, *det.detect_throughput(run)]
+    suspect = np.zeros(len(run), dtype=bool)
+    for e in events:
+        if e.kind in (CHECKPOINT_SAVE, RESUME) and 0 <= e.row < len(run):
+            suspect[e.row : e.row + det.SUSPECT_ROWS] = True
+    for metric in run.metrics:
+        found.extend(det.detect_nonfinite(run, metric))
+        diverging = det.detect_divergence(run, metric)
+        found.extend(diverging)
+        for f in det.detect_spikes(
+            run, metric, threshold=options.threshold, window=options.window, suspect=suspect
+        ):
+            if not any(d.step <= f.step <= d.end_step for d in diverging):
+                found.append(f)
+        found.extend(det.detect_early_explosion(run, metric))
+    found.extend(det.detect_overfitting(run))
+    found.extend(det.detect_missing(run))
+    found.extend(det.detect_unfinished(run))
+    found.extend(_reported_nonfinite(run, events, found))
+    return found
+
+
+def _reported_nonfinite(run: RunLog, events: list[Event], found: list[Finding]) -> list[Finding]:
+    """A line that says NaN/Inf appeared (fairseq's nan_detector, "loss is nan"), when no value showed it."""
+    out: list[Finding] = []
+    losses = [m for m in run.metrics if metric_kind(m) == "loss"] or run.metrics
+    for e in events:
+        if e.kind != NONFINITE_LINE or not losses:
+            continue
+        if any(f.kind == NON_FINITE and abs(f.step - e.step) <= 1 for f in found + out):
+            continue
+        out.append(
+            Finding(
+                NON_FINITE,
+                "error",
+                run.name,
+                losses[0],
+                e.step,
+                e.step,
+                row=max(0, min(e.row, len(run) - 1)),
+                message=(
+                    f"the log reports a non-finite value after step {fmt_step(e.step)}: {_clip(e.text, 160)}"
+                ),
+            )
+        )
+    return out
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _line_pattern(pattern: str | None) -> re.Pattern[str] | None:
+    if pattern is None:
+        return None
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(f"--pattern: not a valid regular expression ({exc})") from None
+    if not compiled.groupindex:
+        raise UsageError(
+            "--pattern: the regex names no group",
+            hint="name the step and each metric: 'step (?P<step>\\d+) loss (?P<loss>\\S+)'",
+        )
+    return compiled
 
 
 def _unique_names(runs: list[RunLog]) -> None:

@@ -1,9 +1,16 @@
 """Things that happened during a run, next to which anomalies get explained: checkpoint saves, resumes,
-epochs,
-learning-rate changes, eval runs, and anything a user names with ``--event REGEX``."""
+epochs, learning-rate changes, eval runs, and anything a user names with ``--event REGEX``.
+
+A save is an event only when a line says one happened (``Saving checkpoint to …``, ``… checkpoint saved``,
+``saving model to '…/epoch=0-step=100.ckpt'``), or from a checkpoint file's own modification time; a line
+that merely mentions checkpoints (``--save-interval 1000``, ``will save every 500 steps``, ``Loading
+checkpoint …``, echoed source code) is not one. A save keeps the path its line names, so triage can match it
+to the checkpoint on disk.
+"""
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,14 +24,22 @@ EPOCH = "epoch"
 LR_CHANGE = "lr_change"
 EVAL = "eval"
 CUSTOM = "custom"
+NONFINITE_LINE = "non_finite_reported"
 
-EVENT_KINDS = (CHECKPOINT_SAVE, RESUME, EPOCH, LR_CHANGE, EVAL, CUSTOM)
+EVENT_KINDS = (CHECKPOINT_SAVE, RESUME, EPOCH, LR_CHANGE, EVAL, CUSTOM, NONFINITE_LINE)
 
-_SAVE_LINE = re.compile(
-    r"(?i)\b(?:sav(?:e|es|ed|ing)\s+(?:\S+\s+){0,3}?(?:checkpoint|ckpt|model|state|weights)"
-    r"|(?:checkpoint|ckpt)\S*\s+(?:\S+\s+){0,3}?(?:saved|written)"
-    r"|writ(?:e|ing)\s+(?:a\s+)?checkpoint)"
+# A save that happened (or is happening): a past or progressive verb, and what was saved.
+_SAVE_VERB = re.compile(
+    r"(?i)\b(?:saving|saved|wrote|writing|written|stored|storing|dumped|dumping|exported|exporting|"
+    r"checkpointed|checkpointing|persisted|persisting)\b"
 )
+_SAVED_THING = re.compile(r"(?i)checkpoint|ckpt|\bmodel\b|weights|\bstate|snapshot|optimizer")
+_SAVE_ALONE = re.compile(r"(?i)\b(?:checkpoint|ckpt)\w*\s+(?:\S+\s+){0,3}?(?:saved|written|stored)\b")
+_NOT_A_SAVE = re.compile(
+    r"(?i)\b(?:will|would|should|every|interval|about to|skip\w*|not|no|disabled?|failed|unable|"
+    r"cannot|can't|could not|load\w*|resum\w*|restor\w*)\b"
+)
+_FAILED_SAVE = re.compile(r"(?i)\b(?:disabled|failed|skipped|skipping|unable|cannot|error)\b")
 # Echoed source code and shell lines mention saving too; they are not events. An assignment marks code, but
 # ``key=number`` without spaces does not: loggers write "Saving checkpoint to ... (step=10)", while source
 # spaces its "save_every : int = 0".
@@ -32,16 +47,41 @@ _CODE_LINE = re.compile(
     r"^\s*(?:#|def\s|class\s|if\s|for\s|while\s|return\b|import\s|from\s|with\s|elif\s|else:|try:|except\b|--|\$)"
     r"|\w\s+=\s*\S|\w\s*\+=|\w=(?![-+]?\d[\w.+-]*(?:[\s,;)\]]|$))\S|\w\(|\\\s*$|[:{(\[]\s*$"
 )
+_QUOTED = re.compile(r"'[^'\n]{0,512}'|\"[^\"\n]{0,512}\"")
+# A line that says a NaN/Inf appeared (fairseq's nan_detector: "Inf detected in output of …", "loss is nan"),
+# not a routine fp16 overflow notice ("OVERFLOW! … Skipping step").
+_NONFINITE_LINE = re.compile(
+    r"(?i)\b(?:nan|inf|infinity|non-finite)\b\W{0,3}(?:\w+\W+){0,2}?(?:detected|found|encountered)\b"
+    r"|\b(?:detected|found|encountered)\W+(?:\w+\W+){0,2}?(?:nan|inf|non-finite)\b"
+    r"|\bloss\b\W{0,3}(?:is|became|=)\W{0,3}(?:nan|inf)\b"
+)
 _EPOCH_LINE = re.compile(r"(?i)^\W*(?:start(?:ing)?\s+)?epoch\s*[:=#]?\s*(\d+)")
-_STEP_IN_LINE = re.compile(
-    r"(?i)\b(?:step|iteration|iter|global_step|checkpoint-|step_|step-)\s*[:=#]?\s*(\d+)"
+_STEP_IN_LINE = re.compile(r"(?i)\b(?:global[_ ]step|step|iteration|iter|it)\s*[:=#]?\s*(\d{1,15})\b")
+_STEP_IN_PATH = re.compile(r"(?i)(?:global_step|step|iteration|iter|checkpoint|ckpt)[-_=]?(\d{1,15})(?!\d)")
+_CKPT_SUFFIXES = (
+    ".pt",
+    ".pth",
+    ".ckpt",
+    ".bin",
+    ".safetensors",
+    ".pkl",
+    ".h5",
+    ".hdf5",
+    ".keras",
+    ".npz",
+    ".distcp",
+    ".tar",
+    ".msgpack",
+    ".index",
+    ".pdparams",
 )
 _CKPT_NAME_STEP = re.compile(r"(\d+)")
 
 
 @dataclass
 class Event:
-    """One event. ``row`` is the index of the first metric row logged after it (for ordering against rows)."""
+    """One event. ``row`` is the index of the first metric row logged after it (for ordering against rows);
+    ``path`` the file or directory a save line names; ``order`` where a reader saw it (a line number)."""
 
     kind: str
     step: float
@@ -49,13 +89,16 @@ class Event:
     text: str = ""
     wall: float | None = None
     stall_s: float | None = None
+    path: str | None = None
+    order: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
             "step": _int_or_float(self.step),
             "text": self.text,
-            "wall": self.wall,
+            "path": self.path,
+            "wall": None if self.wall is None or not math.isfinite(self.wall) else self.wall,
             "stall_s": None if self.stall_s is None else round(self.stall_s, 3),
         }
 
@@ -67,6 +110,7 @@ class Event:
             LR_CHANGE: "the learning-rate change",
             EVAL: "the eval run",
             CUSTOM: f"the event '{self.text[:40]}'",
+            NONFINITE_LINE: "the non-finite value the log reports",
         }.get(self.kind, self.kind)
         out = f"{what} at step {_int_or_float(self.step)}"
         if self.stall_s is not None:
@@ -74,8 +118,59 @@ class Event:
         return out
 
 
-def _int_or_float(x: float) -> int | float:
-    return int(x) if float(x).is_integer() else float(x)
+def _int_or_float(x: float) -> int | float | str:
+    x = float(x)
+    if not math.isfinite(x):
+        return "nan" if x != x else ("inf" if x > 0 else "-inf")
+    return int(x) if x.is_integer() and abs(x) < 2**53 else x
+
+
+def looks_like_code(line: str) -> bool:
+    """Echoed source or a shell line (quoted strings and paths, which may hold ``=`` and ``(``, left out)."""
+    bare = " ".join(t if "/" not in t else "PATH" for t in _QUOTED.sub(" ", line).split(" "))
+    return bool(_CODE_LINE.search(bare))
+
+
+def is_save_line(line: str) -> bool:
+    """Whether a log line says that a checkpoint was (or is being) saved."""
+    if looks_like_code(line):
+        return False
+    verb = _SAVE_VERB.search(line)
+    if verb is not None:
+        if not (_SAVED_THING.search(line) or save_path(line)):
+            return False
+    elif not _SAVE_ALONE.search(line):
+        return False
+    if _FAILED_SAVE.search(line):
+        return False
+    return not _NOT_A_SAVE.search(line[: verb.start()] if verb is not None else line)
+
+
+def save_path(line: str) -> str | None:
+    """The file or directory a save line names: a token with a ``/`` or a checkpoint suffix, quotes and
+    trailing punctuation taken off."""
+    for raw in line.split():
+        token = raw.strip("'\"`,;()[]{}<>").rstrip(".:!")
+        if len(token) < 2 or "://" in token:
+            continue
+        name = token.rsplit("/", 1)[-1]
+        has_suffix = name.lower().endswith(_CKPT_SUFFIXES)
+        if has_suffix or ("/" in token and any(c.isalnum() for c in name or token) and "=" not in token[:1]):
+            return token
+        if _STEP_IN_PATH.fullmatch(token):
+            return token
+    return None
+
+
+def save_step(line: str, path: str | None) -> float | None:
+    """The step a save line names: in its path (``checkpoint-500``, ``global_step100``, ``step=100.ckpt``),
+    else in its words (``at iteration 100``)."""
+    if path:
+        found = _STEP_IN_PATH.findall(path)
+        if found:
+            return float(found[-1])
+    m = _STEP_IN_LINE.search(line)
+    return float(m.group(1)) if m else None
 
 
 def classify_line(line: str, custom: list[re.Pattern[str]] | None = None) -> tuple[str, float | None] | None:
@@ -83,14 +178,41 @@ def classify_line(line: str, custom: list[re.Pattern[str]] | None = None) -> tup
     for pattern in custom or ():
         if pattern.search(line):
             return CUSTOM, _step_named(line)
-    if _CODE_LINE.search(line):
+    if _NONFINITE_LINE.search(line):
+        return NONFINITE_LINE, None
+    if is_save_line(line):
+        return CHECKPOINT_SAVE, save_step(line, save_path(line))
+    if looks_like_code(line):
         return None
-    if _SAVE_LINE.search(line):
-        return CHECKPOINT_SAVE, _step_named(line)
     m = _EPOCH_LINE.match(line)
     if m:
         return EPOCH, None
     return None
+
+
+def event_from_line(
+    line: str,
+    custom: list[re.Pattern[str]] | None = None,
+    *,
+    order: float | None = None,
+    wall: float | None = None,
+) -> Event | None:
+    """The event a log line records (step NaN when it names none: the reader puts it after the row
+    before)."""
+    got = classify_line(line, custom)
+    if got is None:
+        return None
+    kind, step = got
+    path = save_path(line) if kind == CHECKPOINT_SAVE else None
+    return Event(
+        kind,
+        float("nan") if step is None else step,
+        -1,
+        text=line.strip()[:200],
+        wall=wall,
+        path=path,
+        order=order,
+    )
 
 
 def _step_named(line: str) -> float | None:
@@ -99,19 +221,42 @@ def _step_named(line: str) -> float | None:
 
 
 def events_from_checkpoint_dir(directory: Path, steps: np.ndarray, wall: np.ndarray | None) -> list[Event]:
-    """Checkpoint saves from the files/dirs in ``directory``: the step in the name, else the mtime mapped
-    onto wall."""
+    """Checkpoint saves from the files/dirs in ``directory``: the step in the name, else the modification time
+    placed on the wall clock."""
     found: list[Event] = []
     for entry in sorted(directory.iterdir()):
-        nums = _CKPT_NAME_STEP.findall(entry.name)
-        mtime = entry.stat().st_mtime
-        if nums:
-            step = float(nums[-1])
+        try:
+            mtime = entry.stat().st_mtime
+        except OSError:
+            continue
+        in_name = _STEP_IN_PATH.findall(entry.name) or _CKPT_NAME_STEP.findall(entry.name)
+        if in_name:
+            step = float(in_name[-1])
         elif wall is not None and np.isfinite(wall).any():
             order = np.searchsorted(np.nan_to_num(wall, nan=-np.inf), mtime)
             step = float(steps[min(int(order), len(steps) - 1)]) if len(steps) else 0.0
         else:
             continue
         row = int(np.searchsorted(steps, step, side="right")) if len(steps) else 0
-        found.append(Event(CHECKPOINT_SAVE, step, row, text=str(entry), wall=mtime))
+        found.append(Event(CHECKPOINT_SAVE, step, row, text=str(entry), wall=mtime, path=str(entry)))
     return found
+
+
+__all__ = [
+    "CHECKPOINT_SAVE",
+    "CUSTOM",
+    "EPOCH",
+    "EVAL",
+    "EVENT_KINDS",
+    "LR_CHANGE",
+    "NONFINITE_LINE",
+    "RESUME",
+    "Event",
+    "classify_line",
+    "event_from_line",
+    "events_from_checkpoint_dir",
+    "is_save_line",
+    "looks_like_code",
+    "save_path",
+    "save_step",
+]

@@ -18,6 +18,21 @@ MISSING = "missing_value"
 DIVERGENCE = "divergence"
 THROUGHPUT = "throughput_regression"
 RECURRING = "recurring_spike"
+OVERFITTING = "overfitting"
+EARLY_EXPLOSION = "early_explosion"
+
+FINDING_KINDS = (
+    SPIKE,
+    CLIFF,
+    STALL,
+    NON_FINITE,
+    MISSING,
+    DIVERGENCE,
+    OVERFITTING,
+    EARLY_EXPLOSION,
+    THROUGHPUT,
+    RECURRING,
+)
 
 
 @dataclass
@@ -33,6 +48,8 @@ class Finding:
     magnitude: float | None = None
     recovered_after: float | None = None
     row: int = 0
+    # a spike that came most of the way back but not to its baseline: the level it settled at
+    settled_at: float | None = None
     event: Event | None = None
     event_distance: float | None = None
     message: str = ""
@@ -51,6 +68,7 @@ class Finding:
             "baseline": _num(self.baseline),
             "magnitude": _num(self.magnitude),
             "recovered_after_steps": _num(self.recovered_after),
+            "settled_at": _num(self.settled_at),
             "event": None
             if self.event is None
             else {**self.event.to_json(), "steps_before": _num(self.event_distance)},

@@ -11,11 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-import numpy as np
-
 from trainprobe.metrics.analyze import LogReport, Options, analyze
 from trainprobe.metrics.findings import CLIFF, SPIKE, Finding
-from trainprobe.metrics.readers.jsonl import _flatten
+from trainprobe.metrics.readers.jsonl import flatten
 from trainprobe.metrics.readers.text import LineParser
 from trainprobe.metrics.table import RunLog
 
@@ -118,13 +116,12 @@ class OnlineAnalyzer:
                 except ValueError:
                     obj = None
                 if isinstance(obj, dict):
-                    self.parser.builder.add_row(_flatten(obj))
-                    self.parser.wall.append(np.array([float("nan")]))
+                    self.parser.feed_row(flatten(obj))
                     continue
             self.parser.feed_line(line)
 
     def run(self) -> RunLog:
-        return self.parser.run()
+        return self.parser.run(final=False)
 
     def new_findings(self, *, final: bool = False) -> list[Finding]:
         run = self.run()

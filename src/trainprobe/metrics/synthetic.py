@@ -1,4 +1,5 @@
-"""Synthetic training logs: the seed's story (for tests and the demo) and big uniform logs (benchmark)."""
+"""Synthetic training logs: the seed's story (for tests and the demo), and big logs in every line shape the
+text reader knows (the benchmark)."""
 
 from __future__ import annotations
 
@@ -59,5 +60,66 @@ def write_uniform_log(path: Path, n_rows: int, *, fmt: str, seed: int = 0, block
                 lines = np.char.add(np.char.add(np.char.add("step ", step_s), " | loss "), loss_s)
                 lines = np.char.add(np.char.add(lines, " | lr "), lr_s)
             fh.write("\n".join(lines.tolist()))
+            fh.write("\n")
+    return path.stat().st_size
+
+
+# One line per step in the shape real loggers print (the benchmark reads each); ``{i}`` the step, ``{w}`` a
+# wall clock, ``{loss}`` a loss. Each is a format string over numpy-built columns.
+SHAPES: dict[str, str] = {
+    "pipes": "step {i} | loss {loss:.4f} | lr 3.00e-04",
+    "key=value": "step={i} loss={loss:.6f} lr=0.0003 grad_norm={gn:.4f}",
+    "python logging": "{stamp} INFO step={i} loss={loss:.6f} lr=0.0003",
+    "loguru": "{stamp} | INFO     | trainer:step:88 - it={i} loss={loss:.4f} acc={acc:.4f}",
+    "glog": "I1129 {hms}.{us:06d}  4567 train.py:88] step {i} loss {loss:.4f}",
+    "llm.c": "s:{i} trl:{loss:.4f} lr:0.0006 norm:{gn:.2f}",
+    "modded-nanogpt": "step:{i}/6200 train_loss:{loss:.4f} train_time:{ms}ms step_avg:213.40ms",
+    "megatron": (
+        " iteration {i:8d}/  159576 | consumed samples: {samples:12d} |"
+        " elapsed time per iteration (ms): 18333.4 | learning rate: 6.000E-05 | global batch size:    96 |"
+        " lm loss: {loss:.6E} | loss scale: 2048.0 | grad norm: {gn:.3f} | num zeros: 0.0 |"
+        " number of skipped iterations:   0 | number of nan iterations:   0 |"
+    ),
+    "hf-trainer dict": (
+        "{{'loss': {loss:.4f}, 'grad_norm': {gn:.4f}, 'learning_rate': 1e-05, 'epoch': {epoch:.2f}}}"
+    ),
+    "pytorch examples": "Train Epoch: {epoch_i} [{seen}/60000 ({pct:.0f}%)]\tLoss: {loss:.6f}",
+    "jsonl": '{{"step": {i}, "loss": {loss:.4f}, "lr": 3.00e-04}}',
+}
+
+
+def write_shape_log(path: Path, n_rows: int, shape: str, *, seed: int = 0, block: int = 200_000) -> int:
+    """A log of ``n_rows`` lines of one of ``SHAPES``, written block by block; returns its size in bytes."""
+    fmt = SHAPES[shape]
+    rng = np.random.default_rng(seed)
+    start = dt.datetime(2026, 11, 29, 22, 36, 21)
+    with open(path, "w", encoding="utf-8") as fh:
+        for first in range(0, n_rows, block):
+            n = min(block, n_rows - first)
+            steps = np.arange(first, first + n)
+            loss = 0.7 + 2.0 * np.exp(-steps / 1e6) + rng.normal(0, 0.02, n)
+            gn = np.abs(1.0 + rng.normal(0, 0.1, n))
+            out = []
+            for j in range(n):
+                i = int(steps[j])
+                fields: dict[str, object] = {
+                    "i": i,
+                    "loss": float(loss[j]),
+                    "gn": float(gn[j]),
+                    "acc": 0.5,
+                    "ms": 213 * i,
+                }
+                if "{stamp}" in fmt or "{hms}" in fmt:
+                    when = start + dt.timedelta(milliseconds=37 * i)
+                    fields["stamp"] = f"{when:%Y-%m-%d %H:%M:%S},{when.microsecond // 1000:03d}"
+                    fields["hms"] = f"{when:%H:%M:%S}"
+                    fields["us"] = when.microsecond
+                fields["samples"] = 96 * i
+                fields["epoch"] = i / 1000
+                fields["epoch_i"] = 1 + i // 938
+                fields["seen"] = (i % 938) * 64
+                fields["pct"] = 100 * (i % 938) / 938
+                out.append(fmt.format(**fields))
+            fh.write("\n".join(out))
             fh.write("\n")
     return path.stat().st_size

@@ -2,11 +2,13 @@
 
 Missing cells are NaN with ``present`` saying which cells a logger actually wrote, so a literal ``nan`` in
 the log (a value) and a field the logger left out (Megatron hides NaN steps that way) stay distinguishable.
+Readers hand rows (one at a time, or numpy blocks) to a ``ColumnBuilder``, each with an optional order key
+(the line it came from), so blocks read by a template and rows read one by one interleave as in the file;
+``finish_run`` then builds the step axis and the wall clock (:mod:`trainprobe.metrics.axis`).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,49 +17,20 @@ from trainprobe.metrics.events import Event
 
 FloatArray = np.ndarray
 
-STEP_KEYS = frozenset(
-    {
-        "step",
-        "_step",
-        "global_step",
-        "iter",
-        "iteration",
-        "s",
-        "it",
-        "trainer/global_step",
-        "train/global_step",
-        "steps",
-        "global step",
-        "optimizer_step",
-    }
-)
-_STEP_LAST_WORDS = frozenset({"step", "iter", "iteration", "global_step"})
-# Keys whose value is a wall clock or an elapsed time since start (both give gaps between rows).
-TIME_KEYS = frozenset(
-    {
-        "time",
-        "timestamp",
-        "_timestamp",
-        "wall_time",
-        "walltime",
-        "wall",
-        "elapsed",
-        "train_time",
-        "_runtime",
-        "runtime",
-        "elapsed_time",
-        "time_s",
-        "wallclock",
-    }
-)
+# Column names a reader uses for what is not a metric (consumed by finish_run, never reported).
+INTERNAL = "#"
+WALL_KEY = "#wall"
+TOTAL_PREFIX = "#total:"
 
 
-def is_step_key(key: str) -> bool:
-    low = key.strip().lower()
-    if low in STEP_KEYS:
-        return True
-    words = re.split(r"[\s/]+", low)
-    return len(words) > 1 and words[-1] in _STEP_LAST_WORDS
+@dataclass(frozen=True)
+class Unread:
+    """A line of a log that gave no metric row, and why (the first few are kept, to explain a log that
+    gave none)."""
+
+    line_no: int
+    text: str
+    why: str
 
 
 @dataclass
@@ -74,9 +47,26 @@ class RunLog:
     wall: FloatArray | None = None
     events: list[Event] = field(default_factory=list)
     skipped_lines: int = 0
+    unread: list[Unread] = field(default_factory=list)
+    # column -> "metric", "counter" or "timing" (trainprobe.metrics.roles); a column not named is a metric
+    roles: dict[str, str] = field(default_factory=dict)
+    # the last step the log says the run would reach (Megatron's ``iteration N/ 159576``, a golden file's
+    # ``end_step``), when it says one
+    declared_end: float | None = None
+    # runs read from the same file on an axis of their own (an eval loop counted in epochs): reported beside
+    # this one (trainprobe.metrics.axis)
+    side_runs: list[RunLog] = field(default_factory=list)
 
     def __len__(self) -> int:
         return int(self.steps.shape[0])
+
+    def role(self, column: str) -> str:
+        return self.roles.get(column, "metric")
+
+    @property
+    def metrics(self) -> list[str]:
+        """The columns the detectors watch (not counters or timings)."""
+        return [c for c in self.columns if self.role(c) == "metric"]
 
     def mask(self, metric: str) -> np.ndarray:
         """Rows where ``metric`` was written (a literal NaN counts as written)."""
@@ -84,80 +74,112 @@ class RunLog:
         return got if got is not None else np.ones(len(self), dtype=bool)
 
 
-class ColumnBuilder:
-    """Collects rows (one at a time or in numpy blocks, in file order) and assembles a ``RunLog``."""
-
-    def __init__(self) -> None:
-        self._blocks: list[tuple[tuple[str, ...], np.ndarray]] = []
-        self._rows: list[dict[str, float]] = []
-        self.units: dict[str, str] = {}
-        self.n_rows = 0
-
-    def add_row(self, row: dict[str, float]) -> None:
-        self._rows.append(row)
-        self.n_rows += 1
-
-    def add_block(self, keys: tuple[str, ...], values: np.ndarray) -> None:
-        self._flush_rows()
-        self._blocks.append((keys, values))
-        self.n_rows += values.shape[0]
-
-    def _flush_rows(self) -> None:
-        if not self._rows:
-            return
-        keys: list[str] = []
-        seen: set[str] = set()
-        for row in self._rows:
-            for k in row:
-                if k not in seen:
-                    seen.add(k)
-                    keys.append(k)
-        block = np.full((len(self._rows), len(keys)), np.nan)
-        have = np.zeros((len(self._rows), len(keys)), dtype=bool)
-        index = {k: j for j, k in enumerate(keys)}
-        for i, row in enumerate(self._rows):
-            for k, v in row.items():
-                j = index[k]
-                block[i, j] = v
-                have[i, j] = True
-        self._blocks.append((tuple(keys), np.where(have, block, ABSENT)))
-        self._rows = []
-
-    def columns(self) -> tuple[dict[str, FloatArray], dict[str, np.ndarray]]:
-        """All columns, NaN-filled where absent, with a ``present`` mask for columns that have gaps."""
-        self._flush_rows()
-        keys: list[str] = []
-        seen: set[str] = set()
-        for bkeys, _ in self._blocks:
-            for k in bkeys:
-                if k not in seen:
-                    seen.add(k)
-                    keys.append(k)
-        cols: dict[str, FloatArray] = {}
-        present: dict[str, np.ndarray] = {}
-        for key in keys:
-            parts: list[np.ndarray] = []
-            for bkeys, values in self._blocks:
-                if key in bkeys:
-                    parts.append(values[:, bkeys.index(key)])
-                else:
-                    parts.append(np.full(values.shape[0], ABSENT))
-            col = np.concatenate(parts) if parts else np.empty(0)
-            absent = _is_absent(col)
-            if absent.any():
-                present[key] = ~absent
-                col = np.where(absent, np.nan, col)
-            cols[key] = col
-        return cols, present
-
-
 # Absent cells travel through blocks as one particular NaN payload, so a literal NaN stays a value.
 ABSENT = float(np.frombuffer(np.array([0x7FF8DEADBEEF0001], dtype=np.uint64).tobytes(), dtype=np.float64)[0])
 _ABSENT_BITS = np.uint64(0x7FF8DEADBEEF0001)
 
 
-def _is_absent(col: FloatArray) -> np.ndarray:
-    return np.asarray(col.view(np.uint64) == _ABSENT_BITS)
+def is_absent(col: FloatArray) -> np.ndarray:
+    return np.asarray(np.ascontiguousarray(col).view(np.uint64) == _ABSENT_BITS)
+
+
+@dataclass
+class Table:
+    """What a builder collected, rows in file order: columns (``ABSENT`` where a row has no value), the wall
+    clock per row (NaN where none), and each row's order key."""
+
+    columns: dict[str, FloatArray]
+    wall: FloatArray
+    order: FloatArray
+    units: dict[str, str]
+
+    def __len__(self) -> int:
+        return int(self.order.shape[0])
+
+
+class ColumnBuilder:
+    """Collects rows and blocks, then builds a ``Table``. Memory: every value once, held as one array per
+    column and block (a block's 2-D array is split when it arrives), and one extra column while building."""
+
+    def __init__(self) -> None:
+        self._parts: dict[str, list[tuple[int, np.ndarray]]] = {}
+        self._orders: list[np.ndarray] = []
+        self._walls: list[tuple[int, np.ndarray]] = []
+        self._rows: list[dict[str, float]] = []
+        self._row_order: list[float] = []
+        self._row_wall: list[float] = []
+        self._flushed = 0
+        self.units: dict[str, str] = {}
+        self.n_rows = 0
+
+    def add_row(self, row: dict[str, float], *, order: float | None = None, wall: float = np.nan) -> None:
+        self._rows.append(row)
+        self._row_order.append(float(self.n_rows if order is None else order))
+        self._row_wall.append(wall)
+        self.n_rows += 1
+
+    def add_block(
+        self,
+        keys: tuple[str, ...],
+        values: np.ndarray,
+        *,
+        order: np.ndarray | None = None,
+        wall: np.ndarray | None = None,
+    ) -> None:
+        self._flush_rows()
+        n = int(values.shape[0])
+        start = self.n_rows
+        for j, key in enumerate(keys):
+            self._parts.setdefault(key, []).append(
+                (start, np.ascontiguousarray(values[:, j], dtype=np.float64))
+            )
+        self._orders.append(np.arange(start, start + n, dtype=np.float64) if order is None else order)
+        if wall is not None:
+            self._walls.append((start, wall))
+        self.n_rows += n
+        self._flushed = self.n_rows
+
+    def _flush_rows(self) -> None:
+        if not self._rows:
+            return
+        start = self._flushed
+        n = len(self._rows)
+        keys: dict[str, None] = {}
+        for row in self._rows:
+            keys.update(dict.fromkeys(row))
+        for key in keys:
+            col = np.full(n, ABSENT)
+            for i, row in enumerate(self._rows):
+                value = row.get(key)
+                if value is not None:
+                    col[i] = value
+            self._parts.setdefault(key, []).append((start, col))
+        self._orders.append(np.array(self._row_order, dtype=np.float64))
+        self._walls.append((start, np.array(self._row_wall, dtype=np.float64)))
+        self._rows, self._row_order, self._row_wall = [], [], []
+        self._flushed = self.n_rows
+
+    def build(self, *, consume: bool = True) -> Table:
+        """The table; with ``consume`` the builder's parts are freed as columns are built (one-shot reads),
+        without it the builder can take more rows and build again (``watch``)."""
+        self._flush_rows()
+        n = self.n_rows
+        order = np.concatenate(self._orders) if self._orders else np.empty(0)
+        perm = None if n < 2 or bool(np.all(order[1:] >= order[:-1])) else np.argsort(order, kind="stable")
+        wall = np.full(n, np.nan)
+        for start, part in self._walls:
+            wall[start : start + part.shape[0]] = part
+        columns: dict[str, FloatArray] = {}
+        for key in list(self._parts):
+            col = np.full(n, ABSENT)
+            for start, part in self._parts.pop(key) if consume else self._parts[key]:
+                col[start : start + part.shape[0]] = part
+            columns[key] = col if perm is None else col[perm]
+        if consume:
+            self._orders, self._walls = [], []
+        if perm is not None:
+            order, wall = order[perm], wall[perm]
+        return Table(columns, wall, order, self.units)
 
 
 def finish_run(
@@ -169,64 +191,26 @@ def finish_run(
     wall: FloatArray | None = None,
     events: list[Event] | None = None,
     skipped_lines: int = 0,
+    consume: bool = True,
 ) -> RunLog:
-    """Split the step and time columns out of the collected rows and return the run."""
-    cols, present = builder.columns()
-    n = builder.n_rows
-    step_key = next((k for k in cols if is_step_key(k)), None)
-    if step_key is None:
-        steps = np.arange(n, dtype=np.float64)
-    else:
-        steps = cols.pop(step_key)
-        have = present.pop(step_key, None)
-        if have is not None:
-            steps = _forward_fill(steps, have)
-        # Further step-like keys (e.g. "validation loss at iteration") fill the rows the main key left empty.
-        for other in [k for k in cols if is_step_key(k)]:
-            extra = cols.pop(other)
-            extra_have = present.pop(other, np.ones(n, dtype=bool))
-            if have is not None:
-                fill = ~have & extra_have
-                steps = np.where(fill, extra, steps)
-    if wall is None or not np.isfinite(wall).any():
-        wall = _wall_from_fields(cols, present, builder.units)
-    for key in list(cols):
-        if key.lower() in TIME_KEYS:
-            cols.pop(key)
-            present.pop(key, None)
-    return RunLog(
-        name=name,
-        path=path,
-        format=fmt,
-        steps=steps,
-        columns=cols,
-        present=present,
-        wall=wall,
-        events=events or [],
-        skipped_lines=skipped_lines,
-    )
+    """The run a reader collected: step axis, wall clock and metric columns (see :mod:`.axis`)."""
+    from trainprobe.metrics.axis import assemble
+
+    table = builder.build(consume=consume)
+    if wall is not None and wall.shape[0] == len(table) and np.isfinite(wall).any():
+        table.wall = np.asarray(wall, dtype=np.float64)
+    return assemble(table, name=name, path=path, fmt=fmt, events=events or [], skipped_lines=skipped_lines)
 
 
-def _forward_fill(values: FloatArray, have: np.ndarray) -> FloatArray:
-    """Rows without a step take the step of the last row that had one (0 before the first)."""
-    idx = np.where(have, np.arange(values.shape[0]), 0)
-    np.maximum.accumulate(idx, out=idx)
-    out = np.asarray(values[idx], dtype=np.float64)
-    first = int(np.argmax(have)) if have.any() else values.shape[0]
-    out[:first] = 0.0
-    return out
-
-
-def _wall_from_fields(
-    cols: dict[str, FloatArray], present: dict[str, np.ndarray], units: dict[str, str]
-) -> FloatArray | None:
-    for key in cols:
-        if key.lower() in TIME_KEYS:
-            col = cols[key]
-            scale = {"ms": 1e-3, "us": 1e-6, "min": 60.0, "h": 3600.0}.get(units.get(key, ""), 1.0)
-            have = present.get(key)
-            out = col * scale
-            if have is not None:
-                out = np.where(have, out, np.nan)
-            return np.asarray(out, dtype=np.float64)
-    return None
+__all__ = [
+    "ABSENT",
+    "INTERNAL",
+    "TOTAL_PREFIX",
+    "WALL_KEY",
+    "ColumnBuilder",
+    "RunLog",
+    "Table",
+    "Unread",
+    "finish_run",
+    "is_absent",
+]

@@ -22,17 +22,17 @@ from typing import Any
 import numpy as np
 
 from trainprobe.checkpoint.check import MANIFEST_SUFFIX, check_unit
-from trainprobe.checkpoint.identity import NAME_STEP
+from trainprobe.checkpoint.identity import step_in_path
 from trainprobe.checkpoint.scan import scan_units
 from trainprobe.checkpoint.units import Unit, discover_units
 from trainprobe.errors import LogError, TrainprobeError, UsageError
 from trainprobe.metrics import Options, RunLog, analyze, read_logs
 
 COLLECT_VERSION = 1
+step_from_name = step_in_path  # the step a checkpoint's name (or its folder's) states: identity decides
 # What a log file may be called; the readers then decide by content (text accepts anything, hence a list).
 LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".err")
 _NOT_LOGS = (MANIFEST_SUFFIX, ".index.json", "config.json", "metadata.json")
-_ONLY_NUMBER = re.compile(r"^(\d+)(?:\.\w+)?$")
 _MAX_BAD_TENSORS = 20
 _OPTIMIZER_NAME = re.compile(r"(?i)(^|\.)(optim\w*|exp_avg\w*|momentum_buffer|state\.\d+)(\.|$)")
 
@@ -83,20 +83,6 @@ def find_run_units(run_dir: str) -> tuple[list[str], list[Unit]]:
         newest = max(states, key=lambda p: (os.path.getmtime(p), p))
         logs = [p for p in logs if p not in states or p == newest]
     return logs, units
-
-
-def step_from_name(path: str) -> int | None:
-    """The step a checkpoint's name states: ``step_2000.pt``, ``checkpoint-2000/``, ``step-00002000.pt``."""
-    parts = (os.path.basename(path.rstrip("/")), os.path.basename(os.path.dirname(path.rstrip("/"))))
-    for part in parts:
-        m = NAME_STEP.search(part)
-        if m:
-            return int(m.group(2))
-    for part in parts:
-        m = _ONLY_NUMBER.match(part)
-        if m:
-            return int(m.group(1))
-    return None
 
 
 def step_at_wall(runs: list[RunLog], when: float) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from trainprobe.checkpoint.base import Opaque
-from trainprobe.checkpoint.formats.dcp import METADATA
+from trainprobe.checkpoint.formats.dcp import METADATA, overlapping_chunks
 from trainprobe.checkpoint.unpickler import UNPICKLE_ERRORS, SafeUnpickler
 
 _MAX_PROBLEMS = 50
@@ -27,10 +27,6 @@ def _ints(value: Any) -> tuple[int, ...] | None:
     if isinstance(value, (tuple, list)) and all(isinstance(v, int) for v in value):
         return tuple(value)
     return None
-
-
-def _overlap(a: tuple[tuple[int, ...], tuple[int, ...]], b: tuple[tuple[int, ...], tuple[int, ...]]) -> bool:
-    return all(ao < bo + bs and bo < ao + as_ for ao, as_, bo, bs in zip(a[0], a[1], b[0], b[1], strict=True))
 
 
 def _volume(sizes: tuple[int, ...]) -> int:
@@ -108,13 +104,12 @@ def _coverage(
             )
         if (fqn, offsets) not in stored and (fqn, None) not in stored:
             problems.append(f"{fqn}: chunk at {list(offsets)} has no storage entry")
-    ordered = sorted(chunks)
-    for i, a in enumerate(ordered):
-        for b in ordered[i + 1 :]:
-            if b[0][:1] and a[0][:1] and b[0][0] >= a[0][0] + a[1][0]:
-                break  # sorted by first offset: nothing further can overlap a
-            if _overlap(a, b):
-                problems.append(f"{fqn}: chunks at {list(a[0])} and {list(b[0])} overlap")
+    pairs, complete = overlapping_chunks(chunks, limit=_MAX_PROBLEMS)
+    problems.extend(f"{fqn}: chunks at {list(a[0])} and {list(b[0])} overlap" for a, b in pairs)
+    if not complete:
+        problems.append(
+            f"{fqn}: {len(chunks):,} chunks stacked on every axis: their overlaps were not all checked"
+        )
     covered = sum(_volume(s) for _o, s in chunks)
     if covered < _volume(size) and not any("overlap" in p for p in problems):
         problems.append(

@@ -4,40 +4,23 @@ verdict decided by :func:`decide` from the evidence), and the :class:`CheckRepor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.base import Note, TensorRecord
+from trainprobe.checkpoint.evidence import Evidence, Outcome
 from trainprobe.checkpoint.numerics import NonFinite
 
 SCHEMA_VERSION = 2
-Outcome = Literal["pass", "fail", "skip", "note"]
-
-
-@dataclass
-class Evidence:
-    """One check and what it found. ``indicates`` is the verdict a failure means (torn, corrupt, nonfinite,
-    suspicious, unreadable); ``file`` the part of the unit it concerns ("" for the unit as a whole). A
-    ``note`` informs and decides nothing (a name that disagrees with the step the unit holds)."""
-
-    check: str
-    outcome: Outcome
-    message: str
-    indicates: str | None = None
-    tensors: list[str] = field(default_factory=list)
-    values: dict[str, Any] = field(default_factory=dict)
-    file: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "check": self.check,
-            "outcome": self.outcome,
-            "indicates": self.indicates,
-            "message": self.message,
-            "file": self.file,
-            "tensors": self.tensors,
-            "values": self.values,
-        }
+__all__ = [
+    "SCHEMA_VERSION",
+    "CheckReport",
+    "CheckResult",
+    "Evidence",
+    "Outcome",
+    "decide",
+    "nonfinite_entries",
+]
 
 
 @dataclass
@@ -59,6 +42,10 @@ class CheckResult:
     step_source: str = "nothing"
     step_sources: list[dict[str, Any]] = field(default_factory=list)
     unread: list[str] = field(default_factory=list)
+    fingerprint: str | None = None  # the unit's, as scan computes it
+    identical_to: list[str] = field(default_factory=list)
+    # (part path, tensor name, fingerprint) of the weights and optimizer state, while the unit is checked
+    tensor_fingerprints: list[tuple[str, str, str | None]] = field(default_factory=list, repr=False)
 
     @property
     def is_finding(self) -> bool:
@@ -80,6 +67,8 @@ class CheckResult:
             "unread": self.unread,
             "notes": [{"kind": n.kind, "message": n.message} for n in self.notes],
             "nonfinite": self.nonfinite,
+            "fingerprint": self.fingerprint,
+            "identical_to": list(self.identical_to),
             "evidence": [e.to_json() for e in self.evidence],
         }
 

@@ -13,8 +13,9 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
-from trainprobe.checkpoint.base import Checkpoint, Note, TensorRecord
+from trainprobe.checkpoint.base import Checkpoint, Note
 from trainprobe.checkpoint.check.containers import dcp_coverage_problems
+from trainprobe.checkpoint.check.cover import cover_evidence
 from trainprobe.checkpoint.check.master import check_master_weights
 from trainprobe.checkpoint.check.report import (
     CheckReport,
@@ -23,24 +24,24 @@ from trainprobe.checkpoint.check.report import (
     decide,
     nonfinite_entries,
 )
-from trainprobe.checkpoint.check.state import MAX_NAMES, find_optimizers, scalar, state_of
+from trainprobe.checkpoint.check.state import MAX_NAMES, find_optimizers, state_of
 from trainprobe.checkpoint.check.structure import check_optimizer
 from trainprobe.checkpoint.check.writer_manifest import check_manifest
-from trainprobe.checkpoint.frameworks import Framework, framework_named
-from trainprobe.checkpoint.frameworks.base import OPTIMIZER_STEPS
-from trainprobe.checkpoint.identity import StepSource, chosen_step, collect_step_sources, tensor_roles
+from trainprobe.checkpoint.fingerprint import mark_identical, stored_fingerprint, tensor_key, unit_fingerprint
+from trainprobe.checkpoint.frameworks import Framework, Part, framework_named
+from trainprobe.checkpoint.frameworks.base import Opened
+from trainprobe.checkpoint.identity import PartFacts, chosen_step, collect_step_sources, saved_step
+from trainprobe.checkpoint.judge import unit_evidence
 from trainprobe.checkpoint.numerics import NonFinite, count_nonfinite
 from trainprobe.checkpoint.optimizers import OPTIMIZERS, families_in
 from trainprobe.checkpoint.optimizers.adam import PairResult, adam_pair, plan_adam, report_adam
-from trainprobe.checkpoint.scan import open_part
+from trainprobe.checkpoint.roles import tensor_roles
+from trainprobe.checkpoint.scan import framework_of, open_part, part_role
 from trainprobe.checkpoint.units import Unit, discover_units
 from trainprobe.checkpoint.unpickler import SUSPICIOUS
 from trainprobe.errors import CorruptCheckpointError, UsageError
 
 _WORKERS = min(8, (os.cpu_count() or 2) + 2)
-# Sources written by the save itself: when two of them disagree, the unit mixes steps.
-# (The CheckpointWriter manifest has its own evidence, "manifest".)
-_SAME_SAVE = ("trainer_state.json", "step field", "scheduler")
 
 
 def check_paths(paths: Sequence[str]) -> CheckReport:
@@ -48,7 +49,20 @@ def check_paths(paths: Sequence[str]) -> CheckReport:
     CheckpointWriter directory means all its checkpoints, ``checkpoint-N/`` one), and quoted globs."""
     if not paths:
         raise UsageError("nothing to check: give at least one checkpoint file, directory or glob")
-    return CheckReport([check_unit(u) for u in discover_units(list(paths))])
+    results = [check_unit(u) for u in discover_units(list(paths))]
+    mark_identical(results)
+    for r in results:
+        if r.identical_to:
+            r.evidence.append(
+                Evidence(
+                    "identical",
+                    "note",
+                    f"its weights and optimizer state are identical to {', '.join(r.identical_to)}: a copy "
+                    "of the same state (a backup, or the same step saved again), not another step",
+                    values={"identical_to": r.identical_to},
+                )
+            )
+    return CheckReport(results)
 
 
 def check_paths_json(paths: Sequence[str]) -> dict[str, Any]:
@@ -65,8 +79,17 @@ def check_path(path: str) -> CheckResult:
 def check_checkpoint(ckpt: Checkpoint) -> CheckResult:
     """The verdict on an already opened checkpoint (one file, its own unit)."""
     result = CheckResult(ckpt.path, V.UNKNOWN, "", format=ckpt.format)
+    framework = framework_of("file", ckpt)
+    result.framework = framework.name
+    facts = [PartFacts.of(ckpt.path, "state", ckpt, framework)]
+    sources = collect_step_sources(ckpt.path, framework, facts)
+    result.step, result.step_source = chosen_step(sources)
+    result.step_sources = [s.to_json() for s in sources]
     with ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="trainprobe-check") as pool:
-        _check_part(ckpt, "state", framework_named("file"), result, pool, "", None)
+        _check_part(ckpt, "state", framework, result, pool, "", saved_step(sources) is not None)
+    _pickle_evidence(result)
+    unit = Unit(ckpt.path, framework.name, [Part(ckpt.path, "state")])
+    result.evidence.extend(unit_evidence(unit, framework, facts, sources))
     return decide(result)
 
 
@@ -87,8 +110,7 @@ def check_unit(unit: Unit) -> CheckResult:
                 file=_rel(path, unit),
             )
         )
-    opened: list[tuple[str, str, Checkpoint]] = []
-    framework = framework_named(unit.framework)
+    opened: list[Opened] = []
     try:
         for part in unit.parts:
             ckpt, error, error_verdict, notes = open_part(part.path)
@@ -98,102 +120,40 @@ def check_unit(unit: Unit) -> CheckResult:
                 for e in dcp_evidence(part.path):
                     e.file = rel
                     ev.append(e)
-                ev.append(
-                    Evidence(
-                        "container", "fail", error or "cannot be read", indicates=error_verdict, file=rel
-                    )
-                )
+            if error is not None:  # not read at all, or read without its missing data files
+                ev.append(Evidence("container", "fail", error, indicates=error_verdict, file=rel))
+            if ckpt is None:
                 result.files.append({"path": part.path, "role": part.role, "format": None, "error": error})
                 continue
-            opened.append((part.path, part.role, ckpt))
+            opened.append((part.path, part_role(part.role), ckpt))
             result.notes.extend(ckpt.notes)
-            if unit.framework == "file":
-                for fw in _file_frameworks():
-                    if fw.knows(ckpt.objects):
-                        framework, unit.framework, result.framework = fw, fw.name, fw.name
-                        break
             result.format = result.format or ckpt.format
-        sources = collect_step_sources(unit.path, framework, opened)  # type: ignore[arg-type]
-        step, result.step_source = chosen_step([s for s in sources if s.source not in ("name", "directory")])
-        if step is None:
-            step, result.step_source = chosen_step(sources)
-        result.step = step
-        counters: list[float] = []
-        stale = framework.name == "hf-trainer" and not any(
-            os.path.basename(p.path) == "scaler.pt" for p in unit.parts
-        )
+        framework = framework_of(unit.framework, opened[0][2]) if opened else framework_named(unit.framework)
+        if unit.framework == "file":
+            unit.framework = result.framework = framework.name
+        facts = [PartFacts.of(path, role, ckpt, framework) for path, role, ckpt in opened]
+        sources = collect_step_sources(unit.path, framework, facts)
+        result.step, result.step_source = chosen_step(sources)
+        result.step_sources = [s.to_json() for s in sources]
+        stated = saved_step(sources) is not None
         with ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="trainprobe-check") as pool:
             for path, role, ckpt in opened:
-                _check_part(ckpt, role, framework, result, pool, _rel(path, unit), step, counters, stale)
-        if counters:
-            sources.append(StepSource("optimizer counters", int(max(counters)), OPTIMIZER_STEPS, "optimizer"))
-            if result.step is None:  # accelerate's checkpoint_<i> counts saves: the optimizer says the step
-                result.step, result.step_source = int(max(counters)), "optimizer counters"
-        result.step_sources = [s.to_json() for s in sources]
-        _cover_evidence(opened, ev, unit)
+                _check_part(ckpt, role, framework, result, pool, _rel(path, unit), stated)
+        ev.extend(cover_evidence(opened, unit.framework))
         _pickle_evidence(result)
-        _step_source_evidence(sources, step, result.step_source, ev)
+        ev.extend(unit_evidence(unit, framework, facts, sources))
+        result.fingerprint = unit_fingerprint(
+            (tensor_key(unit.path, path, name), fp) for path, name, fp in result.tensor_fingerprints
+        )
+        result.tensor_fingerprints = []
     finally:
         for _path, _role, ckpt in opened:
             ckpt.close()
     return decide(result)
 
 
-def _file_frameworks() -> tuple[Framework, ...]:
-    from trainprobe.checkpoint.frameworks import FRAMEWORKS
-
-    return FRAMEWORKS
-
-
 def _rel(path: str, unit: Unit) -> str:
     return "" if path == unit.path else os.path.relpath(path, unit.path)
-
-
-def _cover_evidence(opened: list[tuple[str, str, Checkpoint]], ev: list[Evidence], unit: Unit) -> None:
-    """Across a unit's files: every parameter's optimizer state is shaped like some weight of the unit's
-    model (an optimizer.pt saved for another model, or another run, does not fit). Flat partitions
-    (DeepSpeed ZeRO) and factored or quantized state are not shaped like weights: not compared."""
-    weights = [(p, c) for p, r, c in opened if r == "weights"]
-    optims = [(p, c) for p, r, c in opened if r == "optimizer"]
-    if not weights or not optims or unit.framework == "deepspeed":
-        return
-    shapes = {rec.shape for _p, c in weights for rec in c.records}
-    misfit: list[str] = []
-    entries = 0
-    for path, ckpt in optims:
-        for _label, opt in find_optimizers(ckpt.objects):
-            state, _owner, _cov = state_of(opt)
-            shaped = families_in(state)
-            for name in ("adam", "adamax", "sgd", "adagrad", "rmsprop", "lion"):
-                for pid in shaped.get(name, []):
-                    entries += 1
-                    tensors = [
-                        v for v in state[pid].values() if isinstance(v, TensorRecord) and v.shape != ()
-                    ]
-                    if tensors and tensors[0].shape not in shapes:
-                        misfit.append(f"{os.path.basename(path)} state {pid}: {list(tensors[0].shape)}")
-    if not entries:
-        return
-    names = ", ".join(os.path.basename(p) for p, _c in weights)
-    if misfit:
-        ev.append(
-            Evidence(
-                "optimizer-fits-model",
-                "fail",
-                f"{len(misfit)} optimizer state entr(ies) shaped like no weight of {names}, e.g. "
-                f"{misfit[0]} — the optimizer state was saved for another model",
-                indicates=V.CORRUPT,
-                tensors=misfit[:MAX_NAMES],
-            )
-        )
-    else:
-        ev.append(
-            Evidence(
-                "optimizer-fits-model",
-                "pass",
-                f"all {entries} optimizer state entries fit a weight of {names}",
-            )
-        )
 
 
 def _pickle_evidence(result: CheckResult) -> None:
@@ -209,41 +169,6 @@ def _pickle_evidence(result: CheckResult) -> None:
                 values={"globals": suspicious},
             ),
         )
-
-
-def _step_source_evidence(
-    sources: list[StepSource], step: int | None, chosen: str, ev: list[Evidence]
-) -> None:
-    """Sources written by one save must agree; a name that disagrees is a note (a renamed copy?)."""
-    counted = [s for s in sources if s.counts == OPTIMIZER_STEPS]
-    same = [s for s in counted if s.source in _SAME_SAVE]
-    values = {s.value for s in same}
-    described = ", ".join(f"{s.where} says {s.value}" for s in counted)
-    if len(values) > 1:
-        ev.append(
-            Evidence(
-                "step-sources",
-                "fail",
-                f"the files of this checkpoint name different steps: {described} — they come from "
-                "different saves",
-                indicates=V.TORN,
-                values={"sources": [s.to_json() for s in sources]},
-            )
-        )
-        return
-    for s in counted:
-        if s.source in ("name", "directory") and step is not None and s.value != step:
-            ev.append(
-                Evidence(
-                    "step-sources",
-                    "note",
-                    f"its {s.source} ({s.where}) says step {s.value} but its {chosen} says {step}",
-                    values={"sources": [x.to_json() for x in sources]},
-                )
-            )
-            return
-    if len(counted) > 1:
-        ev.append(Evidence("step-sources", "pass", f"step sources agree: {described}"))
 
 
 def dcp_evidence(path: str) -> list[Evidence]:
@@ -278,16 +203,14 @@ def _check_part(
     result: CheckResult,
     pool: Executor,
     rel: str,
-    unit_step: int | None,
-    counters: list[float] | None = None,
-    behind_is_stale: bool = False,
+    stated: bool,
 ) -> None:
     """Every check of one opened part; evidence goes to ``result`` tagged with the part's name ``rel``."""
     ev: list[Evidence] = dcp_evidence(ckpt.path)
     if ckpt.format == "hf-sharded":
         ev.append(Evidence("hf-index", "pass", "every shard and tensor the index lists is present"))
     try:
-        _check_with(ckpt, role, framework, result, pool, ev, unit_step, counters, behind_is_stale)
+        _check_with(ckpt, role, framework, result, pool, ev, stated)
     except CorruptCheckpointError as exc:
         ev.append(Evidence("container", "fail", exc.reason, indicates=V.CORRUPT))
     for e in ev:
@@ -317,9 +240,7 @@ def _check_with(
     result: CheckResult,
     pool: Executor,
     ev: list[Evidence],
-    unit_step: int | None,
-    counters: list[float] | None,
-    behind_is_stale: bool,
+    stated: bool,
 ) -> None:
     result.tensors += len(ckpt.records)
     result.bytes += sum(r.nbytes for r in ckpt.records)
@@ -336,15 +257,15 @@ def _check_with(
             plan.results.append(future)
             fused.setdefault(id(job[1]), (future, 0))
             fused.setdefault(id(job[2]), (future, 1))
-    counts = [None if id(rec) in fused else pool.submit(count_nonfinite, rec) for rec in ckpt.records]
-    manifest_step = check_manifest(ckpt, ev)
-    step = manifest_step if manifest_step is not None else unit_step
+    counts = [
+        None if id(rec) in fused else pool.submit(count_nonfinite, rec, fingerprint=True)
+        for rec in ckpt.records
+    ]
+    check_manifest(ckpt, ev)
     optimizer_ev: list[Evidence] = []
     by_name = {f.name: f for f in OPTIMIZERS}
     for (label, opt, state, owner, coverage), plan in zip(optimizers, plans, strict=True):
-        check_optimizer(
-            label, opt, state, owner, coverage, ckpt, step, optimizer_ev, behind_is_stale=behind_is_stale
-        )
+        check_optimizer(label, opt, state, owner, coverage, ckpt, optimizer_ev)
         report_adam(plan, optimizer_ev)
         families = families_in(state)
         for name, pids in families.items():
@@ -359,11 +280,6 @@ def _check_with(
                 )
             else:
                 optimizer_ev.extend(by_name[name].evidence(label, {p: state[p] for p in pids}))
-        if counters is not None:
-            for entry in state.values():
-                value = scalar(entry.get("step"))
-                if value is not None:
-                    counters.append(value)
     problems = verified.result()
     if problems:
         ev.append(
@@ -383,11 +299,15 @@ def _check_with(
     for rec, count in zip(ckpt.records, counts, strict=True):
         if count is not None:
             found.append(count.result())
-        else:
+        else:  # an Adam pair's tensor: fingerprinted by its container's CRC32, when it stores one
             pair, which = fused[id(rec)]
             done = pair.result()
             found.append(done.m_nonfinite if which == 0 else done.v_nonfinite)
-    roles = tensor_roles(ckpt, role, framework)  # type: ignore[arg-type]
+    roles = tensor_roles(ckpt, part_role(role), framework)
+    for rec, bad, tensor_role in zip(ckpt.records, found, roles, strict=True):
+        if tensor_role != "metadata":
+            fp = bad.fingerprint if bad.fingerprint is not None else stored_fingerprint(rec)
+            result.tensor_fingerprints.append((ckpt.path, rec.name, fp))
     entries = nonfinite_entries(ckpt.records, found, list(roles))
     counted = [e for e in entries if e["role"] != "metadata"]
     for e in entries:
@@ -423,7 +343,7 @@ def _check_with(
                 "cannot show a tear",
             )
         )
-    elif optimizers and step is None:
+    elif optimizers and not stated:
         ev.append(
             Evidence(
                 "model-vs-optimizer",

@@ -1,82 +1,19 @@
-"""Reading optimizer state and step fields out of a checkpoint's skeleton (no tensor data is read)."""
+"""Reading optimizer state out of a checkpoint's skeleton (no tensor data is read): param_groups, state
+entries, names. The finder of optimizer state dicts and the step counters are :mod:`..skeleton`'s."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, TypeVar
 
-import numpy as np
-
-from trainprobe.checkpoint.base import Opaque, TensorRecord
-from trainprobe.checkpoint.identity import STEP_FIELDS
+from trainprobe.checkpoint.base import TensorRecord
+from trainprobe.checkpoint.skeleton import as_float32, fields_of, find_optimizers, label_of, scalar
 
 MAX_NAMES = 8
 T = TypeVar("T")
-
-
-# -- helpers over the skeleton ---------------------------------------------------------------------
-
-
-def fields_of(obj: Any) -> Any:
-    return obj.fields() if isinstance(obj, Opaque) else obj
-
-
-def step_field(objects: Any) -> int | None:
-    """The checkpoint's own step count: a top-level ``step`` / ``global_step`` integer."""
-    objects = fields_of(objects)
-    if not isinstance(objects, dict):
-        return None
-    for key in STEP_FIELDS:
-        value = objects.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, TensorRecord) and value.numel == 1:
-            number = scalar(value)
-            if number is not None and float(number).is_integer():
-                return int(number)
-    return None
-
-
-def find_optimizers(obj: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, dict[str, Any]]]:
-    obj = fields_of(obj)
-    if depth > 6:
-        return
-    if isinstance(obj, dict):
-        if isinstance(obj.get("state"), dict) and isinstance(obj.get("param_groups"), list):
-            yield path or "<root>", obj
-            return
-        for key, value in obj.items():
-            yield from find_optimizers(value, f"{path}.{key}" if path else str(key), depth + 1)
-    elif isinstance(obj, (list, tuple)):
-        for i, value in enumerate(obj):
-            yield from find_optimizers(value, f"{path}.{i}" if path else str(i), depth + 1)
-
-
-def scalar(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, TensorRecord) and value.numel == 1 and value.dtype_info is not None:
-        arr = value.array().reshape(1)
-        return float(as_float32(value.dtype, arr)[0])
-    return None
-
-
-def as_float32(dtype: str, arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    if dtype == "bfloat16":
-        out: np.ndarray[Any, Any] = (arr.astype(np.uint32) << 16).view(np.float32)
-        return out
-    if arr.dtype.kind in "iub":
-        return arr.astype(np.float64)
-    return arr
-
-
-def label_of(pid: Any, entry: dict[str, Any]) -> str:
-    for value in entry.values():
-        if isinstance(value, TensorRecord) and value.param_name:
-            return value.param_name
-    return f"state[{pid}]"
+__all__ = [
+    "MAX_NAMES", "as_float32", "fields_of", "find_optimizers", "fmt_step", "group_of", "label_of",
+    "param_record", "scalar", "state_of", "suffix_index",
+]  # fmt: skip
 
 
 def group_of(opt: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:

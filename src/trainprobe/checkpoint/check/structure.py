@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from trainprobe.checkpoint.base import Checkpoint, TensorRecord
@@ -25,160 +26,126 @@ def check_optimizer(
     owner: dict[str, dict[str, Any]],
     coverage: list[str],
     ckpt: Checkpoint,
-    step_field: int | None,
     ev: list[Evidence],
-    *,
-    behind_is_stale: bool = False,
 ) -> None:
-    """The structural evidence of one optimizer; its Adam evidence follows from ``report_adam``.
-    ``behind_is_stale``: the framework steps the optimizer exactly once per counted step (no grad scaler),
-    so counters behind the step mean a stale optimizer file."""
+    """The structural evidence of one optimizer; its Adam evidence follows from ``report_adam``. Its
+    counters against the unit's step are :func:`trainprobe.checkpoint.identity.judge_steps`' evidence."""
     if coverage:
         ev.append(Evidence("param-groups", "fail", f"{label}: " + "; ".join(coverage), indicates="corrupt"))
     elif state:
         ev.append(
             Evidence("param-groups", "pass", f"{label}: param_groups cover all {len(state)} state entries")
         )
-    check_step_counters(label, state, step_field, ev, behind_is_stale=behind_is_stale, records=ckpt.records)
+    check_step_counters(label, state, ev, records=ckpt.records)
     check_shapes(label, state, ckpt, opt, ev)
 
 
 def check_step_counters(
     label: str,
     state: dict[Any, dict[str, Any]],
-    step_field: int | None,
     ev: list[Evidence],
     *,
-    behind_is_stale: bool = False,
     records: list[TensorRecord] | None = None,
 ) -> None:
+    """Per-parameter step counters that disagree: the file mixes optimizer steps (torn), with every parameter
+    of each step group and, where the write order splits them, the boundary. (Counters that agree are one
+    step source: identity compares them with the unit's step.)"""
     counters: dict[float, list[str]] = {}
-    written: list[tuple[int, float, str]] = []  # (record number, counter, parameter): the write order
+    written: list[tuple[tuple[str, int], float, str]] = []  # (write position, counter, parameter)
     for pid, entry in state.items():
         if "step" not in entry:
             continue
         value = scalar(entry["step"])
         if value is not None:
             counters.setdefault(value, []).append(label_of(pid, entry))
-            number = record_number(entry["step"])
-            if number is not None:
-                written.append((number, value, label_of(pid, entry)))
-    if not counters:
+            position = write_position(entry["step"])
+            if position is not None:
+                written.append((position, value, label_of(pid, entry)))
+    if len(counters) < 2:
         return
-    n = sum(len(v) for v in counters.values())
-    if len(counters) > 1:
-        parts = sorted(counters.items(), key=lambda kv: -len(kv[1]))
-        desc = ", ".join(f"step {fmt_step(k)} in {len(v)} (e.g. {v[0]})" for k, v in parts[:4])
-        boundary = write_boundary(written, records or [])
-        ev.append(
-            Evidence(
-                "step-counters",
-                "fail",
-                f"{label}: per-parameter step counters disagree: {desc} — the file mixes optimizer steps"
-                + (f"; {boundary}" if boundary else ""),
-                indicates="torn",
-                tensors=[v[0] for _k, v in parts[:MAX_NAMES]],
-                values={
-                    "counters": {fmt_step(k): len(v) for k, v in parts},
-                    # every parameter of each step group, not a few examples
-                    "groups": {fmt_step(k): v for k, v in parts},
-                },
-            )
-        )
-        return
-    (value,) = counters
-    # The step field is taken when the save starts; a live save writes optimizer state later, so a tear leaves
-    # the counters *ahead* of it. One step ahead is also what a step field counted from 0 looks like
-    # (``for step in range(n)``), and counters behind it are what skipped AMP steps or a field counting
-    # micro-batches look like: neither is evidence of a tear.
-    if step_field is not None and value > step_field + 1:
-        ev.append(
-            Evidence(
-                "step-counters",
-                "fail",
-                f"{label}: all {n} step counters say {fmt_step(value)} but the checkpoint's step is "
-                f"{step_field} — the optimizer state was written {fmt_step(value - step_field)} steps after "
-                "the rest: they come from different steps",
-                indicates="torn",
-                values={"counter": value, "step": step_field},
-            )
-        )
-        return
-    if step_field is not None and value == step_field + 1:
-        ev.append(
-            Evidence(
-                "step-counters",
-                "skip",
-                f"{label}: all {n} step counters say {fmt_step(value)}, one ahead of the checkpoint's step "
-                f"{step_field}: either the step field counts from 0, or the optimizer state was written one "
-                "step after the model (a tear); one file cannot tell which",
-                values={"ambiguous": True, "counter": value, "step": step_field},
-            )
-        )
-        return
-    if step_field is not None and value < step_field and behind_is_stale:
-        ev.append(
-            Evidence(
-                "step-counters",
-                "fail",
-                f"{label}: all {n} step counters say {fmt_step(value)} but the checkpoint's step is "
-                f"{step_field}: the optimizer state is {fmt_step(step_field - value)} steps older than the "
-                "rest (a stale optimizer file)",
-                indicates="torn",
-                values={"counter": value, "step": step_field},
-            )
-        )
-        return
-    if step_field is not None and value < step_field:
-        ev.append(
-            Evidence(
-                "step-counters",
-                "pass",
-                f"{label}: all {n} step counters equal ({fmt_step(value)}); behind the checkpoint's step "
-                f"{step_field} (skipped AMP steps, or a step field that counts micro-batches)",
-                values={"decisive": n > 1, "counter": value, "step": step_field},
-            )
-        )
-        return
-    also = f" = the checkpoint's step {step_field}" if step_field is not None else ""
+    parts = sorted(counters.items(), key=lambda kv: -len(kv[1]))
+    desc = ", ".join(f"step {fmt_step(k)} in {len(v)} (e.g. {v[0]})" for k, v in parts[:4])
+    boundary = write_boundary(written, records or [])
     ev.append(
         Evidence(
             "step-counters",
-            "pass",
-            f"{label}: all {n} step counters equal ({fmt_step(value)}{also})",
-            values={"decisive": n > 1 or step_field is not None, "counter": value},
+            "fail",
+            f"{label}: per-parameter step counters disagree: {desc} — the file mixes optimizer steps"
+            + (f"; {boundary}" if boundary else ""),
+            indicates="torn",
+            tensors=[v[0] for _k, v in parts[:MAX_NAMES]],
+            values={
+                "counters": {fmt_step(k): len(v) for k, v in parts},
+                # every parameter of each step group, not a few examples
+                "groups": {fmt_step(k): v for k, v in parts},
+                "boundary": boundary,
+            },
         )
     )
 
 
-def record_number(value: Any) -> int | None:
-    """The number of the zip record (``data/113``) a tensor's bytes were written to; None elsewhere."""
-    if isinstance(value, TensorRecord):
-        key = value.storage.key
-        if key.startswith("data/") and key[5:].isdigit():
-            return int(key[5:])
+def write_position(value: Any) -> tuple[str, int] | None:
+    """Where a tensor's bytes were written: (its file, the byte offset). torch.save writes a zip's records in
+    order, and each DCP rank writes its file front to back, so within a file this is the write order."""
+    if isinstance(value, TensorRecord) and value.storage.file:
+        return value.storage.file, value.storage.offset
     return None
 
 
-def write_boundary(written: list[tuple[int, float, str]], records: list[TensorRecord]) -> str | None:
-    """Where the optimizer stepped during the save: torch.save writes records in order, so when every
-    counter before some record holds one value and every one after holds the next, the step happened while
-    the records between were written. None when the counters do not split that way."""
-    if len({v for _n, v, _p in written}) != 2:
+def _position(record: TensorRecord, record_word: str = "record ") -> str:
+    """A zip record by its key (``record data/110``); a DCP item by its byte offset and tensor."""
+    key, file = record.storage.key, record.storage.file
+    if file.endswith(".distcp") or not (key.startswith("data/") and key[5:].isdigit()):
+        return f"byte {record.storage.offset:,} of {os.path.basename(file)} ({record.name})"
+    return f"{record_word}{key}"
+
+
+def write_boundary(
+    written: list[tuple[tuple[str, int], float, str]], records: list[TensorRecord]
+) -> str | None:
+    """Where the optimizer stepped during the save. Files whose counters each hold one value but differ
+    between files (DCP ranks) were written at different steps; inside a file, when every counter before some
+    position holds one value and every one after holds the next, the step happened while the records
+    between were written. None when the counters do not split that way."""
+    if len({v for _p, v, _n in written}) != 2:
         return None
-    order = sorted(written)
+    by_file: dict[str, list[tuple[int, float, str]]] = {}
+    for (file, offset), value, name in written:
+        by_file.setdefault(file, []).append((offset, value, name))
+    if len(by_file) > 1 and all(len({v for _o, v, _n in rows}) == 1 for rows in by_file.values()):
+        said = ", ".join(
+            f"{os.path.basename(f)} {fmt_step(rows[0][1])}" for f, rows in sorted(by_file.items())
+        )
+        return (
+            f"each file's counters agree but the files differ ({said}): they were written at different steps"
+        )
+    split = [(f, sorted(rows)) for f, rows in by_file.items() if len({v for _o, v, _n in rows}) == 2]
+    if len(split) != 1:
+        return None
+    file, order = split[0]
     first = order[0][1]
-    cut = next(i for i, (_n, v, _p) in enumerate(order) if v != first)
-    if any(v == first for _n, v, _p in order[cut:]):
+    cut = next(i for i, (_o, v, _n) in enumerate(order) if v != first)
+    if any(v == first for _o, v, _n in order[cut:]):
         return None  # interleaved: not one boundary
     last_old, first_new = order[cut - 1][0], order[cut][0]
-    between = [
-        r.display_name for r in records if (n := record_number(r)) is not None and last_old < n < first_new
-    ]
-    during = f": the optimizer stepped while torch.save wrote {', '.join(between[:3])}" if between else ""
+    at = {r.storage.offset: r for r in records if r.storage.file == file}
+    old_rec, new_rec = at.get(last_old), at.get(first_new)
+    between = sorted(
+        (r for r in records if r.storage.file == file and last_old < r.storage.offset < first_new),
+        key=lambda r: r.storage.offset,
+    )
+    writer = (
+        f"rank file {os.path.basename(file)} was written" if file.endswith(".distcp") else "torch.save wrote"
+    )
+    during = (
+        f": the optimizer stepped while {writer} {', '.join(r.display_name for r in between[:3])}"
+        if between
+        else ""
+    )
+    old_at = _position(old_rec) if old_rec else f"byte {last_old:,}"
+    new_at = _position(new_rec, "") if new_rec else f"byte {first_new:,}"
     return (
-        f"counters read {fmt_step(first)} up to record data/{last_old} and {fmt_step(order[cut][1])} from "
-        f"data/{first_new}{during}"
+        f"counters read {fmt_step(first)} up to {old_at} and {fmt_step(order[cut][1])} from {new_at}{during}"
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from trainprobe.checkpoint.base import Checkpoint
 from trainprobe.checkpoint.check.report import Evidence
-from trainprobe.checkpoint.check.state import step_field
+from trainprobe.checkpoint.identity import step_field
 from trainprobe.checkpoint.manifest import manifest_problems, read_manifest
 
 
@@ -18,7 +18,8 @@ def check_manifest(ckpt: Checkpoint, ev: list[Evidence]) -> int | None:
         return None
     if manifest is None:
         return None
-    problems = manifest_problems(ckpt.path, manifest, step_field(ckpt.objects))
+    found = step_field(ckpt.objects)
+    problems = manifest_problems(ckpt.path, manifest, found[1] if found else None)
     if problems:
         ev.append(Evidence("manifest", "fail", "manifest: " + "; ".join(problems), indicates="corrupt"))
     else:

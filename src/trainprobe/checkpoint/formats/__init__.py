@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import os
 
-from trainprobe.checkpoint.base import Checkpoint, CheckpointFormat
+from trainprobe.checkpoint.base import Checkpoint, CheckpointFormat, brief
 from trainprobe.checkpoint.formats.dcp import DcpFormat
 from trainprobe.checkpoint.formats.hf_sharded import HfShardedFormat
 from trainprobe.checkpoint.formats.pickle_file import BarePickleFormat, TorchTarFormat
 from trainprobe.checkpoint.formats.safetensors import SafetensorsFormat
 from trainprobe.checkpoint.formats.torch_legacy import TorchLegacyFormat
 from trainprobe.checkpoint.formats.torch_zip import TorchZipFormat
-from trainprobe.errors import CheckpointError, UnknownFormatError
+from trainprobe.errors import CheckpointError, CorruptCheckpointError, UnknownFormatError
 
 FORMATS: tuple[CheckpointFormat, ...] = (
     DcpFormat(),
@@ -58,10 +58,7 @@ def open_file(path: str) -> Checkpoint:
         raise CheckpointError(path, f"cannot be read ({exc.strerror or exc})") from None
     for fmt in FORMATS:
         if fmt.sniff(path, head):
-            try:
-                return fmt.open(path)
-            except OSError as exc:
-                raise CheckpointError(path, f"cannot be read ({exc.strerror or exc})") from None
+            return _open_with(fmt, path)
     if not head:
         raise UnknownFormatError(
             path, "is empty" if not os.path.isdir(path) else "is not a checkpoint directory"
@@ -74,4 +71,29 @@ def open_file(path: str) -> Checkpoint:
     )
 
 
-__all__ = ["FORMATS", "detect", "open_file"]
+def _open_with(fmt: CheckpointFormat, path: str) -> Checkpoint:
+    """``fmt.open(path)`` with every failure a CheckpointError: whatever a hostile or damaged file makes a
+    reader raise is ``corrupt`` (named by the exception, chained for ``TRAINPROBE_DEBUG``), never a
+    traceback in ``check``, ``diff`` or ``triage``."""
+    try:
+        return fmt.open(path)
+    except CheckpointError:
+        raise
+    except OSError as exc:
+        raise CheckpointError(path, f"cannot be read ({exc.strerror or exc})") from None
+    except MemoryError as exc:
+        raise CorruptCheckpointError(path, "cannot be read: it needs more memory than there is") from exc
+    except RecursionError as exc:
+        raise CorruptCheckpointError(path, "cannot be read: it is nested too deeply") from exc
+    except PROGRAM_ERRORS:
+        raise
+    except Exception as exc:  # a reader's own check missed it: still one verdict, the cause chained
+        raise CorruptCheckpointError(
+            path, f"cannot be read ({type(exc).__name__}: {brief(str(exc), 120)})"
+        ) from exc
+
+
+#: what no file's bytes can cause: our own bug, which must surface as one, never as a "corrupt" verdict
+PROGRAM_ERRORS = (NameError, ImportError, SyntaxError)
+
+__all__ = ["FORMATS", "PROGRAM_ERRORS", "detect", "open_file"]

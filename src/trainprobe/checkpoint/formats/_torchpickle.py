@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainprobe.checkpoint.base import Storage, TensorRecord
+from trainprobe.checkpoint.base import Note, Storage, TensorRecord, brief
 from trainprobe.checkpoint.dtypes import lookup
-from trainprobe.checkpoint.naming import map_optimizer_params, name_tensors
+from trainprobe.checkpoint.naming import map_optimizer_params
 from trainprobe.checkpoint.unpickler import StorageType, TensorRef
+from trainprobe.checkpoint.walk import name_tensors
 from trainprobe.errors import CorruptCheckpointError
 
 
@@ -28,29 +29,36 @@ def parse_storage_pid(pid: Any, source: str, path: str) -> tuple[str, str, int |
     """('storage', StorageType, key, location, numel[, view_metadata]) -> (key, dtype, numel,
     view_metadata)."""
     if not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"):
-        raise CorruptCheckpointError(path, f"{source} has a persistent id that is not a storage: {pid!r:.80}")
-    storage_type = pid[1]
+        raise CorruptCheckpointError(
+            path, f"{source} has a persistent id that is not a storage: {brief(pid)}"
+        )
+    storage_type, key = pid[1], pid[2]
+    if not (isinstance(key, str) or (isinstance(key, int) and 0 <= key < 1 << 63)):
+        raise CorruptCheckpointError(path, f"{source} names a storage by {brief(key)}, not by its key")
     dtype = storage_type.dtype if isinstance(storage_type, StorageType) else "uint8"
-    numel = pid[4] if isinstance(pid[4], int) else None
+    numel = pid[4] if isinstance(pid[4], int) and 0 <= pid[4] < 1 << 62 else None
     view = pid[5] if len(pid) > 5 else None
-    return str(pid[2]), dtype, numel, view
+    return str(key), dtype, numel, view
 
 
-def build_records(root: Any, path: str) -> tuple[Any, list[TensorRecord]]:
+def build_records(
+    root: Any, path: str, built: list[TensorRef] | None = None
+) -> tuple[Any, list[TensorRecord], list[Note]]:
     """Name every tensor of an unpickled torch object and attach its storage; map optimizer state to
-    parameters."""
+    parameters. ``built`` (the unpickler's :attr:`~trainprobe.checkpoint.unpickler.SafeUnpickler.tensors`):
+    those no path of the object reaches are checked too, as ``<not reached>.<storage>``, with a note."""
 
     def to_record(ref: TensorRef, name: str) -> TensorRecord:
         pending = ref.storage
         if not isinstance(pending, PendingStorage):
             raise CorruptCheckpointError(path, f"tensor {name} has no storage")
-        if pending.storage is None:
-            raise CorruptCheckpointError(path, f"tensor {name}: {pending.missing_reason}")
-        if lookup(ref.dtype) is None:
-            raise CorruptCheckpointError(path, f"tensor {name} has dtype {ref.dtype}, unknown to trainprobe")
-        if len(ref.shape) != len(ref.stride):
-            raise CorruptCheckpointError(path, f"tensor {name} has shape {ref.shape} but stride {ref.stride}")
-        return TensorRecord(
+        if not isinstance(pending.storage, Storage):
+            raise CorruptCheckpointError(path, f"tensor {name}: {pending.missing_reason or 'no storage'}")
+        if not isinstance(ref.dtype, str) or lookup(ref.dtype) is None:
+            raise CorruptCheckpointError(
+                path, f"tensor {name} has dtype {brief(ref.dtype, 40)}, unknown to trainprobe"
+            )
+        rec = TensorRecord(
             name=name,
             dtype=ref.dtype,
             shape=ref.shape,
@@ -59,6 +67,23 @@ def build_records(root: Any, path: str) -> tuple[Any, list[TensorRecord]]:
             storage=pending.storage,
             is_parameter=ref.is_parameter,
         )
+        rec.check_geometry()
+        return rec
 
-    skeleton, records = name_tensors(root, to_record)
-    return map_optimizer_params(skeleton, records)
+    skeleton, records, unreached = name_tensors(root, to_record, built=built or (), path=path)
+    notes: list[Note] = []
+    if unreached:
+        keys = [str(getattr(ref.storage, "key", "?")) for ref in unreached]
+        records.extend(
+            to_record(ref, f"<not reached>.{key}") for ref, key in zip(unreached, keys, strict=True)
+        )
+        shown = ", ".join(keys[:3]) + (" ..." if len(keys) > 3 else "")
+        notes.append(
+            Note(
+                "warning",
+                f"{len(unreached)} tensor(s) the pickle builds are not reachable from its object (storage "
+                f"{shown}): checked as <not reached>.<storage>",
+            )
+        )
+    skeleton, records = map_optimizer_params(skeleton, records)
+    return skeleton, records, notes

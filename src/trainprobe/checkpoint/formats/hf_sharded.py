@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Collection
 
-from trainprobe.checkpoint.base import Checkpoint, TensorRecord
+from trainprobe.checkpoint.base import Checkpoint, ReaderLimitError, TensorRecord, brief, check_tensor_count
 from trainprobe.errors import CorruptCheckpointError
+
+# An index lists one line per tensor: 64 MB is several hundred thousand of them.
+_MAX_INDEX = 64 << 20
 
 
 class HfShardedFormat:
@@ -17,24 +21,38 @@ class HfShardedFormat:
     def sniff(self, path: str, head: bytes) -> bool:
         return path.endswith(".index.json") and b"weight_map" in head
 
-    def open(self, path: str) -> Checkpoint:
+    def open(
+        self, path: str, *, files: Collection[str] | None = None, index: bytes | None = None
+    ) -> Checkpoint:
+        """With ``files``, only those shards are read (a node's share; the others are elsewhere); ``index``:
+        the index's bytes when it is not here."""
         from trainprobe.checkpoint.formats import open_file  # the shards are any per-file format
 
+        if (len(index) if index is not None else os.path.getsize(path)) > _MAX_INDEX:
+            raise ReaderLimitError(path, f"an index of more than {_MAX_INDEX >> 20} MB")
         try:
-            with open(path, "rb") as fh:
-                index = json.loads(fh.read())
-            weight_map = index["weight_map"]
-            if not isinstance(weight_map, dict):
+            if index is None:
+                with open(path, "rb") as fh:
+                    index = fh.read()
+            document = json.loads(index)
+            weight_map = document["weight_map"]
+            if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
                 raise TypeError
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError, MemoryError):
             raise CorruptCheckpointError(
-                path, "not a valid index: needs a JSON object with a weight_map"
+                path,
+                "not a valid index: needs a JSON object with a weight_map of tensor names to shard files",
             ) from None
+        check_tensor_count(path, len(weight_map))
         folder = os.path.dirname(path)
-        ckpt = Checkpoint(path, self.name, {"metadata": index.get("metadata")}, [])
+        ckpt = Checkpoint(path, self.name, {"metadata": document.get("metadata")}, [])
         wanted: dict[str, list[str]] = {}
         for tensor, shard in weight_map.items():
-            wanted.setdefault(str(shard), []).append(str(tensor))
+            if os.path.basename(shard) != shard or shard in ("", ".", ".."):
+                # transformers looks for shards beside the index only; a path elsewhere is no shard of it
+                raise CorruptCheckpointError(path, f"names a shard outside its folder: {brief(shard, 80)}")
+            if files is None or shard in files:
+                wanted.setdefault(shard, []).append(str(tensor))
         try:
             for shard, names in wanted.items():
                 shard_path = os.path.join(folder, shard)

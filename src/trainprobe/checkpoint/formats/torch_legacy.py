@@ -9,7 +9,16 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from trainprobe.checkpoint.base import Checkpoint, Note, PickleReadError, Storage, map_file, notes_of
+from trainprobe.checkpoint.base import (
+    Checkpoint,
+    Note,
+    PickleReadError,
+    ReaderLimitError,
+    Storage,
+    brief,
+    map_file,
+    notes_of,
+)
 from trainprobe.checkpoint.dtypes import lookup
 from trainprobe.checkpoint.formats._torchpickle import PendingStorage, build_records, parse_storage_pid
 from trainprobe.checkpoint.unpickler import UNPICKLE_ERRORS, SafeUnpickler, first_pickle
@@ -49,40 +58,42 @@ class TorchLegacyFormat:
                 storages[key] = PendingStorage(key, dtype, numel)
             return storages[key]
 
-        with open(path, "rb") as fh:
-            current: SafeUnpickler | None = None
+        offset = 0
+        current: SafeUnpickler | None = None
+        built: list[Any] = []
 
-            def unpickle(source: str, load: Any = None) -> Any:
-                nonlocal current
-                current = SafeUnpickler(fh, source=source, persistent_load=load)
-                value = current.load()
-                notes.extend(current.notes)
-                current = None
-                return value
+        def unpickle(source: str, load: Any = None) -> Any:
+            # Each pickle starts where the one before ended; after the last come the raw storages.
+            nonlocal current, offset
+            current = SafeUnpickler(buffer, source=source, persistent_load=load, start=offset)
+            value = current.load()
+            notes.extend(current.notes)
+            built.extend(current.tensors)
+            offset, current = current.end, None
+            return value
 
-            try:
-                magic = unpickle("the magic-number pickle")
-                if magic != MAGIC_NUMBER:
-                    raise CorruptCheckpointError(path, "not a torch legacy checkpoint (wrong magic number)")
-                protocol = unpickle("the protocol pickle")
-                if protocol != 1001:
-                    raise UnknownFormatError(path, f"unsupported legacy protocol version {protocol!r}")
-                sys_info = unpickle("the sys-info pickle")
-                if isinstance(sys_info, dict) and sys_info.get("little_endian") is False:
-                    raise UnknownFormatError(path, "big-endian checkpoints are not supported")
-                root = unpickle("the object pickle", persistent_load)
-                keys = unpickle("the storage-key pickle")
-            except CheckpointError as exc:
-                raise PickleReadError(path, exc.reason, notes=notes + notes_of(exc)) from None
-            except UNPICKLE_ERRORS as exc:
-                partial = current.notes if current is not None else []
-                raise PickleReadError(
-                    path,
-                    f"the legacy pickles cannot be read ({type(exc).__name__}: {exc})",
-                    notes=notes + partial,
-                    hint="truncated?",
-                ) from None
-            offset = fh.tell()
+        try:
+            magic = unpickle("the magic-number pickle")
+            if magic != MAGIC_NUMBER:
+                raise CorruptCheckpointError(path, "not a torch legacy checkpoint (wrong magic number)")
+            protocol = unpickle("the protocol pickle")
+            if protocol != 1001:
+                raise UnknownFormatError(path, f"unsupported legacy protocol version {brief(protocol)}")
+            sys_info = unpickle("the sys-info pickle")
+            if isinstance(sys_info, dict) and sys_info.get("little_endian") is False:
+                raise UnknownFormatError(path, "big-endian checkpoints are not supported")
+            root = unpickle("the object pickle", persistent_load)
+            keys = unpickle("the storage-key pickle")
+        except CheckpointError as exc:
+            raise PickleReadError(path, exc.reason, notes=notes + notes_of(exc)) from None
+        except UNPICKLE_ERRORS as exc:
+            partial = current.notes if current is not None else []
+            raise PickleReadError(
+                path,
+                f"the legacy pickles cannot be read ({type(exc).__name__}: {exc})",
+                notes=notes + partial,
+                hint="truncated?",
+            ) from None
         if not isinstance(keys, list):
             raise CorruptCheckpointError(path, "the storage-key pickle is not a list")
 
@@ -126,7 +137,10 @@ class TorchLegacyFormat:
                         continue
                 pending.missing_reason = f"storage {key} is not in the file"
         try:
-            skeleton, records = build_records(root, path)
+            skeleton, records, walk_notes = build_records(root, path, built)
+        except ReaderLimitError as exc:
+            exc.notes = notes + exc.notes
+            raise
         except CorruptCheckpointError as exc:
             raise PickleReadError(path, exc.reason, notes=notes) from None
-        return Checkpoint(path, self.name, skeleton, records, notes, [buffer])
+        return Checkpoint(path, self.name, skeleton, records, notes + walk_notes, [buffer])

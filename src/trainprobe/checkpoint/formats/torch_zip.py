@@ -6,15 +6,33 @@ from __future__ import annotations
 
 import contextlib
 import struct
-import zipfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trainprobe.checkpoint.base import Checkpoint, Note, PickleReadError, Storage, map_file
+from trainprobe.checkpoint.base import (
+    Checkpoint,
+    Note,
+    PickleReadError,
+    ReaderLimitError,
+    Storage,
+    check_tensor_count,
+    map_file,
+)
 from trainprobe.checkpoint.dtypes import lookup
 from trainprobe.checkpoint.formats._torchpickle import PendingStorage, build_records, parse_storage_pid
 from trainprobe.checkpoint.unpickler import SUSPICIOUS, UNPICKLE_ERRORS, SafeUnpickler
-from trainprobe.checkpoint.zipcheck import BufferWindow, RecordProblem, record_data_offset, record_problems
+from trainprobe.checkpoint.zipcheck import (
+    BufferWindow,
+    RecordError,
+    RecordProblem,
+    entry_count,
+    read_record,
+    record_data_offset,
+    record_problems,
+)
 from trainprobe.errors import CorruptCheckpointError, UnknownFormatError
+
+if TYPE_CHECKING:  # imported where used: a safetensors scan never needs zipfile
+    import zipfile
 
 ZIP_MAGIC = b"PK\x03\x04"
 
@@ -133,18 +151,43 @@ def _first_per_global(notes: list[Note]) -> list[Note]:
     return out
 
 
-def _may_be_a_pickle(zf: zipfile.ZipFile, info: zipfile.ZipInfo, prefix: str) -> bool:
+def _may_be_a_pickle(buffer: Any, base: int, info: zipfile.ZipInfo, prefix: str, total: int) -> bool:
     """Whether a record other than data.pkl may be a pickle torch (or a tool) would load: any ``*.pkl``
     (TorchScript's constants.pkl), and any small record that starts with a pickle PROTO opcode, except the
     raw storages under ``data/``."""
+    import zipfile  # here: a safetensors scan never needs it
+
     name = info.orig_filename
     if name.startswith(prefix + "data/") or info.file_size > (64 << 20):
         return False
     if name.endswith(".pkl"):
         return True
-    with zf.open(info) as fh:
-        head = fh.read(2)
+    if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+        return False  # torch itself never writes such a record
+    try:
+        start = record_data_offset(buffer, base, info)
+    except ValueError:
+        return False
+    head = bytes(memoryview(buffer)[base + start : base + min(start + 2, total)])
     return len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5
+
+
+def _open_zip(buffer: Any, path: str, base: int, total: int) -> zipfile.ZipFile:
+    import zipfile  # here: a safetensors scan never needs it
+
+    count = entry_count(buffer, base, total)
+    if count is not None:
+        # A few records beside the storages (data.pkl, byteorder, version, ...); each storage holds a tensor.
+        check_tensor_count(path, count - 16)
+    try:
+        return zipfile.ZipFile(BufferWindow(buffer, base, total))
+    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError) as exc:
+        where = truncation(buffer, base, total)
+        if where is not None:
+            raise CorruptCheckpointError(path, f"not a complete zip archive: {where}") from None
+        raise CorruptCheckpointError(
+            path, f"not a complete zip archive ({exc})", hint="the file is probably truncated"
+        ) from None
 
 
 def read_torch_zip(
@@ -153,19 +196,14 @@ def read_torch_zip(
     """Read the torch zip archive at ``buffer[base:base+length]``: (skeleton, records, notes, verifiers).
 
     Used for whole files and for the torch.save blobs inside torch.distributed.checkpoint ``.distcp`` files.
-    Records are looked up as torch does: ``<archive>/data.pkl`` where ``<archive>`` is the first record's
-    folder, the first record of a name winning; every other pickle in the archive is read for its globals.
+    Records are looked up and read as torch does: ``<archive>/data.pkl`` where ``<archive>`` is the first
+    record's folder, the first record of a name winning, CRC32s not checked on the way (``verify`` does);
+    every other pickle in the archive is read for its globals.
     """
+    import zipfile
+
     total = len(buffer) - base if length is None else length
-    try:
-        zf = zipfile.ZipFile(BufferWindow(buffer, base, total))
-    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError) as exc:
-        where = truncation(buffer, base, total)
-        if where is not None:
-            raise CorruptCheckpointError(path, f"not a complete zip archive: {where}") from None
-        raise CorruptCheckpointError(
-            path, f"not a complete zip archive ({exc})", hint="the file is probably truncated"
-        ) from None
+    zf = _open_zip(buffer, path, base, total)
     notes: list[Note] = []
     with zf:
         infos, notes, prefix = _index(zf)
@@ -176,17 +214,23 @@ def read_torch_zip(
                 raise UnknownFormatError(path, "a zip archive without data.pkl, not a torch checkpoint")
             pkl_name = candidates[0]
             prefix = pkl_name[: -len("data.pkl")]
-        order = infos.get(prefix + "byteorder")
-        try:
-            if order is not None and zf.read(order).strip() not in (b"", b"little"):
-                raise UnknownFormatError(path, "big-endian checkpoints are not supported")
-            pickle_bytes = zf.read(infos[pkl_name])
-            for info in zf.infolist():
-                if info is not infos[pkl_name] and _may_be_a_pickle(zf, info, prefix):
-                    notes.extend(pickle_notes(zf.read(info), info.orig_filename))
-            notes = _first_per_global(notes)
-        except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError, RuntimeError) as exc:
-            raise PickleReadError(path, f"{pkl_name} cannot be read ({exc})", notes=notes) from None
+        others = [i for i in zf.infolist() if i is not infos[pkl_name]]
+    for info in others:
+        if _may_be_a_pickle(buffer, base, info, prefix, total):
+            with contextlib.suppress(RecordError):  # torch cannot read it either: it runs nothing
+                notes.extend(pickle_notes(read_record(buffer, base, info, total), info.orig_filename))
+    notes = _first_per_global(notes)
+    order = infos.get(prefix + "byteorder")
+    try:
+        if order is not None and read_record(buffer, base, order, total).strip() not in (b"", b"little"):
+            raise UnknownFormatError(path, "big-endian checkpoints are not supported")
+        pickle_bytes = read_record(buffer, base, infos[pkl_name], total)
+    except RecordError as exc:
+        if exc.limit:
+            raise ReaderLimitError(path, str(exc), notes=notes) from None
+        raise PickleReadError(path, f"{pkl_name} cannot be read: {exc}", notes=notes) from None
+    except ValueError as exc:  # no local header where the directory says
+        raise PickleReadError(path, f"{pkl_name} cannot be read: {exc}", notes=notes) from None
 
     storages: dict[str, PendingStorage] = {}
 
@@ -239,9 +283,13 @@ def read_torch_zip(
         ) from None
     notes = _first_per_global(unpickler.notes + notes)
     try:
-        skeleton, records = build_records(root, path)
+        skeleton, records, walk_notes = build_records(root, path, unpickler.tensors)
+    except ReaderLimitError as exc:
+        exc.notes = notes + exc.notes
+        raise
     except CorruptCheckpointError as exc:
         raise PickleReadError(path, exc.reason, notes=notes) from None
+    notes.extend(walk_notes)
 
     holders: dict[str, list[str]] = {}
     for rec in records:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from trainprobe.checkpoint.frameworks.base import (
     OPTIMIZER_STEPS,
@@ -20,12 +20,19 @@ from trainprobe.checkpoint.frameworks.base import (
     role_by_name,
 )
 
+if TYPE_CHECKING:
+    from trainprobe.checkpoint.base import Checkpoint
+    from trainprobe.checkpoint.evidence import Evidence
+    from trainprobe.checkpoint.identity import PartFacts
+
 _MARKER = re.compile(r"^(random_states_\d+\.pkl|optimizer(_\d+)?\.bin|scheduler(_\d+)?\.bin)$")
 _PART_DIRS = re.compile(r"^(pytorch_model_fsdp_\d+|optimizer_\d+)$")
 
 
 class Accelerate:
     name = "accelerate"
+    # the optimizer steps once per step (its counters are the step: the folder counts saves)
+    exact_steps = True
     # A user's scheduler may step per epoch or per batch: not compared.
     counts: ClassVar[Mapping[str, str]] = {
         "name": OPTIMIZER_STEPS,
@@ -49,3 +56,9 @@ class Accelerate:
 
     def tensor_role(self, name: str) -> TensorRole | None:
         return None
+
+    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
+        return {}
+
+    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
+        return []

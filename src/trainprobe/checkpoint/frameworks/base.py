@@ -11,7 +11,11 @@ A framework (one module each in ``trainprobe.checkpoint.frameworks``) answers th
   ``inf`` placeholder score, a metric) they are notes. ``None`` leaves the generic rule.
 
 ``counts`` says what each step source of its units counts (``optimizer steps``, ``epochs``, ``saves``): only
-sources that count optimizer steps are compared with each other.
+sources that count optimizer steps are compared with each other. ``exact_steps``: its step counts every
+optimizer step, so optimizer counters behind it mean a stale optimizer file (unless a grad scaler in the unit
+may skip steps). ``part_facts(path, ckpt)`` and ``parts_evidence(parts, facts)``: what only this framework
+can say about the unit's parts as a whole (DeepSpeed: one optimizer partition per data-parallel rank, covering
+every parameter), from facts read where each part is.
 """
 
 from __future__ import annotations
@@ -20,10 +24,17 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from trainprobe.checkpoint.base import Checkpoint
+    from trainprobe.checkpoint.evidence import Evidence
+    from trainprobe.checkpoint.identity import PartFacts
 
 Role = Literal["weights", "optimizer", "scheduler", "rng", "config", "metadata", "state"]
 TensorRole = Literal["weights", "optimizer", "metadata"]
+#: A part of a unit as read: (its path, its role, the opened checkpoint).
+Opened = tuple[str, Role, "Checkpoint"]
 
 OPTIMIZER_STEPS, EPOCHS, SAVES, UNKNOWN_COUNT = "optimizer steps", "epochs", "saves", "unknown"
 
@@ -49,6 +60,7 @@ class Framework(Protocol):
     """One framework's knowledge. Register an instance in ``trainprobe.checkpoint.frameworks.FRAMEWORKS``."""
 
     name: str
+    exact_steps: bool
 
     @property
     def counts(self) -> Mapping[str, str]:
@@ -65,6 +77,14 @@ class Framework(Protocol):
 
     def tensor_role(self, name: str) -> TensorRole | None:
         """The role of a tensor of a ``state`` part, by its dotted name; None: the generic rule decides."""
+        ...
+
+    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
+        """What this framework wants to know of one opened part (JSON-able; read where the part is)."""
+        ...
+
+    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
+        """Evidence about the unit's parts as a whole (``facts``: those of the parts that could be read)."""
         ...
 
 

@@ -1,23 +1,76 @@
 """DeepSpeed: ``save_checkpoint`` writes a ``global_step<N>/`` folder (the tag) with the model states
-(``mp_rank_00_model_states.pt``: ``module``, ``global_steps``, ``lr_scheduler``, ``ds_config``...) and, with
-ZeRO, one optimizer partition per data-parallel rank (``zero_pp_rank_<r>_mp_rank_00_optim_states.pt``:
-flat fp32 partitions and the base optimizer's state over them), and a ``latest`` file beside the folder
-naming the newest tag. ``global_steps`` counts optimizer steps (fp16 overflow steps included)."""
+(``mp_rank_00_model_states.pt``: ``module``, ``global_steps``, ``skipped_steps``, ``dp_world_size``,
+``param_shapes``, ``lr_scheduler``, ``ds_config``...) and, with ZeRO, one optimizer partition per
+data-parallel rank (``[bf16_]zero_pp_rank_<r>_mp_rank_<mm>_optim_states.pt``: flat fp32 partitions, the base
+optimizer's state over them and ``param_slice_mappings``, where each parameter's elements lie in the
+partition), and a ``latest`` file beside the folder naming the newest tag. ``global_steps`` counts optimizer
+steps, fp16 overflow steps included (``skipped_steps`` counts those).
+
+What only DeepSpeed can say about a unit (``zero-partitions``): every rank's partition is there, and the
+partitions together hold every element of every parameter the model states list, once."""
 
 from __future__ import annotations
 
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from trainprobe.checkpoint.frameworks.base import OPTIMIZER_STEPS, Layout, Part, TensorRole, role_by_name
+from trainprobe.checkpoint.evidence import Evidence
+from trainprobe.checkpoint.frameworks.base import (
+    OPTIMIZER_STEPS,
+    Layout,
+    Part,
+    TensorRole,
+    role_by_name,
+)
+
+if TYPE_CHECKING:
+    from trainprobe.checkpoint.base import Checkpoint
+    from trainprobe.checkpoint.identity import PartFacts
 
 _MARKER = re.compile(r"(_model_states\.pt|_optim_states\.pt)$")
+_DATA = re.compile(r"(?i)\.(pt|pth|bin|ckpt|safetensors)$")
+_PARTITION = re.compile(r"^(bf16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt$")
+_MODEL_STATES = re.compile(r"^mp_rank_(\d+)_model_states\.pt$")
+_MAX_LISTED = 8
+
+
+def _fields(obj: Any) -> Any:
+    fields = getattr(obj, "fields", None)
+    return fields() if callable(fields) else obj
+
+
+def _numel(shape: Any) -> int | None:
+    if not isinstance(shape, (tuple, list)) or not all(isinstance(d, int) for d in shape):
+        return None
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _fragments(objects: Any) -> list[dict[str, int]] | None:
+    """Per param group of a partition: parameter name -> elements this partition holds."""
+    osd = _fields(objects.get("optimizer_state_dict")) if isinstance(objects, dict) else None
+    mappings = osd.get("param_slice_mappings") if isinstance(osd, dict) else None
+    if not isinstance(mappings, list):
+        return None
+    out = []
+    for group in mappings:
+        held: dict[str, int] = {}
+        for name, where in group.items() if isinstance(group, dict) else ():
+            numel = _fields(where).get("numel") if isinstance(_fields(where), dict) else None
+            if isinstance(numel, int):
+                held[str(name)] = numel
+        out.append(held)
+    return out
 
 
 class DeepSpeed:
     name = "deepspeed"
+    # global_steps counts every optimizer step; skipped_steps says how many fp16 overflows skipped.
+    exact_steps = True
     counts: ClassVar[Mapping[str, str]] = {
         "name": OPTIMIZER_STEPS,
         "step field": OPTIMIZER_STEPS,
@@ -25,7 +78,9 @@ class DeepSpeed:
     }
 
     def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
-        if not any(_MARKER.search(f) for f in files):
+        # A tag folder holds DeepSpeed's states and nothing else that looks like a checkpoint.
+        data = [f for f in files if _DATA.search(f)]
+        if not data or not all(_MARKER.search(f) for f in data):
             return None
         return Layout(self.name, [Part(os.path.join(folder, f), role_by_name(f)) for f in files])
 
@@ -38,3 +93,122 @@ class DeepSpeed:
         if name.startswith(("optimizer_state_dict.", "optimizer.")):
             return "optimizer"
         return None
+
+    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
+        """Model states: the data-parallel world size and every parameter's element count (per param group);
+        an optimizer partition: how many elements of each parameter it holds."""
+        objects = ckpt.objects
+        if not isinstance(objects, dict):
+            return {}
+        name = os.path.basename(path)
+        if _MODEL_STATES.match(name):
+            world = objects.get("dp_world_size")
+            shapes = objects.get("param_shapes")
+            sizes: list[dict[str, int]] = []
+            for group in shapes if isinstance(shapes, list) else []:
+                items = group.items() if isinstance(group, dict) else ()
+                sizes.append({str(k): n for k, v in items if (n := _numel(v)) is not None})
+            ok = isinstance(world, int) and not isinstance(world, bool)
+            return {"dp_world_size": world if ok else None, "param_numels": sizes}
+        if _PARTITION.match(name):
+            return {"fragments": _fragments(objects)}
+        return {}
+
+    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
+        """``zero-partitions``: one optimizer partition per data-parallel rank and model-parallel rank, and
+        together they cover every element of every parameter of the model states."""
+        states: dict[int, dict[str, Any]] = {}
+        fragments: dict[str, list[dict[str, int]] | None] = {}
+        for f in facts:
+            name = os.path.basename(f.path)
+            m = _MODEL_STATES.match(name)
+            if m and "param_numels" in f.extra:
+                states[int(m.group(1))] = f.extra
+            elif "fragments" in f.extra:
+                fragments[name] = f.extra["fragments"]
+        present: dict[tuple[int, int], str] = {}
+        prefix = ""
+        for part in parts:
+            m = _PARTITION.match(os.path.basename(part.path))
+            if m:
+                present[(int(m.group(2)), int(m.group(3)))] = os.path.basename(part.path)
+                prefix = m.group(1) or ""
+        world = next((s["dp_world_size"] for s in states.values() if s.get("dp_world_size")), None)
+        if not states or world is None or (not present and world <= 1):
+            return []
+        return [
+            self._partitions(mp, s["param_numels"], world, present, fragments, prefix)
+            for mp, s in sorted(states.items())
+        ]
+
+    def _partitions(
+        self,
+        mp: int,
+        sizes: list[dict[str, int]],
+        world: int,
+        present: dict[tuple[int, int], str],
+        fragments: dict[str, list[dict[str, int]] | None],
+        prefix: str,
+    ) -> Evidence:
+        held = [dict.fromkeys(group, 0) for group in sizes]
+        missing = [
+            f"{prefix}zero_pp_rank_{r}_mp_rank_{mp:02d}_optim_states.pt"
+            for r in range(world)
+            if (r, mp) not in present
+        ]
+        mapped = 0
+        for (_r, pmp), name in present.items():
+            for g, group in enumerate(fragments.get(name) or [] if pmp == mp else []):
+                mapped += 1
+                for param, numel in group.items():
+                    if g < len(held) and param in held[g]:
+                        held[g][param] += numel
+        total = sum(sum(g.values()) for g in sizes)
+        # (parameter, elements held, elements it has) where the two differ
+        short = [
+            (name, n, sizes[g][name])
+            for g, group in enumerate(held)
+            for name, n in group.items()
+            if n != sizes[g][name]
+        ]
+        lacking = sum(max(0, want - have) for _n, have, want in short)
+        where = f"mp_rank_{mp:02d}"
+        if missing:
+            names = ", ".join(n for n, have, want in short if have < want)
+            lost = (
+                f": {lacking:,} of {total:,} optimizer elements have no state ({names})"
+                if mapped and lacking
+                else ""
+            )
+            return Evidence(
+                "zero-partitions",
+                "fail",
+                f"{', '.join(missing)} missing: {len(missing)} of the {world} ZeRO optimizer partitions of "
+                f"{where} (one per data-parallel rank){lost}",
+                indicates="corrupt",
+                tensors=[n for n, have, want in short if have < want][:_MAX_LISTED],
+                values={"missing": missing, "world": world, "elements_without_state": lacking},
+            )
+        if mapped and short:
+            return Evidence(
+                "zero-partitions",
+                "fail",
+                f"the {world} ZeRO optimizer partitions of {where} do not cover the parameters exactly "
+                "once: " + ", ".join(f"{n}: {have:,} of {want:,} elements" for n, have, want in short[:3]),
+                indicates="corrupt",
+                tensors=[n for n, _h, _w in short][:_MAX_LISTED],
+            )
+        params = sum(len(g) for g in sizes)
+        if not mapped:
+            return Evidence(
+                "zero-partitions",
+                "pass",
+                f"all {world} ZeRO optimizer partitions of {where} are there (they say nothing of which "
+                "elements they hold)",
+            )
+        return Evidence(
+            "zero-partitions",
+            "pass",
+            f"the {world} ZeRO optimizer partitions of {where} cover all {total:,} elements of the {params} "
+            "parameters, once",
+        )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from trainprobe.checkpoint.frameworks.base import (
     OPTIMIZER_STEPS,
@@ -17,9 +17,17 @@ from trainprobe.checkpoint.frameworks.base import (
     role_by_name,
 )
 
+if TYPE_CHECKING:
+    from trainprobe.checkpoint.base import Checkpoint
+    from trainprobe.checkpoint.evidence import Evidence
+    from trainprobe.checkpoint.identity import PartFacts
+
 
 class Folder:
     name = "folder"
+    # The folder is one save named by the step the loop was at (step_500/): without a grad scaler saved
+    # beside it, an optimizer file behind that step is a stale one.
+    exact_steps = True
     counts: ClassVar[Mapping[str, str]] = {
         "name": OPTIMIZER_STEPS,
         "step field": OPTIMIZER_STEPS,
@@ -40,11 +48,19 @@ class Folder:
     def tensor_role(self, name: str) -> TensorRole | None:
         return None
 
+    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
+        return {}
+
+    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
+        return []
+
 
 class PlainFile:
     """Any single checkpoint file no framework claims (the last entry of the registry)."""
 
     name = "file"
+    # A step field of a hand-written loop may count micro-batches or include skipped steps.
+    exact_steps = False
     counts: ClassVar[Mapping[str, str]] = {
         "name": OPTIMIZER_STEPS,
         "step field": OPTIMIZER_STEPS,
@@ -59,3 +75,9 @@ class PlainFile:
 
     def tensor_role(self, name: str) -> TensorRole | None:
         return None
+
+    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
+        return {}
+
+    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
+        return []

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from trainprobe.checkpoint.frameworks.base import (
     OPTIMIZER_STEPS,
@@ -23,6 +23,11 @@ from trainprobe.checkpoint.frameworks.base import (
     role_by_name,
 )
 
+if TYPE_CHECKING:
+    from trainprobe.checkpoint.base import Checkpoint
+    from trainprobe.checkpoint.evidence import Evidence
+    from trainprobe.checkpoint.identity import PartFacts
+
 _MARKERS = ("trainer_state.json", "training_args.bin")
 _WEIGHTS = re.compile(r"^(model|pytorch_model|adapter_model)([-.].*)?\.(safetensors|bin)$|\.index\.json$")
 _PART_DIRS = re.compile(r"^(global_step\d+|pytorch_model_fsdp_\d+|optimizer_\d+)$")
@@ -30,6 +35,8 @@ _PART_DIRS = re.compile(r"^(global_step\d+|pytorch_model_fsdp_\d+|optimizer_\d+)
 
 class HfTrainer:
     name = "hf-trainer"
+    # global_step counts optimizer steps; without a grad scaler (scaler.pt) none is skipped
+    exact_steps = True
     counts: ClassVar[Mapping[str, str]] = {
         "name": OPTIMIZER_STEPS,
         "trainer_state.json": OPTIMIZER_STEPS,
@@ -62,3 +69,9 @@ class HfTrainer:
 
     def tensor_role(self, name: str) -> TensorRole | None:
         return None
+
+    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
+        return {}
+
+    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
+        return []

@@ -8,15 +8,22 @@ non-finite value there is a note, not a finding."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from trainprobe.checkpoint.frameworks.base import EPOCHS, OPTIMIZER_STEPS, Layout, TensorRole
+from trainprobe.checkpoint.frameworks.base import EPOCHS, OPTIMIZER_STEPS, Layout, Part, TensorRole
+
+if TYPE_CHECKING:
+    from trainprobe.checkpoint.base import Checkpoint
+    from trainprobe.checkpoint.evidence import Evidence
+    from trainprobe.checkpoint.identity import PartFacts
 
 _KEYS = ("pytorch-lightning_version", "lightning_version")
 
 
 class Lightning:
     name = "lightning"
+    # global_step counts optimizer steps; AMP (native_amp_scaling_state saved) may skip some
+    exact_steps = True
     # lr_schedulers step per epoch unless configured per step (the interval is not saved): not compared.
     counts: ClassVar[Mapping[str, str]] = {
         "name": OPTIMIZER_STEPS,
@@ -40,3 +47,9 @@ class Lightning:
         if name.startswith("optimizer_states."):
             return "optimizer"
         return "metadata"
+
+    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
+        return {}
+
+    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
+        return []

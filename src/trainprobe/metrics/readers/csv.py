@@ -1,18 +1,29 @@
 """CSV/TSV with a header row: plain exports, Lightning ``metrics.csv`` (blank cells where a row has no value),
 W&B run-history exports (``_step``, ``_timestamp``) and W&B chart exports (``Step``, ``<run> - <metric>``
-columns with ``__MIN``/``__MAX`` bands; several runs in one chart become several runs)."""
+columns with ``__MIN``/``__MAX`` bands; several runs in one chart become several runs).
+
+Rows are read in batches and each batch becomes a numpy block at once, so memory is the numbers themselves
+(8 bytes a cell), never a Python object per cell: a 100 MB CSV stays well under a gigabyte. Framework
+layouts that are CSV too (Keras ``CSVLogger``, Ultralytics ``results.csv``, timm ``summary.csv``) are modules
+of their own built on :func:`read_table`.
+"""
 
 from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 
-from trainprobe.metrics.table import ABSENT, ColumnBuilder, RunLog, finish_run, is_step_key
+from trainprobe.metrics.readers.base import ReadOptions
+from trainprobe.metrics.splits import is_step_key
+from trainprobe.metrics.table import ABSENT, ColumnBuilder, RunLog, finish_run
 
 _CHART_COLUMN = re.compile(r"^(?P<run>.+?) - (?P<metric>.+)$")
+_BATCH = 1 << 15
+_MAX_FIELD = 1 << 16
 
 
 def _cell(text: str) -> float | None:
@@ -35,53 +46,101 @@ _NOT_A_NAME = re.compile(r"=|\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}:\d{2}")
 _SNIFF_LINES = 20
 
 
+def _delimiter(first_line: str) -> str:
+    return "\t" if first_line.count("\t") > first_line.count(",") else ","
+
+
+def header_of(head: str) -> list[str] | None:
+    """The header row of a CSV head (names only, as ``looks_like_csv`` accepts it), else None."""
+    lines = [line for line in head.splitlines()[: _SNIFF_LINES + 2] if line.strip()]
+    if (len(lines) > 2 and not head.endswith(("\n", "\r"))) or len(lines) > _SNIFF_LINES + 1:
+        lines = lines[:-1]
+    if len(lines) < 2:
+        return None
+    try:
+        rows = list(csv.reader(lines, delimiter=_delimiter(lines[0])))
+    except csv.Error:
+        return None
+    header, data = [h.strip() for h in rows[0]], rows[1:]
+    if len(header) < 2 or any(_cell(h) is not None or _NOT_A_NAME.search(h) for h in header):
+        return None
+    if any(len(row) != len(header) for row in data):
+        return None
+    # Some column must hold numbers (blank cells allowed: Lightning leaves them where a row has no value).
+    numeric = any(
+        all(_cell(row[j]) is not None or not row[j].strip() for row in data)
+        and any(_cell(row[j]) is not None for row in data)
+        for j in range(len(header))
+    )
+    return header if numeric else None
+
+
 def looks_like_csv(head: str) -> bool:
     """True for a header row of names followed by rows with the same number of cells, some column numeric.
 
     At most the first 20 rows are judged; a last line without its newline may be cut short, so it is left out
     when there are others. A blank header cell is allowed (the index column of a pandas export).
     """
-    lines = [line for line in head.splitlines()[: _SNIFF_LINES + 2] if line.strip()]
-    if (len(lines) > 2 and not head.endswith(("\n", "\r"))) or len(lines) > _SNIFF_LINES + 1:
-        lines = lines[:-1]
-    if len(lines) < 2:
-        return False
-    first = lines[0]
-    delimiter = "\t" if first.count("\t") > first.count(",") else ","
-    try:
-        rows = list(csv.reader(lines, delimiter=delimiter))
-    except csv.Error:
-        return False
-    header, data = rows[0], rows[1:]
-    if len(header) < 2 or any(_cell(h) is not None or _NOT_A_NAME.search(h) for h in header):
-        return False
-    if any(len(row) != len(header) for row in data):
-        return False
-    # Some column must hold numbers (blank cells allowed: Lightning leaves them where a row has no value).
-    return any(
-        all(_cell(row[j]) is not None or not row[j].strip() for row in data)
-        and any(_cell(row[j]) is not None for row in data)
-        for j in range(len(header))
-    )
+    return header_of(head) is not None
 
 
-def read_csv(path: Path, *, name: str) -> list[RunLog]:
-    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-        head = fh.read(4096)
-        fh.seek(0)
-        delimiter = "\t" if head.split("\n", 1)[0].count("\t") > head.split("\n", 1)[0].count(",") else ","
-        reader = csv.reader(fh, delimiter=delimiter)
-        header = [h.strip() for h in next(reader)]
-        rows = [[_cell(c) for c in row] for row in reader if row]
+def _batches(path: Path) -> tuple[list[str], Iterator[np.ndarray]]:
+    """The header and the data as (rows, columns) float blocks, ``ABSENT`` in blank or non-numeric cells."""
+    fh = open(path, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115 - closed by the generator
+    first = fh.readline(_MAX_FIELD)
+    header = [h.strip() for h in next(csv.reader([first], delimiter=_delimiter(first)), [])]
+    reader = csv.reader(fh, delimiter=_delimiter(first))
     n_cols = len(header)
-    table = np.full((len(rows), n_cols), np.nan)
-    have = np.zeros((len(rows), n_cols), dtype=bool)
-    for i, row in enumerate(rows):
-        for j, v in enumerate(row[:n_cols]):
-            if v is not None:
-                table[i, j] = v
-                have[i, j] = True
-    keep = [j for j in range(n_cols) if have[:, j].any() and not header[j].endswith(("__MIN", "__MAX"))]
+
+    def blocks() -> Iterator[np.ndarray]:
+        try:
+            csv.field_size_limit(_MAX_FIELD)
+            batch: list[list[str]] = []
+            while True:
+                try:
+                    row = next(reader, None)
+                except csv.Error:
+                    continue  # a field too long or a broken quote: that row is skipped
+                if row is not None and row:
+                    batch.append(row)
+                if batch and (row is None or len(batch) >= _BATCH):
+                    block = np.full((len(batch), n_cols), ABSENT)
+                    for i, cells in enumerate(batch):
+                        for j, text in enumerate(cells[:n_cols]):
+                            value = _cell(text)
+                            if value is not None:
+                                block[i, j] = value
+                    yield block
+                    batch = []
+                if row is None:
+                    return
+        finally:
+            fh.close()
+
+    return header, blocks()
+
+
+def read_table(
+    path: Path,
+    *,
+    name: str,
+    fmt: str,
+    rename: Callable[[str], str] | None = None,
+) -> list[RunLog]:
+    """Every run in a CSV file (one, or one per run of a W&B chart export)."""
+    header, blocks = _batches(path)
+    if rename is not None:
+        header = [rename(h) for h in header]
+    parts = list(blocks)
+    n_cols = len(header)
+    table = np.concatenate(parts) if parts else np.empty((0, n_cols))
+    del parts
+    have = ~(table.view(np.uint64) == np.uint64(0x7FF8DEADBEEF0001))
+    keep = [
+        j
+        for j in range(n_cols)
+        if have[:, j].any() and header[j] and not header[j].endswith(("__MIN", "__MAX"))
+    ]
     step_cols = [j for j in keep if is_step_key(header[j])]
     charts: dict[str, list[int]] = {}
     for j in keep:
@@ -96,29 +155,38 @@ def read_csv(path: Path, *, name: str) -> list[RunLog]:
         fmt = "wandb-chart"
     else:
         groups = {name: [(j, header[j]) for j in keep if j not in step_cols]}
-        fmt = "lightning" if path.name == "metrics.csv" else "wandb-history" if "_step" in header else "csv"
     runs: list[RunLog] = []
     for run_name, cols in groups.items():
         builder = ColumnBuilder()
         builder.units["_timestamp"] = "s"
         chosen = step_cols[:1] + [j for j, _ in cols]
         keys = tuple([header[j] for j in step_cols[:1]] + [metric for _, metric in cols])
-        mask = (
-            have[:, chosen].any(axis=1)
-            if len(chosen) > len(step_cols[:1])
-            else np.ones(len(rows), dtype=bool)
-        )
-        block = np.where(have[:, chosen], table[:, chosen], ABSENT)[mask]
-        builder.add_block(keys, block)
+        rows = have[:, [j for j, _ in cols]].any(axis=1) if cols else np.ones(table.shape[0], dtype=bool)
+        builder.add_block(keys, table[rows][:, chosen])
         runs.append(finish_run(builder, name=run_name, path=str(path), fmt=fmt))
     return runs
+
+
+def csv_header(path: Path, head: bytes) -> list[str] | None:
+    return header_of(head.decode("utf-8", errors="replace"))
 
 
 class CsvReader:
     name = "csv"
 
     def sniff(self, path: Path, head: bytes) -> bool:
-        return looks_like_csv(head.decode("utf-8", errors="replace"))
+        return csv_header(path, head) is not None
 
-    def read(self, path: Path, *, event_patterns: list[re.Pattern[str]] | None = None) -> list[RunLog]:
-        return read_csv(path, name=path.parent.name if path.name == "metrics.csv" else path.stem)
+    def read(self, path: Path, options: ReadOptions) -> list[RunLog]:
+        if path.name == "metrics.csv":
+            return read_table(path, name=path.parent.name, fmt="lightning")
+        fmt = "wandb-history" if "_step" in (csv_header(path, _head(path)) or []) else "csv"
+        return read_table(path, name=path.stem, fmt=fmt)
+
+
+def _head(path: Path) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(4096)
+
+
+__all__ = ["CsvReader", "csv_header", "header_of", "looks_like_csv", "read_table"]

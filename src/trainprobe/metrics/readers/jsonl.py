@@ -1,122 +1,172 @@
 """JSON Lines: one object per line (W&B ``wandb-history.jsonl``, custom loggers); nested objects flatten
 with ``/``.
 
-Speed: lines shaped like the first one (same keys in the same order, numbers only) are parsed by one regex per
-multi-megabyte chunk; others go through ``json.loads``.
+Speed: a line whose values are all numbers becomes a template (its keys and punctuation are the literal
+pieces, as for text lines: :mod:`trainprobe.metrics.readers.text.template`), and chunks of lines of that shape
+are read in bulk; other lines go through ``json.loads``. A line ``json`` cannot read (a 5,000-digit number,
+nesting deeper than the interpreter allows, a cut line) is skipped and counted, never an error.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
+import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from trainprobe.metrics.readers.base import ReadOptions
+from trainprobe.metrics.readers.text.clock import match_stamp
+from trainprobe.metrics.readers.text.parser import LineChunks
+from trainprobe.metrics.readers.text.template import Template
+from trainprobe.metrics.table import ColumnBuilder, RunLog, Unread, finish_run
 
-from trainprobe.metrics.readers._fastnum import split_uniform
-from trainprobe.metrics.readers.text import iter_line_chunks, ts_value
-from trainprobe.metrics.table import ColumnBuilder, RunLog, finish_run
+_JNUM = re.compile(rb"-?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)|NaN|-?Infinity")
+_PAIR = re.compile(rb'\s*"((?:[^"\\]|\\.){1,256})"\s*:\s*')
+WALL_KEYS = ("_timestamp", "timestamp", "time", "wall_time", "walltime")
+_MAX_DEPTH = 8
+_SAMPLES = 12
 
-_JNUM = r"(-?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)|NaN|-?Infinity|null)"
-_PAIR = re.compile(r'\s*"((?:[^"\\]|\\.)*)"\s*:\s*(-?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)|NaN|-?Infinity)\s*')
-_WALL_KEYS = ("_timestamp", "timestamp", "time", "wall_time", "walltime")
-
-
-def _template(line: str) -> tuple[re.Pattern[str], tuple[str, ...], list[str]] | None:
-    body = line.strip()
-    if not (body.startswith("{") and body.endswith("}")):
-        return None
-    inner = body[1:-1]
-    keys: list[str] = []
-    parts: list[str] = [r"^\s*\{"]
-    for i, piece in enumerate(inner.split(",")):
-        m = _PAIR.fullmatch(piece)
-        if m is None:
-            return None
-        keys.append(json.loads('"' + m.group(1) + '"'))
-        parts.append(("," if i else "") + r'\s*"' + re.escape(m.group(1)) + r'"\s*:\s*' + _JNUM + r"\s*")
-    parts.append(r"\}[ \t\r]*$")
-    pattern = re.compile("".join(parts), re.M)
-    m = pattern.match(line)
-    if m is None:
-        return None
-    bounds = [0] + [x for i in range(1, len(keys) + 1) for x in m.span(i)] + [len(line)]
-    pieces = [line[bounds[i] : bounds[i + 1]] for i in range(0, len(bounds), 2)]
-    return pattern, tuple(keys), pieces
+Row = dict[str, float]
 
 
-def _flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, float]:
-    out: dict[str, float] = {}
+def flatten(obj: dict[str, Any], prefix: str = "", depth: int = 0) -> Row:
+    """Numbers of a JSON object as ``a/b/c`` keys (booleans count; strings only as timestamps)."""
+    out: Row = {}
+    if depth > _MAX_DEPTH:
+        return out
     for key, value in obj.items():
         name = f"{prefix}{key}"
-        if isinstance(value, (bool, int, float)):
+        if isinstance(value, bool):
             out[name] = float(value)
+        elif isinstance(value, (int, float)):
+            try:
+                out[name] = float(value)
+            except OverflowError:  # an integer too big for a float
+                out[name] = math.copysign(math.inf, value)
         elif isinstance(value, dict):
-            out.update(_flatten(value, name + "/"))
-        elif isinstance(value, str) and name in _WALL_KEYS:
-            with contextlib.suppress(ValueError):
-                out[name] = ts_value("iso", value)
+            out.update(flatten(value, name + "/", depth + 1))
+        elif isinstance(value, str) and name in WALL_KEYS:
+            stamp = match_stamp(value.strip())
+            if stamp is not None and stamp.seconds is not None:
+                out[name] = stamp.seconds
     return out
 
 
-def _to_float(cells: list[tuple[str, ...]], n_keys: int) -> np.ndarray:
-    if not cells:
-        return np.empty((0, n_keys))
-    flat = "\n".join(" ".join(row) for row in cells)
-    if "null" in flat or "Infinity" in flat or "NaN" in flat:
-        flat = flat.replace("null", "nan").replace("Infinity", "inf").replace("NaN", "nan")
-    values = np.array(flat.split(), dtype=np.float64)
-    return values.reshape(len(cells), n_keys)
+def parse_object(line: bytes) -> dict[str, Any] | None:
+    """One JSON object, or None for anything else (including what ``json`` refuses)."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError, MemoryError):
+        return None
+    return obj if isinstance(obj, dict) else None
 
 
-def read_jsonl(path: Path, *, name: str) -> RunLog:
+def learn_json_template(line: bytes) -> Template | None:
+    """A template for a flat object of numbers (``{"step": 0, "loss": 2.7, "lr": 3e-4}``)."""
+    body = line.strip()
+    if not (body.startswith(b"{") and body.endswith(b"}")) or len(body) > 1 << 14:
+        return None
+    pos = 1
+    pieces: list[bytes] = []
+    keys: list[str | None] = []
+    start_piece = 0
+    while pos < len(body) - 1:
+        m = _PAIR.match(body, pos)
+        if m is None:
+            return None
+        v = _JNUM.match(body, m.end())
+        if v is None:
+            return None
+        try:
+            keys.append(json.loads(b'"' + m.group(1) + b'"'))
+        except ValueError:
+            return None
+        pieces.append(body[start_piece : v.start()].strip())
+        start_piece = pos = v.end()
+        while pos < len(body) - 1 and body[pos : pos + 1] in b" \t":
+            pos += 1
+        if body[pos : pos + 1] == b",":
+            pos += 1
+        elif pos != len(body) - 1:
+            return None
+    pieces.append(body[start_piece:].strip())
+    if not keys or len(set(keys)) != len(keys):
+        return None
+    made = Template(tuple(p for p in pieces if p), tuple(keys))
+    return made if made.fits_fast_path() else None
+
+
+def read_json_lines(
+    path: Path,
+    *,
+    name: str,
+    fmt: str,
+    row_of: Callable[[dict[str, Any]], Row | None] = flatten,
+    bulk: bool = True,
+) -> RunLog:
+    """Rows of a JSON Lines file; ``row_of`` turns an object into a row (None: not a row)."""
     builder = ColumnBuilder()
-    template: tuple[re.Pattern[str], tuple[str, ...], list[str]] | None = None
+    template: Template | None = None
     skipped = 0
-    for chunk in iter_line_chunks(path):
-        if template is None:
-            template = _template(chunk.lstrip().split("\n", 1)[0])
+    unread: list[Unread] = []
+    line_no = 0
+    chunks = LineChunks(path)
+    for chunk in chunks:
+        if bulk and template is None:
+            first = chunk.lstrip().split(b"\n", 1)[0]
+            template = learn_json_template(first)
         if template is not None:
-            pattern, keys, pieces = template
-            block = split_uniform(chunk, pieces, len(keys)) if "null" not in chunk else None
-            if block is not None:
-                builder.add_block(keys, block)
+            got = template.read_block(chunk, None)
+            if got is not None:
+                builder.add_block(template.columns, got[0])
+                line_no += got[0].shape[0]
                 continue
-            rows = pattern.findall(chunk)
-            if len(rows) == chunk.count("\n") + 1:
-                builder.add_block(keys, _to_float(rows, len(keys)))
+        for line in chunk.split(b"\n"):
+            line_no += 1
+            if not line.strip():
                 continue
-        for line in chunk.splitlines():
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError:
+            obj = parse_object(line)
+            row = row_of(obj) if obj is not None else None
+            if row is None:
                 skipped += 1
+                if len(unread) < _SAMPLES:
+                    why = "not a JSON object" if obj is None else "no numbers in it"
+                    unread.append(Unread(line_no, line[:160].decode("utf-8", "replace"), why))
                 continue
-            if isinstance(obj, dict):
-                builder.add_row(_flatten(obj))
-            else:
-                skipped += 1
-    for key in _WALL_KEYS:
+            builder.add_row(row)
+    skipped += chunks.overlong
+    for key in WALL_KEYS:
         builder.units.setdefault(key, "s")
-    return finish_run(builder, name=name, path=str(path), fmt="jsonl", skipped_lines=skipped)
+    run = finish_run(builder, name=name, path=str(path), fmt=fmt, skipped_lines=skipped)
+    run.unread = unread
+    return run
+
+
+def head_object(head: bytes) -> dict[str, Any] | None:
+    first = head.lstrip().split(b"\n", 1)[0].strip()
+    if not (first.startswith(b"{") and first.endswith(b"}")):
+        return None
+    return parse_object(first)
 
 
 class JsonlReader:
     name = "jsonl"
 
     def sniff(self, path: Path, head: bytes) -> bool:
-        first = head.lstrip().split(b"\n", 1)[0].strip()
-        if not (first.startswith(b"{") and first.endswith(b"}")):
-            return False
-        try:
-            return isinstance(json.loads(first), dict)
-        except ValueError:
-            return False
+        return head_object(head) is not None
 
-    def read(self, path: Path, *, event_patterns: list[re.Pattern[str]] | None = None) -> list[RunLog]:
-        return [read_jsonl(path, name=path.stem)]
+    def read(self, path: Path, options: ReadOptions) -> list[RunLog]:
+        return [read_json_lines(path, name=path.stem, fmt="jsonl")]
+
+
+__all__ = [
+    "WALL_KEYS",
+    "JsonlReader",
+    "flatten",
+    "head_object",
+    "learn_json_template",
+    "parse_object",
+    "read_json_lines",
+]

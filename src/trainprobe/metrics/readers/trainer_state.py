@@ -11,7 +11,8 @@ import numpy as np
 
 from trainprobe.errors import LogError
 from trainprobe.metrics.events import CHECKPOINT_SAVE, Event
-from trainprobe.metrics.readers.jsonl import _flatten
+from trainprobe.metrics.readers.base import ReadOptions
+from trainprobe.metrics.readers.jsonl import flatten
 from trainprobe.metrics.table import ColumnBuilder, RunLog, finish_run
 
 _CKPT_DIR = re.compile(r"^checkpoint-(\d+)$")
@@ -23,10 +24,10 @@ class TrainerStateReader:
     def sniff(self, path: Path, head: bytes) -> bool:
         return head.lstrip().startswith(b"{") and b'"log_history"' in head
 
-    def read(self, path: Path, *, event_patterns: list[re.Pattern[str]] | None = None) -> list[RunLog]:
+    def read(self, path: Path, options: ReadOptions) -> list[RunLog]:
         try:
-            state = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
+            state = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        except (ValueError, RecursionError) as exc:
             raise LogError(str(path), f"not valid JSON ({exc})", hint="is the file complete?") from None
         history = state.get("log_history") if isinstance(state, dict) else None
         if not isinstance(history, list):
@@ -34,7 +35,7 @@ class TrainerStateReader:
         builder = ColumnBuilder()
         for entry in history:
             if isinstance(entry, dict):
-                builder.add_row(_flatten(entry))
+                builder.add_row(flatten(entry))
         run = finish_run(builder, name=path.parent.name or path.stem, path=str(path), fmt="hf-trainer-state")
         # trainer_state.json sits in output_dir/checkpoint-N/; its siblings are the saves of this run.
         parent = path.parent.parent if _CKPT_DIR.match(path.parent.name) else path.parent
@@ -43,7 +44,6 @@ class TrainerStateReader:
         )
         for step in saves:
             row = int(np.searchsorted(run.steps, step, side="right"))
-            run.events.append(
-                Event(CHECKPOINT_SAVE, float(step), row, text=f"{parent / f'checkpoint-{step}'}")
-            )
+            where = str(parent / f"checkpoint-{step}")
+            run.events.append(Event(CHECKPOINT_SAVE, float(step), row, text=where, path=where))
         return [run]

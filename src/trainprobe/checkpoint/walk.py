@@ -1,0 +1,246 @@
+"""Find every tensor in an unpickled object and give it its dotted name; build the skeleton the rest of
+trainprobe reads.
+
+``torch.load`` returns every tensor the pickle reaches, wherever it is: in dicts and lists, as a dict key,
+in a set, in a placeholder's arguments or state, a thousand levels down. So the walk visits all of them,
+with an explicit stack (no recursion limit), and names what it finds by its path:
+``model.layers.3.weight``, ``cache.<key 0>`` for a dict key, ``seen.<item 1>`` for a set member,
+``obj.<arg 0>`` for a constructor argument. A name longer than :data:`MAX_NAME` characters keeps its start
+and its last key (``a.b.c…<100000 levels>….weight``): names cost no more than the pickle's depth allows.
+
+The skeleton it returns is a tree, safe for any naive walker: each container of the pickle appears once (a
+later reference to one holding other containers, or a cycle, becomes an :class:`Elided` marker), and nothing
+below :data:`SKELETON_DEPTH` levels is kept in it (the tensors there are still found and named). A pickle's
+shared references cannot make it exponential, nor its depth a RecursionError. A tensor referenced twice (tied
+weights) is named at each place. Dicts and lists are converted in place (the unpickled object is ours).
+
+Tensors the pickle built but that no path reaches (dropped by a rebuild function, popped off the stack) are
+returned apart, for the reader to check them anyway: nothing the file holds is skipped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainprobe.checkpoint.base import Opaque, TensorRecord, brief, check_tensor_count
+from trainprobe.checkpoint.unpickler import TensorRef
+
+#: Below this many levels the skeleton holds an :class:`Elided` marker (the tensors there are still named).
+SKELETON_DEPTH = 100
+#: Tensor names are cut to this many characters (plus the depth and the last key).
+MAX_NAME = 400
+# A container seen again is reused in the skeleton when it holds at most this many values, none a container:
+# small enough that reusing it cannot multiply a walker's work (an enum member a config names twice).
+_SMALL = 16
+
+_LEAVES = (str, bytes, bytearray, int, float, complex, bool, type(None))
+
+
+class Elided:
+    """Where the skeleton leaves out what the pickle has: a second reference to a container, a cycle, or
+    everything deeper than :data:`SKELETON_DEPTH`. ``reason`` says which; tensors inside are named at their
+    first path."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"<{self.reason}>"
+
+
+_SHARED = "an object the pickle holds more than once (kept at its first place)"
+_CYCLE = "a cycle back to an object that contains it"
+_DEEP = f"nested deeper than {SKELETON_DEPTH} levels"
+
+
+def _label(key: Any) -> str:
+    if isinstance(key, str):
+        return key if len(key) <= 200 else key[:80] + "…"
+    if isinstance(key, int) and not isinstance(key, bool) and abs(key) < 1 << 64:
+        return str(key)
+    if isinstance(key, TensorRef):
+        return "<a tensor>"
+    return brief(key, 80)
+
+
+def _child(path: str, key: Any, depth: int) -> str:
+    label = _label(key)
+    if not path:
+        return label
+    if len(path) <= MAX_NAME:
+        return f"{path}.{label}"
+    return f"{path[:MAX_NAME].rsplit('…', 1)[0]}…<{depth} levels>….{label}"
+
+
+def _pair_state(state: Any) -> bool:
+    """A ``(dict, slots dict)`` state, as objects with ``__slots__`` pickle: its entries are named like a
+    dict state's (``obj.field``)."""
+    return (
+        isinstance(state, tuple)
+        and len(state) == 2
+        and all(part is None or isinstance(part, dict) for part in state)
+    )
+
+
+# A child of a container: (its name relative to the container, or None for the container's own name; value).
+Child = tuple[Any, Any]
+
+
+def _children(obj: Any) -> list[Child] | None:
+    """What ``obj`` holds, in the order :func:`_rebuild` expects; None for a leaf."""
+    if isinstance(obj, dict):
+        out: list[Child] = []
+        for i, (k, v) in enumerate(obj.items()):
+            out.append((f"<key {i}>", k))
+            out.append((k, v))
+        return out
+    if isinstance(obj, (list, tuple)):
+        return list(enumerate(obj))
+    if isinstance(obj, (set, frozenset)):
+        # Set order follows hashes (ids, for tensors): tensors go by when the pickle built them.
+        members = sorted(obj, key=lambda m: (0, m.serial) if isinstance(m, TensorRef) else (1, 0))
+        return [(f"<item {i}>", v) for i, v in enumerate(members)]
+    if isinstance(obj, Opaque):
+        parts: list[Child] = [(f"<arg {i}>", a) for i, a in enumerate(obj.args)]
+        parts.append((None, obj.kwargs))
+        # A dict state's keys name its tensors, as a module's attributes do: ``path.key``.
+        state = obj.state
+        parts.extend([(None, state[0]), (None, state[1])] if _pair_state(state) else [(None, state)])
+        parts.append((None, obj.items))
+        parts.append((None, obj.dict_items))
+        return parts
+    return None
+
+
+def _rebuild(obj: Any, results: list[Any]) -> Any:
+    """The skeleton's version of ``obj`` from its converted children: dicts, lists and placeholders are
+    updated in place, tuples and sets rebuilt."""
+    if isinstance(obj, dict):
+        if all(results[i] is k for i, k in zip(range(0, len(results), 2), obj, strict=True)):
+            for i, k in zip(range(0, len(results), 2), list(obj), strict=True):
+                obj[k] = results[i + 1]
+            return obj
+        out = type(obj)() if type(obj) is not dict else {}
+        for i in range(0, len(results), 2):
+            try:
+                out[results[i]] = results[i + 1]
+            except TypeError:  # a key whose converted form is unhashable: kept by its text
+                out[brief(results[i])] = results[i + 1]
+        return out
+    if isinstance(obj, list):
+        obj[:] = results
+        return obj
+    if isinstance(obj, tuple):
+        return tuple(results)
+    if isinstance(obj, (set, frozenset)):
+        try:
+            return frozenset(results) if isinstance(obj, frozenset) else set(results)
+        except TypeError:
+            return results
+    if isinstance(obj, Opaque):
+        n = len(obj.args)
+        obj.args = tuple(results[:n])
+        obj.kwargs = results[n]
+        if _pair_state(obj.state):
+            obj.state = (results[n + 1], results[n + 2])
+            n += 1
+        else:
+            obj.state = results[n + 1]
+        obj.items, obj.dict_items = results[n + 2], results[n + 3]
+        return obj
+    return obj
+
+
+@dataclass(eq=False)
+class _Frame:
+    """One container being walked: what it holds, and what that became in the skeleton so far."""
+
+    obj: Any
+    path: str
+    depth: int
+    build: bool  # False below SKELETON_DEPTH: tensors are searched for, nothing is kept
+    children: list[Child]
+    results: list[Any] = field(default_factory=list)
+    nested: bool = False  # a child is a container (then a second reference to this one is elided)
+
+
+def name_tensors(
+    root: Any,
+    to_record: Callable[[TensorRef, str], TensorRecord],
+    *,
+    built: Iterable[TensorRef] = (),
+    path: str = "",
+) -> tuple[Any, list[TensorRecord], list[TensorRef]]:
+    """Walk ``root``: (the skeleton with a TensorRecord in place of each TensorRef, the records in the order
+    met, the tensors of ``built`` that no path reached). ``path`` names the file in errors. Raises
+    ReaderLimitError past the per-file tensor limit."""
+    records: list[TensorRecord] = []
+    reached: set[int] = set()
+    done: dict[int, Any] = {}  # id -> its skeleton version when small enough to reuse, else Elided
+    open_ids: set[int] = set()
+    extras: list[tuple[str, Any]] = []  # a tensor's own extras (a quantizer's scales): searched afterwards
+
+    def visit(value: Any, name: str, depth: int, build: bool, stack: list[_Frame]) -> tuple[Any, bool]:
+        """(the skeleton value, whether a frame was pushed that delivers it later)."""
+        if isinstance(value, TensorRef):
+            reached.add(id(value))
+            rec = to_record(value, name or "<root>")
+            records.append(rec)
+            if len(records) % 1024 == 0:
+                check_tensor_count(path, len(records))
+            if value.extra:
+                extras.append((name, value.extra))
+            return rec, False
+        if isinstance(value, _LEAVES):
+            return value, False
+        key = id(value)
+        if key in open_ids:
+            return Elided(_CYCLE), False
+        if key in done:
+            again = done[key]
+            return (again if build else Elided(_SHARED)), False
+        children = _children(value)
+        if children is None:
+            return value, False
+        open_ids.add(key)
+        stack.append(_Frame(value, name, depth, build and depth <= SKELETON_DEPTH, children))
+        return None, True
+
+    def run(value: Any, name: str, depth: int, build: bool) -> Any:
+        stack: list[_Frame] = []
+        result, _pushed = visit(value, name, depth, build, stack)
+        while stack:
+            frame = stack[-1]
+            if len(frame.results) < len(frame.children):
+                label, child = frame.children[len(frame.results)]
+                child_name = frame.path if label is None else _child(frame.path, label, frame.depth + 1)
+                converted, pushed = visit(child, child_name, frame.depth + 1, frame.build, stack)
+                if not pushed:
+                    frame.results.append(converted)
+                    frame.nested = frame.nested or not isinstance(converted, (*_LEAVES, TensorRecord))
+                continue
+            stack.pop()
+            open_ids.discard(id(frame.obj))
+            if frame.build:
+                out: Any = _rebuild(frame.obj, frame.results)
+            else:
+                out = Elided(_DEEP) if frame.depth == SKELETON_DEPTH + 1 else None
+            small = frame.build and not frame.nested and len(frame.results) <= _SMALL
+            done[id(frame.obj)] = out if small else Elided(_SHARED)
+            if stack:
+                stack[-1].results.append(out)
+                stack[-1].nested = True
+            else:
+                result = out
+        return result
+
+    skeleton = run(root, "", 0, True)
+    while extras:
+        name, extra = extras.pop()
+        run(extra, name, SKELETON_DEPTH + 2, False)
+    unreached = [ref for ref in built if id(ref) not in reached]
+    check_tensor_count(path, len(records) + len(unreached))
+    return skeleton, records, unreached

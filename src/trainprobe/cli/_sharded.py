@@ -1,0 +1,87 @@
+"""``scan --on FLEET --sharded PATH``: one unit scanned on the targets that hold its files, one report.
+Progress per target (files and bytes) on stderr; the report, then who read what and what was not read."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from trainprobe.cli._output import Console, Output, Table, escape
+from trainprobe.cli.scan import human_bytes, render_scan_report
+
+if TYPE_CHECKING:
+    from trainprobe.tasks import ShareProgress
+
+
+class _Progress:
+    """One stderr line per target at most every second, and one when it ends."""
+
+    def __init__(self, out: Output) -> None:
+        self.out = out
+        self.lock = threading.Lock()
+        self.last: dict[str, float] = {}
+        self.started = time.monotonic()
+
+    def __call__(self, p: ShareProgress) -> None:
+        now = time.monotonic()
+        with self.lock:
+            if not p.done and now - self.last.get(p.target, 0.0) < 1.0:
+                return
+            self.last[p.target] = now
+        done = f"{p.files_done}/{p.files} file(s), {human_bytes(p.bytes_done)}/{human_bytes(p.bytes)}"
+        if p.error is not None:
+            self.out.note(f"✗ {p.target}: failed after {done}: {p.error}")
+        elif p.done:
+            self.out.note(f"✓ {p.target}: {done} in {now - self.started:.1f} s")
+        else:
+            self.out.note(f"  {p.target}: {done}")
+
+
+def render_sharded(console: Console, data: dict[str, Any]) -> None:
+    """The merged report (as a local scan prints it), then each target's share and what was not read."""
+    from trainprobe.checkpoint.scan_report import ScanReport
+
+    render_scan_report(console, ScanReport.from_json(data))
+    sharded = data["sharded"]
+    table = Table("target", "status", "files", "bytes", "seconds", "read", title="who read what")
+    for t in sharded["targets"]:
+        style = "green" if t["status"] == "ok" else "bold red"
+        table.add_row(
+            escape(t["target"]),
+            f"[{style}]{t['status']}[/]",
+            str(len(t["files"])),
+            human_bytes(t["bytes"]),
+            f"{t['seconds']:.2f}",
+            escape(", ".join(t["files"][:4]) + (f" (+{len(t['files']) - 4})" if len(t["files"]) > 4 else "")),
+        )
+    console.print(table)
+    for part, files in sharded["missing"].items():
+        console.print(f"[bold red]no target holds[/] {escape(', '.join(files))} [dim](of {escape(part)})[/]")
+    for conflict in sharded["conflicts"]:
+        console.print(f"[bold red]conflict:[/] {escape(conflict)}", soft_wrap=True)
+    for target, why in sharded["failed"].items():
+        console.print(f"[bold red]{escape(target)} failed:[/] {escape(why)}", soft_wrap=True)
+
+
+def scan_sharded(
+    out: Output,
+    targets: list[str],
+    path: str,
+    *,
+    stats: bool,
+    verify: bool,
+    timeout: float,
+    connect_timeout: float,
+    parallel: int,
+) -> int:
+    from trainprobe.tasks import scan_sharded as run
+
+    progress = None if out.quiet else _Progress(out)
+    result = run(
+        targets, path, stats=stats, verify=verify, parallel=parallel, timeout=timeout,
+        connect_timeout=connect_timeout, on_progress=progress,
+    )  # fmt: skip
+    data = result.to_json()
+    out.result(data, lambda console: render_sharded(console, data))
+    return result.exit_code

@@ -1,0 +1,36 @@
+"""What ``scan``, ``check`` and ``diff`` print about verdicts: the marks, and the exit codes of
+:mod:`trainprobe.checkpoint.verdict` in words (that module is not imported here: importing
+``trainprobe.checkpoint`` at ``--help`` time would cost numpy; ``tests/cli/test_verdict_help.py`` holds the
+two to the same table)."""
+
+from __future__ import annotations
+
+MARK = {
+    "clean": "[green]✓ clean[/]",
+    "consistent": "[green]✓ consistent[/]",
+    "unknown": "[yellow]? unknown[/]",
+    "nonfinite": "[bold red]✗ NON-FINITE[/]",
+    "suspicious": "[bold red]✗ SUSPICIOUS[/]",
+    "torn": "[bold red]✗ TORN[/]",
+    "corrupt": "[bold red]✗ CORRUPT[/]",
+    "unreadable": "[yellow]! unreadable[/]",
+}
+
+#: the exit codes every checkpoint command shares (trainprobe.checkpoint.verdict.exit_code); an indented
+#: paragraph, so the help keeps it as written
+EXIT_CODES = """\
+Exit codes, the one rule of scan, check, diff and triage (a unit's verdict is its worst evidence,
+and the worst unit decides the code)
+  1  a finding: suspicious (a pickle global that would run code on torch.load), nonfinite
+     (NaN/Inf in weights, buffers or optimizer state), torn (the checkpoint mixes training steps) or
+     corrupt (damaged: a CRC mismatch, truncated, a part missing, an impossible state); a finding
+     wins over unreadable
+  2  unreadable (could not be judged: missing, not a checkpoint, unsupported) and no finding; or a
+     usage error
+  0  otherwise: clean, consistent, or unknown (read and finite, but not enough evidence of one
+     consistent snapshot)"""
+
+FLEET_EXIT_CODES = (
+    "With a fleet: 1 if any target found something or could not run (unreachable, failed); else 2 if any "
+    "target had unreadable checkpoints; else 0."
+)

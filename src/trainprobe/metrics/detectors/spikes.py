@@ -1,0 +1,355 @@
+"""Spikes and cliffs: a value that jumps away from its recent level and comes back, or jumps and stays.
+
+A spike is a modified z-score ``0.6745·(x − median)/MAD`` over the trailing window above the threshold, with
+a relative guard (the jump is more than a quarter of the level for losses and accuracies, a doubling for
+other series), direction-aware (a loss up, an accuracy down). Rules that keep the verdicts honest:
+
+- **stretches**: a resume (the step goes back) starts a new stretch with its own baseline, so a log of
+  pasted snippets or restarted runs is judged snippet by snippet;
+- **a baseline first**: the z-score needs ten earlier values in the stretch; a stretch shorter than that
+  (a few pasted lines) uses the short rule instead: a loss that jumps ×1.5 from one row to the next;
+- **recovery against the baseline that declared the spike**: a spike has recovered once the series is back
+  within tolerance of that baseline, or beyond it in the good direction (a loss that falls below where it
+  was before the spike has recovered, however fast it was falling); a loss that comes most of the way back
+  (five rows in a row within a quarter of the peak's distance) and stays a little higher has *settled*, and
+  the message gives the level it settled at;
+- **a spike is no baseline**: once a spike is found, its rows up to its recovery are replaced by the
+  baseline that declared it for the judging of the rows after it, so the tail of one spike does not widen
+  the window and hide the next (the demo run's saves, fifty steps apart, each upset the loss);
+- **suspect rows**: right after a checkpoint save or a resume (three rows) a jump is suspect by itself, so the
+  threshold there is two thirds of the usual one (every jump after a save on the demo run is reported; batch
+  noise after a healthy save is not); a spike starts at the first row that was half way up to its peak;
+- a series that takes both signs (RL and GAN objectives) has no meaningful ratios: no spikes or cliffs;
+- severity ``info`` for an eval value off and back (small eval sets are noisy), and for a loss blip whose
+  peak stays under a tenth of where the loss started (batch noise near the floor).
+
+A jump that does not come back, with the level over the next window and the one after ≥ 50 % away from the
+level before, is a cliff.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from trainprobe.metrics.findings import CLIFF, SPIKE, Finding, fmt_step, fmt_value
+from trainprobe.metrics.roles import metric_kind
+from trainprobe.metrics.rolling import trailing_mad, trailing_median
+from trainprobe.metrics.splits import EVAL, split_of
+from trainprobe.metrics.table import RunLog
+
+MIN_BASELINE = 10
+SUSPECT_ROWS = 3
+# the threshold on the rows right after a save or resume, as a share of the usual one
+SUSPECT_FACTOR = 2 / 3
+
+
+def stretches(steps: np.ndarray) -> list[slice]:
+    """Runs of rows whose step never goes back."""
+    cuts = np.flatnonzero(np.diff(steps) < 0) + 1
+    bounds = [0, *cuts.tolist(), steps.size]
+    return [slice(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def _rel_change(before: float, after: float) -> float:
+    if before == 0:
+        return 0.0 if after == 0 else float(np.sign(after))
+    return (after - before) / abs(before)
+
+
+def detect_spikes(
+    run: RunLog,
+    metric: str,
+    *,
+    threshold: float = 6.0,
+    window: int = 50,
+    rel_guard: float = 0.25,
+    suspect: np.ndarray | None = None,
+) -> list[Finding]:
+    """Spikes and cliffs of one metric; ``suspect`` marks rows (of the run) right after a save or resume."""
+    kind = metric_kind(metric)
+    if kind in ("lr", "time", "counter"):
+        return []
+    col = run.columns[metric]
+    rows = np.flatnonzero(run.mask(metric) & np.isfinite(col))
+    if rows.size < 2:
+        return []
+    x = col[rows]
+    if x.min() < 0:
+        return []  # a loss that takes both signs (RL, GAN objectives): its jumps and ratios mean nothing
+    steps = run.steps[rows]
+    findings: list[Finding] = []
+    sus = suspect[rows] if suspect is not None else np.zeros(rows.size, dtype=bool)
+    for part in stretches(steps):
+        findings.extend(
+            _spikes_in(
+                run, metric, kind, rows[part], x[part], steps[part], sus[part], threshold, window, rel_guard
+            )
+        )
+    start_level = float(np.median(x[: min(10, x.size)]))
+    for f in findings:
+        if f.kind != SPIKE or f.severity == "info":
+            continue
+        if split_of(metric) == EVAL and (f.magnitude or 0) < 10 and f.recovered_after is not None:
+            f.severity = "info"  # one evaluation off and back: small eval sets are noisy
+        elif kind == "loss" and (f.value or 0) < 0.1 * start_level:
+            f.severity = "info"  # a blip near the floor (0.015 → 0.15 after 2.3 at the start) is batch noise
+    return findings
+
+
+def _spikes_in(
+    run: RunLog,
+    metric: str,
+    kind: str,
+    rows: np.ndarray,
+    x: np.ndarray,
+    steps: np.ndarray,
+    suspect: np.ndarray,
+    threshold: float,
+    window: int,
+    rel_guard: float,
+) -> list[Finding]:
+    n = x.size
+    if n < MIN_BASELINE:
+        if kind != "loss" or n < 2:
+            return []
+        # A few pasted lines have no baseline: a loss that jumps ×1.5 from one row to the next is a spike.
+        prev = np.concatenate([[np.nan], x[:-1]])
+        with np.errstate(invalid="ignore"):
+            hit = (prev > 0) & (x >= 1.5 * prev)
+        med, scale = prev, np.full(n, np.nan)
+    else:
+        med, scale, hit = _baseline(x, x[:0], kind, suspect, threshold, window, rel_guard, 0, n)
+    findings: list[Finding] = []
+    excluded = np.zeros(n, dtype=bool)  # rows of spikes found so far: no baseline for the rows after them
+    at = 0
+    while len(findings) < _MAX_SPIKES:
+        flagged = np.flatnonzero(hit[at:]) + at
+        if flagged.size == 0:
+            break
+        gaps = np.flatnonzero(np.diff(flagged) > 2)
+        group = flagged[: int(gaps[0]) + 1] if gaps.size else flagged
+        group = _with_onset(x, med, group, at)
+        dev = x - med
+        finding = _judge(
+            run, metric, kind, rows, x, steps, med, scale, dev, group, threshold, window, rel_guard
+        )
+        at = int(group[-1]) + 1
+        if finding is None:
+            continue
+        findings.append(finding)
+        if finding.kind != SPIKE or finding.recovered_after is None or n < MIN_BASELINE:
+            continue
+        start = int(group[0])
+        end = int(np.searchsorted(steps, steps[start] + finding.recovered_after, side="left"))
+        hit[start : end + 1] = False  # up to the row where it was back: this spike
+        if finding.settled_at is not None:
+            # it settled at a new level: the rows that stay there are that level, not new spikes
+            level = finding.settled_at
+            hit[end : end + window] &= np.abs(x[end : end + window] - level) > rel_guard * abs(level)
+            continue
+        # The rows of a spike that came back are no baseline for the next one: its tail in the window would
+        # widen it and hide a jump right after (the demo's saves, fifty steps apart). Its tail counts until
+        # the series is close to the baseline again (within the relative guard), if it is within half a
+        # window; one that takes longer is a new level, and stays in.
+        base = float(med[start])
+        tail = x[end : start + window // 2] - base
+        sign = 1 if kind == "loss" else -1 if kind == "accuracy" else 0
+        close = (tail * sign if sign else np.abs(tail)) <= rel_guard * abs(base)
+        stop = end + int(np.argmax(close)) if close.any() else end
+        excluded[start:stop] = True
+        history = x[:start][~excluded[:start]][-window:]
+        hi = min(n, stop + window + 1)
+        med[stop:hi], scale[stop:hi], hit[stop:hi] = _baseline(
+            x, history, kind, suspect, threshold, window, rel_guard, stop, hi
+        )
+    return findings
+
+
+_MAX_SPIKES = 1000
+
+
+def _with_onset(x: np.ndarray, med: np.ndarray, group: np.ndarray, floor: int) -> np.ndarray:
+    """The group with the rows just before it that were already half way up to its peak (a jump whose
+    first row stayed under the threshold starts there, not one row later)."""
+    first = int(group[0])
+    base = med[first]
+    if not np.isfinite(base):
+        return group
+    dev = x[group] - base
+    peak = float(dev[np.argmax(np.abs(dev))])
+    start = first
+    while start - 1 >= max(floor, first - SUSPECT_ROWS) and (x[start - 1] - base) * np.sign(peak) > 0.5 * abs(
+        peak
+    ):
+        start -= 1
+    return group if start == first else np.concatenate([np.arange(start, first), group])
+
+
+def _baseline(
+    x: np.ndarray,
+    history: np.ndarray,
+    kind: str,
+    suspect: np.ndarray,
+    threshold: float,
+    window: int,
+    rel_guard: float,
+    lo: int,
+    hi: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(trailing median, noise scale, spike rows) for rows ``lo:hi``: each judged against the values before
+    it, ``history`` (the rows before ``lo`` that count) first."""
+    part = np.concatenate([history, x[lo:hi]])
+    med = trailing_median(part, window)
+    mad = trailing_mad(part, med, window)
+    med, mad = med[history.size :], mad[history.size :]
+    vals = x[lo:hi]
+    direction = {"loss": 1, "accuracy": -1}.get(kind, 0)
+    scale = np.maximum(mad, 1e-3 * np.abs(med)) / 0.6745
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = (vals - med) / scale
+        rel = np.abs(vals - med) / np.maximum(np.abs(med), 1e-12)
+    zz = z * direction if direction else np.abs(z)
+    # Gradient norms and other auxiliary series are spiky by nature: only doublings are worth a line.
+    guard = rel_guard if kind in ("loss", "accuracy") else max(rel_guard, 1.0)
+    limit = np.where(suspect[lo:hi], SUSPECT_FACTOR * threshold, threshold)
+    enough = np.arange(lo, hi) >= MIN_BASELINE
+    # a zero baseline (values printed to 4 decimals, 0.0000) has no ratio to judge a jump by
+    hit = (zz > limit) & (rel > guard) & np.isfinite(med) & enough & (np.abs(med) > 0)
+    return med, scale, hit
+
+
+def _judge(
+    run: RunLog,
+    metric: str,
+    kind: str,
+    rows: np.ndarray,
+    x: np.ndarray,
+    steps: np.ndarray,
+    med: np.ndarray,
+    scale: np.ndarray,
+    dev: np.ndarray,
+    group: np.ndarray,
+    threshold: float,
+    window: int,
+    rel_guard: float,
+) -> Finding | None:
+    start = int(group[0])
+    peak = int(group[np.argmax(np.abs(dev[group]))])
+    base = float(med[start])
+    spread = float(scale[start]) if np.isfinite(scale[start]) else 0.0
+    level_before = float(np.median(x[max(0, start - window) : start]))
+    after = x[start : start + window]
+    later = x[start + window : start + 2 * window]
+    shift_after = _rel_change(level_before, float(np.median(after))) if after.size >= 5 else 0.0
+    shift_later = _rel_change(level_before, float(np.median(later))) if later.size >= 5 else shift_after
+    tol = max(threshold / 2 * spread, rel_guard * abs(base))
+    rest_values = x[peak + 1 :]
+    if kind == "loss":
+        back = rest_values <= base + tol
+    elif kind == "accuracy":
+        back = rest_values >= base - tol
+    else:
+        back = np.abs(rest_values - base) <= tol
+    rest = np.flatnonzero(back)
+    recovered = float(steps[peak + 1 + int(rest[0])] - steps[start]) if rest.size else None
+    is_shift = (
+        abs(shift_after) >= 0.5 and abs(shift_later) >= 0.5 and np.sign(shift_after) == np.sign(shift_later)
+    )
+    if is_shift and recovered is None and after.size >= min(window, 10):
+        new_level = float(np.median(later if later.size >= 5 else after))
+        return Finding(
+            CLIFF,
+            "error" if kind in ("loss", "accuracy") else "warning",
+            run.name,
+            metric,
+            float(steps[start]),
+            float(steps[min(start + window, len(steps) - 1)]),
+            value=new_level,
+            baseline=level_before,
+            magnitude=shift_later,
+            row=int(rows[start]),
+            message=(
+                f"{metric} {'jumped' if new_level > level_before else 'fell off a cliff'} at step "
+                f"{fmt_step(steps[start])}: {fmt_value(level_before)} → {fmt_value(new_level)} "
+                f"({_change(level_before, new_level)}) and stayed there"
+            ),
+        )
+    settled: float | None = None
+    if recovered is None and kind in ("loss", "accuracy"):
+        recovered, settled = _settled(x, steps, start, peak, base, window)
+    ratio = float(x[peak] / base) if base else float("inf")
+    size = abs(float(dev[peak])) / max(abs(base), 1e-12)
+    if kind in ("loss", "accuracy"):
+        if size >= 2.0 or recovered is None:
+            severity = "error"
+        elif len(group) > 3 or size >= 0.5:
+            severity = "warning"
+        else:
+            severity = "info"
+    else:
+        severity = "info"
+    if recovered is None and peak == len(x) - 1:
+        rec_text = "at the last row of the log"
+    elif recovered is None:
+        rec_text = "has not recovered by the end of the log"
+    elif settled is not None:
+        rec_text = (
+            f"came most of the way back after {fmt_step(recovered)} step{'' if recovered == 1 else 's'}, "
+            f"to {fmt_value(settled)} ({_change(base, settled)} on {fmt_value(base)})"
+        )
+    else:
+        rec_text = f"recovered after {fmt_step(recovered)} step{'' if recovered == 1 else 's'}"
+    return Finding(
+        SPIKE,
+        severity,
+        run.name,
+        metric,
+        float(steps[start]),
+        float(steps[int(group[-1])]),
+        value=float(x[peak]),
+        baseline=base,
+        magnitude=ratio,
+        recovered_after=recovered,
+        row=int(rows[start]),
+        settled_at=settled,
+        message=(
+            f"{metric} spiked at step {fmt_step(steps[start])}: {fmt_value(base)} → "
+            f"{fmt_value(float(x[peak]))} (×{ratio:.3g}), {rec_text}"
+        ),
+    )
+
+
+SETTLE_ROWS = 5
+
+
+def _settled(
+    x: np.ndarray, steps: np.ndarray, start: int, peak: int, base: float, window: int
+) -> tuple[float | None, float | None]:
+    """(steps to settle, the level settled at) for a spike that did not come back within tolerance but
+    came most of the way: the median of five rows in a row within a quarter of the peak's distance from the
+    baseline (a save that upset training, after which the loss stays a little higher). (None, None) if not."""
+    rest = x[peak + 1 : peak + 1 + 4 * window]
+    if rest.size < SETTLE_ROWS:
+        return None, None
+    excess = np.abs(rest - base)
+    excess[~np.isfinite(excess)] = np.inf  # a NaN is no recovery
+    med = np.median(np.lib.stride_tricks.sliding_window_view(excess, SETTLE_ROWS), axis=1)
+    ok = np.flatnonzero(med <= 0.25 * abs(float(x[peak]) - base))
+    if not ok.size:
+        return None, None
+    at = peak + 1 + int(ok[0])
+    limit = 0.25 * abs(float(x[peak]) - base)
+    first = at + int(np.argmax(excess[at - peak - 1 : at - peak - 1 + SETTLE_ROWS] <= limit))
+    return float(steps[first] - steps[start]), float(np.median(x[at : at + SETTLE_ROWS]))
+
+
+def _change(before: float, after: float) -> str:
+    """``-97%``, ``+60%``, or a ratio once it is past doubling (``×9.4e+12``, not ``+937773251534779%``)."""
+    if before and after / before >= 2:
+        return f"×{fmt_value(after / before)}"
+    return f"{(after - before) / abs(before) if before else 0.0:+.0%}"
+
+
+__all__ = ["MIN_BASELINE", "SUSPECT_ROWS", "detect_spikes", "stretches"]

@@ -1,0 +1,392 @@
+"""Trends over many rows: divergence, overfitting, an explosion in the first steps.
+
+**Divergence** (a loss that climbs and keeps climbing; an accuracy that falls and stays down), within one
+stretch of steps (a resume starts a new one), in any of these shapes:
+
+- *explosion or sustained climb*: the loss reaches 10× its lowest level so far (the lowest of a 3-row running
+  median, so one perfectly fitted batch is no "lowest level") and the median of the rows from there (ten, or
+  a tenth of what is left) stays above 5× it, it is not back under 3× within a fifth of the rows that
+  follow, and, if it does come back, its second half is not lower than its first (a jump that decays back is
+  a spike); nor is it a jump whose second half settles under 60 % of its first three rows and under 3× the
+  median of the 20 rows before it (a save that upset training, then mostly recovered: a spike). The onset is
+  that row, the end where it is back under 3×. This is also a climb after a spike that had recovered;
+- *a rising tail* (long logs): the medians of the last four of twenty blocks keep rising, to ≥ 1.5× the best;
+- *a short climb* (a few pasted lines): four or more rises in a row, to ≥ 1.5× where they began;
+- *a climb the gradients confirm*: the loss rises on two rows in a row after its lowest point while a gradient
+  norm grows ≥ 3× over the same rows (or the fp16 loss scale is cut twice);
+- for an eval accuracy: it falls below 95 % of its best, never comes back to it, and sinks to 90 % or lower.
+
+**Overfitting**: an eval loss whose best value is followed by at least three evaluations that rise (most
+steps up, the last ≥ 5 % above the best) while the train loss it pairs with keeps falling over the same steps,
+and no eval accuracy (mAP, acc) improved by more than 10 % over them.
+
+**Early explosion**: in the first ten rows the loss grows ≥ 10× its first value, or ≥ 3× while a gradient norm
+grows ≥ 10×.
+
+Losses that take both signs (RL, GAN objectives) are left alone: their ratios mean nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from trainprobe.metrics.detectors.spikes import stretches
+from trainprobe.metrics.findings import DIVERGENCE, EARLY_EXPLOSION, OVERFITTING, Finding, fmt_step, fmt_value
+from trainprobe.metrics.roles import metric_kind
+from trainprobe.metrics.splits import EVAL, EVAL_WORDS, TRAIN, split_of
+from trainprobe.metrics.table import RunLog
+
+_GRAD = re.compile(r"(?i)grad.?norm|gnorm|total_grad_norm|grad_norm")
+_SCALE = re.compile(r"(?i)loss.?scale")
+
+
+def _series(run: RunLog, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, steps, values) where ``metric`` is logged and finite."""
+    col = run.columns[metric]
+    rows = np.flatnonzero(run.mask(metric) & np.isfinite(col))
+    return rows, run.steps[rows], col[rows]
+
+
+def _running_median3(x: np.ndarray) -> np.ndarray:
+    if x.size < 3:
+        return np.array(x, dtype=np.float64)
+    padded = np.concatenate([[x[0]], x, [x[-1]]])
+    return np.asarray(
+        np.median(np.lib.stride_tricks.sliding_window_view(padded, 3), axis=1), dtype=np.float64
+    )
+
+
+def _finding(
+    run: RunLog,
+    metric: str,
+    rows: np.ndarray,
+    steps: np.ndarray,
+    onset: int,
+    end: int,
+    low: float,
+    high: float,
+    text: str,
+) -> Finding:
+    return Finding(
+        DIVERGENCE,
+        "error",
+        run.name,
+        metric,
+        float(steps[onset]),
+        float(steps[end]),
+        value=high,
+        baseline=low,
+        magnitude=high / low if low else float("inf"),
+        row=int(rows[onset]),
+        message=f"{metric} is diverging from step {fmt_step(steps[onset])}: {text}",
+    )
+
+
+def _grad_columns(run: RunLog) -> list[str]:
+    return [c for c in run.columns if _GRAD.search(c)]
+
+
+def _grows(run: RunLog, name: str, step_from: float, step_to: float, factor: float) -> bool:
+    _rows, steps, values = _series(run, name)
+    before = values[steps <= step_from]
+    during = values[(steps > step_from) & (steps <= step_to)]
+    if not before.size or not during.size or before[-1] <= 0:
+        return False
+    return bool(during.max() >= factor * before[-1])
+
+
+def _halvings(run: RunLog, step_from: float, step_to: float) -> int:
+    for name in run.columns:
+        if _SCALE.search(name):
+            _rows, steps, values = _series(run, name)
+            part = values[(steps >= step_from) & (steps <= step_to)]
+            return int(np.count_nonzero(np.diff(part) < 0))
+    return 0
+
+
+def _loss_divergence(
+    run: RunLog, metric: str, rows: np.ndarray, steps: np.ndarray, x: np.ndarray, start_level: float
+) -> Finding | None:
+    n = x.size
+    smooth = _running_median3(x)
+    low = np.minimum.accumulate(smooth)
+    # explosion or sustained climb: ten rows to tell it from a spike that decays, and above a tenth of where
+    # the loss started (0.01 → 0.1 near the floor is noise)
+    m = max(n - 10, 0)  # rows with ten rows from them on
+    jumps = np.flatnonzero((x[1 : 1 + m] >= 10 * low[:m]) & (low[:m] > 0)) + 1
+    candidates = jumps[:1000].tolist()
+    onset_of: dict[int, int] = {}
+    for i in candidates:  # the first row of each run of rows in a row that are up (the jump's onset)
+        onset_of[i] = onset_of.get(i - 1, i)
+    for i in candidates:
+        base = low[i - 1]
+        span = max(10, (n - i) // 10)  # a tenth of what is left: a spike that decays is no climb
+        level = float(np.median(x[i : i + span]))
+        if level >= 5 * base and level >= 0.1 * start_level:
+            back = np.flatnonzero(smooth[i:] < 3 * base)
+            end = i + int(back[0]) - 1 if back.size else n - 1
+            if back.size and end - i + 1 < 0.2 * (n - i):
+                continue  # up and back down within a fifth of what follows: a spike, not a climb
+            rise = x[i : end + 1]
+            half = max(1, rise.size // 2)
+            if back.size and rise.size >= 4 and np.median(rise[half:]) < np.median(rise[:half]):
+                continue  # a jump that decays back (a save that upset training): a spike, not a climb
+            if rise.size >= 6:
+                onset = onset_of[i]
+                jump, settled = float(np.median(x[onset : onset + 3])), float(np.median(rise[half:]))
+                before = float(np.median(x[max(0, onset - 20) : onset]))
+                if settled < 0.6 * jump and settled < 3 * before:
+                    continue  # a jump that fell most of the way back and stays near where it was: a spike
+            peak = float(x[i : end + 1].max())
+            return _finding(
+                run,
+                metric,
+                rows,
+                steps,
+                i,
+                max(end, i),
+                float(base),
+                peak,
+                f"{fmt_value(float(base))} → {fmt_value(float(x[i]))} and up to {fmt_value(peak)}"
+                + (
+                    " by the end of the log"
+                    if not back.size
+                    else f", back under {fmt_value(3 * float(base))} at step {fmt_step(steps[end + 1])}"
+                ),
+            )
+    # a rising tail of a long log
+    blocks = 20
+    if n >= blocks * 5:
+        size = n // blocks
+        meds = np.median(x[: size * blocks].reshape(blocks, size), axis=1)
+        best = int(np.argmin(meds))
+        tail = meds[best:]
+        if tail.size >= 4 and np.all(np.diff(tail[-4:]) > 0) and tail[-1] >= 1.5 * meds[best]:
+            onset = best * size + size // 2
+            return _finding(
+                run,
+                metric,
+                rows,
+                steps,
+                onset,
+                n - 1,
+                float(meds[best]),
+                float(tail[-1]),
+                f"it rose from {fmt_value(float(meds[best]))} to {fmt_value(float(tail[-1]))} at the end and "
+                "keeps rising",
+            )
+    # a short climb
+    if n < 50:
+        ups = np.diff(x) > 0
+        run_len = 0
+        for i, up in enumerate(ups):
+            run_len = run_len + 1 if up else 0
+            first = i + 1 - run_len
+            if run_len >= 4 and x[i + 1] >= 1.5 * x[first]:
+                return _finding(
+                    run,
+                    metric,
+                    rows,
+                    steps,
+                    first + 1,
+                    i + 1,
+                    float(x[first]),
+                    float(x[i + 1]),
+                    f"it rose on {run_len} rows in a row, {fmt_value(float(x[first]))} → "
+                    f"{fmt_value(float(x[i + 1]))}",
+                )
+    # a climb the gradients confirm
+    best = int(np.argmin(x))
+    if best + 2 < n and x[best + 1] > 1.02 * x[best] and x[best + 2] > 1.02 * x[best + 1]:
+        step_from, step_to = float(steps[best]), float(steps[-1])
+        grads = [g for g in _grad_columns(run) if _grows(run, g, step_from, step_to, 3.0)]
+        halved = _halvings(run, step_from, step_to)
+        if grads or halved >= 2:
+            why = (
+                f"{grads[0]} grew ≥3× over the same steps"
+                if grads
+                else f"the loss scale was cut {halved} times"
+            )
+            return _finding(
+                run,
+                metric,
+                rows,
+                steps,
+                best + 1,
+                n - 1,
+                float(x[best]),
+                float(x[best:].max()),
+                f"it rose from {fmt_value(float(x[best]))} to {fmt_value(float(x[-1]))} while {why}",
+            )
+    return None
+
+
+def _accuracy_divergence(
+    run: RunLog, metric: str, rows: np.ndarray, steps: np.ndarray, x: np.ndarray
+) -> Finding | None:
+    if x.size < 4:
+        return None
+    best = int(np.argmax(x))
+    after = x[best + 1 :]
+    if after.size < 3 or x[best] <= 0 or after.max() >= 0.95 * x[best] or after.min() > 0.9 * x[best]:
+        return None
+    low = float(after.min())
+    return Finding(
+        DIVERGENCE,
+        "warning",
+        run.name,
+        metric,
+        float(steps[best + 1]),
+        float(steps[-1]),
+        value=low,
+        baseline=float(x[best]),
+        magnitude=low / float(x[best]),
+        row=int(rows[best + 1]),
+        message=(
+            f"{metric} fell from its best {fmt_value(float(x[best]))} (step {fmt_step(steps[best])}) to "
+            f"{fmt_value(low)} and has not come back"
+        ),
+    )
+
+
+def detect_divergence(run: RunLog, metric: str) -> list[Finding]:
+    kind = metric_kind(metric)
+    if kind not in ("loss", "accuracy") or (kind == "accuracy" and split_of(metric) != EVAL):
+        return []  # a training accuracy (detectron2's fg_cls_accuracy) swings too much early on
+    rows, steps, x = _series(run, metric)
+    if x.size < 3 or x.min() < 0:
+        return []
+    start_level = float(np.median(x[: min(10, x.size)]))
+    for part in stretches(steps):
+        r, s, v = rows[part], steps[part], x[part]
+        got = (
+            _loss_divergence(run, metric, r, s, v, start_level)
+            if kind == "loss"
+            else _accuracy_divergence(run, metric, r, s, v)
+        )
+        if got is not None:
+            return [got]
+    return []
+
+
+def _words(name: str) -> list[str]:
+    return [
+        w for w in re.split(r"[\s/_.\-]+", name.lower()) if w and w not in EVAL_WORDS | {"train", "training"}
+    ]
+
+
+def _train_partner(run: RunLog, eval_metric: str) -> str | None:
+    trains = [m for m in run.metrics if split_of(m) == TRAIN and metric_kind(m) == "loss"]
+    if not trains:
+        return None
+    want = _words(eval_metric)
+    same = [m for m in trains if _words(m) == want]
+    pool = same or trains
+    return max(pool, key=lambda m: int(np.count_nonzero(run.mask(m))))
+
+
+def _eval_accuracy_improved(run: RunLog, loss: str, step_from: float, step_to: float) -> bool:
+    """Whether an eval accuracy of the same eval set (``eval_g0_accuracy`` for ``eval_g0_loss``; any, when
+    none shares its name) got clearly better between the two steps."""
+    accuracies = [m for m in run.metrics if split_of(m) == EVAL and metric_kind(m) == "accuracy"]
+    own = set(_words(loss)) - {"loss"}
+    same = [m for m in accuracies if own and own <= set(_words(m))]
+    for m in same or accuracies:
+        _rows, steps, x = _series(run, m)
+        before = x[steps <= step_from]
+        end = x[(steps > step_from) & (steps <= step_to)]
+        if before.size and end.size and end[-1] > 1.1 * before[-1] + 1e-9:
+            return True
+    return False
+
+
+def detect_overfitting(run: RunLog) -> list[Finding]:
+    findings: list[Finding] = []
+    for metric in run.metrics:
+        if split_of(metric) != EVAL or metric_kind(metric) != "loss":
+            continue
+        rows, steps, x = _series(run, metric)
+        if x.size < 4 or x.min() < 0:
+            continue
+        best = int(np.argmin(x))
+        after = x[best:]
+        if after.size < 4 or x[best] <= 0 or after[-1] < 1.05 * x[best]:
+            continue
+        if _eval_accuracy_improved(run, metric, float(steps[best]), float(steps[-1])):
+            continue  # better on held-out data (mAP 0 → 0.87): an eval loss that rose is no overfit
+        ups = np.diff(after) > 0
+        if (
+            np.count_nonzero(ups) < 0.6 * ups.size
+            and np.median(after[-max(2, after.size // 3) :]) < 1.1 * x[best]
+        ):
+            continue
+        partner = _train_partner(run, metric)
+        if partner is None:
+            continue
+        _trows, tsteps, t = _series(run, partner)
+        at_best = t[tsteps <= steps[best]]
+        later = t[tsteps > steps[best]]
+        if not later.size:
+            continue
+        start = float(at_best[-1]) if at_best.size else float(later[0])
+        if not later[-1] < start:
+            continue
+        findings.append(
+            Finding(
+                OVERFITTING,
+                "warning",
+                run.name,
+                metric,
+                float(steps[best + 1]),
+                float(steps[-1]),
+                value=float(x[-1]),
+                baseline=float(x[best]),
+                magnitude=float(x[-1] / x[best]),
+                row=int(rows[best + 1]),
+                message=(
+                    f"{metric} has risen since its best {fmt_value(float(x[best]))} at step "
+                    f"{fmt_step(steps[best])} to {fmt_value(float(x[-1]))}, while {partner} kept falling "
+                    f"({fmt_value(start)} → {fmt_value(float(later[-1]))}): overfitting"
+                ),
+            )
+        )
+    return findings
+
+
+def detect_early_explosion(run: RunLog, metric: str, *, first_rows: int = 10) -> list[Finding]:
+    if metric_kind(metric) != "loss" or split_of(metric) != TRAIN:
+        return []
+    rows, steps, x = _series(run, metric)
+    head = x[:first_rows]
+    if head.size < 3 or head[0] <= 0 or head.min() < 0:
+        return []
+    peak = int(np.argmax(head))
+    ratio = float(head[peak] / head[0])
+    grads = [g for g in _grad_columns(run) if _grows(run, g, float(steps[0]), float(steps[peak]), 10.0)]
+    if not (ratio >= 10 or (ratio >= 3 and grads)):
+        return []
+    why = f" while {grads[0]} grew ≥10×" if grads else ""
+    return [
+        Finding(
+            EARLY_EXPLOSION,
+            "error",
+            run.name,
+            metric,
+            float(steps[0]),
+            float(steps[peak]),
+            value=float(head[peak]),
+            baseline=float(head[0]),
+            magnitude=ratio,
+            row=int(rows[0]),
+            message=(
+                f"{metric} exploded in the first steps: {fmt_value(float(head[0]))} at step "
+                f"{fmt_step(steps[0])} → {fmt_value(float(head[peak]))} at step {fmt_step(steps[peak])}"
+                f" (×{ratio:.3g}){why}"
+            ),
+        )
+    ]
+
+
+__all__ = ["detect_divergence", "detect_early_explosion", "detect_overfitting"]

@@ -1,0 +1,459 @@
+"""What the tokens of one log message say: ``(key, value)`` fields, counters, units, labels, and how much of
+the message is prose.
+
+The rules, each a general mechanism rather than one project's line shape:
+
+- a **value** is a number, ``nan``/``inf``, or a quoted number (``'loss': '2.31'``); a list after a key
+  (``lr=[9.6e-06, 9.6e-06]``, ``Epoch: [0]``) gives its first element;
+- its **key** is the name before it: a quoted name, or words before ``:``/``=`` (``train loss:``,
+  ``lm loss:``, ``elapsed time per iteration (ms):``, ``Epoch(train)``), or, with only a space between, the
+  last word (``loss 2.5``), or every word of a ``|``-separated segment (``| valid loss 5.50 |``);
+- ``N/M`` is a counter: ``iteration 10/ 1000`` gives the iteration and its total, an unnamed
+  ``[640/60000]`` or ``100/1000`` (a progress bar) is the run's counter, named by a word after it
+  (``200/ 2983 batches``); a compound key ``"global_step/max_steps": "1/2353"`` splits in two;
+- a number glued to a unit (``267.36ms``, ``10.0it/s``, ``99%``) keeps the unit; ``3 (3.44)`` is a value and
+  its running average; ``1:02:03`` is a duration in seconds;
+- words before a ``:`` or ``|`` that name no value (``Test set:``, ``[eval]``, ``Epoch(val)``) are **labels**:
+  they say which split the fields belong to. Every other word is prose, and a message that is mostly prose
+  (echoed source, tracebacks, sentences that mention a number) is not a metric row.
+
+Every number of the message is a **slot** (key or ``None``) in order, so a template can read lines of the same
+shape without tokenizing them again (:mod:`trainprobe.metrics.readers.text.template`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trainprobe.metrics.readers.text.tokens import (
+    NON_FINITE_WORDS,
+    NUMBER,
+    PUNCT,
+    QUOTED,
+    SPACE,
+    UNITS,
+    WORD,
+    Token,
+    is_number_text,
+    to_float,
+    tokenize,
+)
+from trainprobe.metrics.table import TOTAL_PREFIX
+
+# Keys that are never metrics although a number follows them: launcher and progress-bar furniture.
+NOT_METRIC_KEYS = frozenset(
+    {"eta", "v_num", "pid", "tid", "rank", "local_rank", "global_rank", "world_size", "port", "seed", "node"}
+)
+_BOUNDARY_PUNCT = frozenset(",;|)]}>/'\"")
+_KEY_PUNCT_SEPS = frozenset(":=")
+_MAX_KEY_WORDS = 8
+COUNTER_KEY = "#counter"
+SPLIT_LABELS = frozenset(
+    {"train", "training", "val", "valid", "validation", "eval", "evaluation", "test", "testing"}
+)
+
+
+@dataclass
+class Slot:
+    """One number of the message: where it is, and the field it fills (None: a number that is no field)."""
+
+    start: int
+    end: int
+    key: str | None
+
+
+@dataclass
+class Fields:
+    """``values`` holds the fields, the run's counter under ``COUNTER_KEY`` and each counter's total under
+    ``TOTAL_PREFIX + key``."""
+
+    values: dict[str, float] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
+    labels: list[str] = field(default_factory=list)
+    slots: list[Slot] = field(default_factory=list)
+    field_chars: int = 0
+    prose_chars: int = 0
+    prose_words: list[str] = field(default_factory=list)
+    exact: bool = True  # every number is a plain slot: the message can become a template
+
+
+def _clean_key(text: str) -> str:
+    text = text.strip().strip("'\"").strip()
+    return " ".join(text.split()).rstrip(".-")
+
+
+class _Scan:
+    def __init__(self, toks: list[Token]) -> None:
+        self.toks = toks
+        self.n = len(toks)
+        self.used = [False] * self.n
+        self.has_pipes = any(t == (PUNCT, "|") for t in toks)
+        self.starts: list[int] = []
+        pos = 0
+        for _kind, text in toks:
+            self.starts.append(pos)
+            pos += len(text)
+        self.out = Fields()
+
+    def kind(self, i: int) -> str:
+        return self.toks[i][0] if 0 <= i < self.n else ""
+
+    def text(self, i: int) -> str:
+        return self.toks[i][1] if 0 <= i < self.n else ""
+
+    def skip_space(self, i: int, step: int) -> int:
+        while 0 <= i < self.n and self.toks[i][0] == SPACE:
+            i += step
+        return i
+
+    # -- values --------------------------------------------------------------------------------------------
+    def value_at(self, i: int) -> tuple[float, int, int, float | None] | None:
+        """(value, first token, last token, total of a quoted ``N/M``) of a value starting at token ``i``."""
+        kind, text = self.toks[i]
+        if kind == NUMBER:
+            return to_float(text), i, i, None
+        if kind == WORD and text.lower() in NON_FINITE_WORDS and self.non_finite_is_value(i, i):
+            return to_float(text), i, i, None
+        if kind == PUNCT and text in "+-" and self.kind(i + 1) == WORD:
+            word = self.text(i + 1)
+            if word.lower() in NON_FINITE_WORDS and self.non_finite_is_value(i, i + 1):
+                return to_float(text + word), i, i + 1, None
+        if kind == QUOTED:
+            inner = text[1:-1].strip()
+            if is_number_text(inner):
+                return to_float(inner), i, i, None
+            head, slash, tail = inner.partition("/")
+            if slash and is_number_text(head) and is_number_text(tail):
+                return to_float(head), i, i, to_float(tail)
+        return None
+
+    def non_finite_is_value(self, first: int, last: int) -> bool:
+        """``loss: nan``, ``loss nan``, ``step_avg:nanms``, but not ``number of nan iterations: 0``."""
+        glued_unit = self.kind(last + 1) == WORD and self.text(last + 1) in UNITS
+        if not (glued_unit or self.boundary_after(last)):
+            return False
+        prev = self.skip_space(first - 1, -1)
+        if self.text(prev) in _KEY_PUNCT_SEPS:
+            return True
+        nxt = self.skip_space(last + 1, 1)
+        if self.kind(nxt) == WORD and self.text(self.skip_space(nxt + 1, 1)) in _KEY_PUNCT_SEPS:
+            return False
+        return self.kind(prev) == WORD
+
+    def boundary_after(self, j: int) -> bool:
+        nxt = j + 1
+        if nxt >= self.n:
+            return True
+        kind, text = self.toks[nxt]
+        if kind == SPACE:
+            return True
+        if kind == PUNCT:
+            if text == ".":
+                return nxt + 1 >= self.n or self.kind(nxt + 1) == SPACE
+            return text in _BOUNDARY_PUNCT or text in _KEY_PUNCT_SEPS
+        return False
+
+    # -- keys ------------------------------------------------------------------------------------------------
+    def key_before(self, i: int) -> tuple[str | None, list[int]]:
+        """The key naming a value that starts at token ``i``, and the tokens it spans."""
+        j = self.skip_space(i - 1, -1)
+        sep = " "
+        if self.kind(j) == PUNCT and self.text(j) in _KEY_PUNCT_SEPS and not self.used[j]:
+            sep = self.text(j)
+            j = self.skip_space(j - 1, -1)
+        elif j == i - 1 and self.kind(j) == WORD:
+            return None, []  # glued to a word: part of a name
+        if j < 0 or self.used[j]:
+            return None, []
+        kind, text = self.toks[j]
+        if kind == QUOTED and not is_number_text(text[1:-1]):
+            return _clean_key(text), [j]
+        if kind == PUNCT and text == ")":
+            return self.grouped_key(j, sep)
+        if kind != WORD:
+            return None, []
+        idx = self.words_before(j, sep)
+        if not idx:
+            return None, []
+        return _clean_key(" ".join(self.text(t) for t in idx)), idx
+
+    def grouped_key(self, close: int, sep: str) -> tuple[str | None, list[int]]:
+        """``elapsed time per iteration (ms):`` and ``Epoch(train)``: a group in parentheses ends the key; a
+        split name in it (``train``, ``val``) is also a label."""
+        k = close - 1
+        while k >= 0 and self.kind(k) in (WORD, SPACE) and not self.used[k]:
+            k -= 1
+        if k < 0 or self.text(k) != "(" or k == close - 1:
+            return None, []
+        glued = self.kind(k - 1) == WORD
+        if sep == " " and not glued:
+            return None, []
+        idx = self.words_before(self.skip_space(k - 1, -1), sep)
+        if not idx:
+            return None, []
+        group = "".join(self.text(t) for t in range(k, close + 1))
+        inner = group[1:-1].strip()
+        if inner.lower() in SPLIT_LABELS:
+            self.out.labels.append(inner)
+        words = " ".join(self.text(t) for t in idx)
+        if len(inner.split()) > 1:
+            # ``acc (higher is better) :``: a remark, not part of the name
+            return _clean_key(words), [*idx, *range(k, close + 1)]
+        return _clean_key(words + ("" if glued else " ") + group), [*idx, *range(k, close + 1)]
+
+    def words_before(self, j: int, sep: str) -> list[int]:
+        """Indices of the words ending at token ``j`` that form one key (how many: see the module
+        docstring)."""
+        if j < 0 or self.kind(j) != WORD or self.used[j]:
+            return []
+        idx = [j]
+        k = j - 1
+        while k >= 1 and len(idx) < _MAX_KEY_WORDS:
+            if (
+                self.kind(k) == SPACE
+                and len(self.text(k)) <= 2
+                and self.kind(k - 1) == WORD
+                and not self.used[k - 1]
+                and not self.text(k - 1).endswith((".", "!", "?"))  # a sentence ends before the key
+            ):
+                idx.append(k - 1)
+                k -= 2
+                continue
+            break
+        start = self.skip_space(k, -1)
+        # a ``|``-separated segment, the first one of a ``|``-separated line included, or the words after a
+        # field and its ``:``/``;`` (``iter 10: train loss 2.11``)
+        in_segment = (start >= 0 and self.text(start) == "|") or (start < 0 and self.has_pipes)
+        after_field = start > 0 and self.text(start) in ":;" and self.used[self.skip_space(start - 1, -1)]
+        if sep == " " and after_field and len(idx) <= 3:
+            in_segment = True
+        if sep == " " and not in_segment:
+            idx = idx[:1]  # ``the loss went from 6.4``: only "from" could name 6.4, and it is prose
+        idx.reverse()
+        return idx
+
+    # -- the walk --------------------------------------------------------------------------------------------
+    def run(self) -> Fields:
+        i = 0
+        while i < self.n:
+            if self.used[i]:
+                i += 1
+                continue
+            if self.toks[i] == (PUNCT, "["):
+                done = self.take_list(i)
+                if done is not None:
+                    i = done
+                    continue
+            got = self.value_at(i)
+            i = i + 1 if got is None else self.take_value(got)
+        self.finish_words()
+        return self.out
+
+    def take_list(self, i: int) -> int | None:
+        """``key=[v1, v2, ...]`` and ``Epoch [1]``: the key gets the first element; every number is a slot."""
+        key, key_idx = self.key_before(i)
+        if key is None:
+            return None
+        j = self.skip_space(i + 1, 1)
+        values: list[tuple[float, int, int, float | None]] = []
+        while j < self.n:
+            v = self.value_at(j)
+            if v is None or v[3] is not None:
+                break
+            values.append(v)
+            j = self.skip_space(v[2] + 1, 1)
+            if self.text(j) != ",":
+                break
+            j = self.skip_space(j + 1, 1)
+        if not values or self.text(j) != "]":
+            return None
+        explicit = self.text(self.skip_space(i - 1, -1)) in _KEY_PUNCT_SEPS
+        if not explicit and len(values) > 1:
+            return None  # ``Conv [3, 16, 3, 2]``: arguments after a name, not the name's value
+        for v in values:
+            self.slot(v[1], v[2], None)
+        if key.lower() not in NOT_METRIC_KEYS and self.store(key, values[0][0], key_idx):
+            self.out.slots[-len(values)].key = key
+        for t in range(i, j + 1):
+            self.used[t] = True
+        return j + 1
+
+    def slot(self, first: int, last: int, key: str | None) -> Slot:
+        start = self.starts[first]
+        end = self.starts[last] + len(self.text(last))
+        made = Slot(start, end, key)
+        self.out.slots.append(made)
+        return made
+
+    def store(self, key: str, value: float, key_idx: list[int]) -> bool:
+        if key in self.out.values:
+            return False
+        self.out.values[key] = value
+        if not key.startswith(TOTAL_PREFIX):
+            self.out.field_chars += len(key) + 1
+        for t in key_idx:
+            self.used[t] = True
+        return True
+
+    def take_value(self, got: tuple[float, int, int, float | None]) -> int:
+        value, first, last, total = got
+        out = self.out
+        key, key_idx = self.key_before(first)
+        j = last + 1
+        unit = ""
+        if self.kind(j) == WORD and self.text(j) in UNITS:
+            unit = self.text(j)  # a glued unit (``267.36ms``, ``10.0it/s``)
+        elif self.text(j) == "%":
+            unit = "%"
+        elif self.text(j) == ":" and self.kind(j + 1) == NUMBER and self.kind(first) == NUMBER:
+            return self.take_clock(first, key, key_idx)
+        if unit:
+            self.used[j] = True
+            j += 1
+        elif not self.boundary_after(last):
+            # ``5abc``, ``2.1.0``: a number inside something else
+            self.slot(first, last, None)
+            for t in range(first, last + 1):
+                self.used[t] = True
+            return last + 1
+        for t in range(first, last + 1):
+            self.used[t] = True
+        if self.kind(first) == QUOTED and total is not None:
+            out.exact = False  # two numbers in one token: no template slot for each
+        my_slot = self.slot(first, last, None)
+        total_slot: Slot | None = None
+        end = j
+        if total is None and not unit:
+            k = self.skip_space(j, 1)
+            m = self.skip_space(k + 1, 1)
+            if self.text(k) == "/" and self.kind(m) == NUMBER:
+                total = to_float(self.text(m))
+                total_slot = self.slot(m, m, None)
+                for t in range(j, m + 1):
+                    self.used[t] = True
+                end = m + 1
+        if total is not None and key is None:
+            key, key_idx = self.counter_name(end), []
+        end = self.take_average(end)
+        if key is None or key.lower() in NOT_METRIC_KEYS:
+            for t in key_idx:
+                self.used[t] = True
+            return end
+        if total is not None and "/" in key and key_idx and self.kind(key_idx[-1]) == QUOTED:
+            key = key.partition("/")[0]  # ``"global_step/max_steps": "1/2353"``
+        if self.store(key, value, key_idx):
+            my_slot.key = key
+            out.field_chars += last + 1 - first
+            if unit:
+                out.units[key] = unit
+            if total is not None and self.store(TOTAL_PREFIX + key, total, []) and total_slot is not None:
+                total_slot.key = TOTAL_PREFIX + key
+        return end
+
+    def counter_name(self, end: int) -> str:
+        """An unnamed ``N/M``: the run's counter, or named by a word right after it
+        (``200/ 2983 batches``)."""
+        w = self.skip_space(end, 1)
+        if (
+            w != end
+            and self.kind(w) == WORD
+            and self.boundary_after(w)
+            and self.text(w).lower() not in NON_FINITE_WORDS
+            and self.text(self.skip_space(w + 1, 1)) not in _KEY_PUNCT_SEPS
+        ):
+            self.used[w] = True
+            return _clean_key(self.text(w))
+        return COUNTER_KEY
+
+    def take_average(self, end: int) -> int:
+        """A running average or a percentage in parentheses right after a value: ``3.43 (3.44)``, ``(1%)``."""
+        p = self.skip_space(end, 1)
+        if self.text(p) != "(":
+            return end
+        q = self.skip_space(p + 1, 1)
+        inner = self.value_at(q) if q < self.n else None
+        if inner is None or inner[3] is not None:
+            return end
+        r = inner[2] + 1
+        if self.text(r) == "%":
+            r += 1
+        r = self.skip_space(r, 1)
+        if self.text(r) != ")":
+            return end
+        self.slot(inner[1], inner[2], None)
+        for t in range(p, r + 1):
+            self.used[t] = True
+        return r + 1
+
+    def take_clock(self, first: int, key: str | None, key_idx: list[int]) -> int:
+        """``1:02:03`` / ``02:03``: a duration or a time of day, in seconds; every part is a slot."""
+        parts: list[int] = [first]
+        j = first + 1
+        while len(parts) < 3 and self.text(j) == ":" and self.kind(j + 1) == NUMBER:
+            parts.append(j + 1)
+            j += 2
+        seconds = 0.0
+        for p in parts:
+            seconds = seconds * 60 + to_float(self.text(p))
+            self.slot(p, p, None)
+        for t in range(first, j):
+            self.used[t] = True
+        if key is not None and key.lower() not in NOT_METRIC_KEYS:
+            self.out.exact = False  # a field made of several numbers
+            if self.store(key, seconds, key_idx):
+                self.out.units[key] = "s"
+        for t in key_idx:
+            self.used[t] = True
+        return j
+
+    def finish_words(self) -> None:
+        """Unused words: labels (before ``:``/``|``/``]``/``-`` or in brackets) or prose."""
+        out = self.out
+        i = 0
+        while i < self.n:
+            if self.used[i] or self.toks[i][0] not in (WORD, QUOTED):
+                i += 1
+                continue
+            run = [i]
+            k = i + 1
+            while (
+                k + 1 < self.n and self.kind(k) == SPACE and self.kind(k + 1) == WORD and not self.used[k + 1]
+            ):
+                run.append(k + 1)
+                k += 2
+            after = self.skip_space(k, 1)
+            before = self.skip_space(i - 1, -1)
+            group = ""
+            if self.text(after) == "(":  # ``time (ms) |``: a label with its unit
+                close = self.skip_space(after + 1, 1)
+                close = self.skip_space(close + 1, 1) if self.kind(close) == WORD else close
+                if self.text(close) == ")":
+                    group = "".join(self.text(t) for t in range(after, close + 1))
+                    for t in range(after, close + 1):
+                        self.used[t] = True
+                    after = self.skip_space(close + 1, 1)
+            closing = self.text(after)
+            is_label = len(run) <= 3 and (
+                closing in (":", "|", "]", ")", "-", ">")
+                or (after >= self.n and before < 0)
+                or (self.text(before) in ("[", "(", "|") and closing in ("]", ")", "|", ""))
+            )
+            words = [self.text(t) for t in run]
+            if is_label:
+                out.labels.append(" ".join(w.strip("'\"") for w in words) + (" " + group if group else ""))
+            else:
+                out.prose_chars += sum(len(w) for w in words)
+                out.prose_words.extend(words)
+            i = k
+
+
+def read_fields(message: str) -> Fields:
+    """The fields of one message (a log line after its timestamp/logger prefix)."""
+    return _Scan(tokenize(message)).run()
+
+
+def read_tokens(toks: list[Token]) -> Fields:
+    return _Scan(toks).run()
+
+
+__all__ = ["COUNTER_KEY", "NOT_METRIC_KEYS", "UNITS", "Fields", "Slot", "read_fields", "read_tokens"]

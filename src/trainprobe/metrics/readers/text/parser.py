@@ -1,0 +1,552 @@
+"""Reading a text log: chunks of lines through templates where they fit, line by line where they do not.
+
+A line read one by one goes: prefix (:mod:`.prefix`: timestamp, level, logger, rank, host) → tokens
+(:mod:`.tokens`) → fields (:mod:`.fields`) → a metric row, a continuation of the record above it, an event
+(:mod:`trainprobe.metrics.events`), or a skipped line with the reason why. A metric row read that way
+teaches a template (:mod:`.template`), and the lines of its shape in later chunks are read in bulk. Rows
+keep their line number, so bulk blocks and single rows interleave as they did in the file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from trainprobe.metrics.events import CHECKPOINT_SAVE, Event, event_from_line
+from trainprobe.metrics.readers.text.clock import StampLayout
+from trainprobe.metrics.readers.text.columns import HEADER_REACH, header_names, pair_row
+from trainprobe.metrics.readers.text.fields import COUNTER_KEY, Fields, read_fields
+from trainprobe.metrics.readers.text.prefix import split_prefix
+from trainprobe.metrics.readers.text.template import Template, learn_template
+from trainprobe.metrics.readers.text.tokens import to_float
+from trainprobe.metrics.roles import metric_kind
+from trainprobe.metrics.splits import EVAL, EVAL_PREFIX, EVAL_WORDS, is_epoch_key, is_step_key, split_of
+from trainprobe.metrics.table import WALL_KEY, ColumnBuilder, RunLog, Unread, finish_run
+
+MAX_LINE = 1 << 16  # longer lines are skipped: no metric line is this long, and a hostile one costs time
+_CHUNK = 8 << 20
+_MAX_TEMPLATES = 8
+_LEARN_TRIES = 400
+_SAMPLES = 12
+_PROSE_SHARE = 0.2
+_MIN_BULK = 8
+_MIN_BULK_BYTES = 4096
+_ONE_FIELD = "one field"
+_UNNAMED = "numbers"
+_TIME_UNITS = frozenset({"ms", "s", "sec", "secs", "us", "min", "h"})
+_ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
+_ANSI_TEXT = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_REWRITTEN = re.compile(rb"[^\n\r]*\r")
+_MAY_ANNOUNCE_EVAL = re.compile(rb"(?i)\b(?:eval|valid|test)")
+_WORD_SPLIT = re.compile(r"[\s_\-/()]+")
+
+
+@dataclass
+class _Bulk:
+    template: Template
+    lines: list[int]
+    got: tuple[np.ndarray, np.ndarray | None]
+
+
+@dataclass
+class _Record:
+    """The row being built from a header line and the lines under it."""
+
+    order: int
+    values: dict[str, float]
+    wall: float
+    last_order: int
+
+
+def why_not_metrics(fields: Fields, body: str) -> str | None:
+    """None for a metric row; else why the message is not one."""
+    values = {k: v for k, v in fields.values.items() if not k.startswith("#") or k == COUNTER_KEY}
+    if not values:
+        if not any(c.isdigit() for c in body):
+            return "no numbers"
+        return f"{_UNNAMED}: no key names them"
+    total = fields.field_chars + fields.prose_chars
+    if fields.prose_chars > _PROSE_SHARE * total:
+        words = " ".join(fields.prose_words[:6])
+        return f"mostly prose, not fields (words that name no value: {words})"
+    if len(values) < 2 and not any(is_step_key(k) or is_epoch_key(k) or k == COUNTER_KEY for k in values):
+        key = next(iter(values))
+        return f"{_ONE_FIELD} ({key}) and no step: a setting, or part of a record"
+    return None
+
+
+def _units(fields: Fields) -> dict[str, str]:
+    """Units of the fields. Every field of a timing line is a time: a line labelled ``time (ms)`` or
+    ``timers`` (Megatron's ``time (ms) | forward-compute: …``), or one where most fields carry a time unit
+    (``|E2E latency=3.88s |… |Others=0.22 (5.94%)|``)."""
+    units = dict(fields.units)
+    keys = [k for k in fields.values if not k.startswith("#")]
+    label_words = {w.lower() for label in fields.labels for w in _WORD_SPLIT.split(label)}
+    timed = [k for k in keys if units.get(k) in _TIME_UNITS]
+    if label_words & {"time", "timers", "timing", "timings"} or (keys and 2 * len(timed) >= len(keys)):
+        unit = "ms" if "ms" in label_words else "s"
+        for k in keys:
+            if metric_kind(k) in ("other", "time"):  # a loss beside two timers is still a loss
+                units.setdefault(k, unit)
+    return units
+
+
+def _is_eval_banner(fields: Fields) -> bool:
+    """A short line that announces an evaluation (``***** Evaluating perplexity, Epoch 1/16 *****``): the
+    fields on the next line are eval fields."""
+    words = [w.lower() for w in [*fields.prose_words, *(x for label in fields.labels for x in label.split())]]
+    return 0 < len(words) <= 8 and any(w.strip(".:,") in EVAL_WORDS for w in words)
+
+
+class LineParser:
+    """Incremental parser: ``feed_chunk`` (bytes of complete lines) or ``feed_line``, then ``run()`` for the
+    columns so far. ``line_pattern`` (named groups: ``step`` and any metric) replaces the tokenizer."""
+
+    def __init__(
+        self,
+        name: str,
+        path: str,
+        *,
+        event_patterns: list[re.Pattern[str]] | None = None,
+        line_pattern: re.Pattern[str] | None = None,
+    ) -> None:
+        self.name = name
+        self.path = path
+        self.builder = ColumnBuilder()
+        self.events: list[Event] = []
+        self.skipped = 0
+        self.samples: list[Unread] = []
+        self.templates: list[Template] = []
+        self._event_patterns = event_patterns or []
+        self._line_pattern = line_pattern
+        self._line_no = 0
+        self._tries = 0
+        self._record: _Record | None = None
+        self._hms = False
+        self._last_row = -2
+        self._eval_banner = -2
+        self._bulk_flags: tuple[int, bytearray] = (0, bytearray())
+        self._header: tuple[list[str], int] | None = None
+
+    # -- one line ------------------------------------------------------------------------------------------
+    def feed_line(self, line: str) -> None:
+        """One line (a ``str``): of a line a progress bar rewrote with ``\\r``, the last rewrite."""
+        line = line.rstrip("\r\n")
+        if "\x1b" in line:
+            line = _ANSI_TEXT.sub("", line)
+        self._read_line(line.rsplit("\r", 1)[-1], self._line_no, None)
+        self._line_no += 1
+
+    def _skip(self, order: int, text: str, why: str) -> None:
+        self.skipped += 1
+        self._note(order, text, why)
+
+    def _note(self, order: int, text: str, why: str) -> None:
+        if len(self.samples) < _SAMPLES:
+            self.samples.append(Unread(order + 1, text[:160], why))
+
+    def _read_line(self, text: str, order: int, raw: bytes | None) -> None:
+        if not text.strip():
+            return
+        if len(text) > MAX_LINE:
+            self._skip(order, text, f"longer than {MAX_LINE} characters")
+            return
+        if self._line_pattern is not None:
+            self._read_with_pattern(text, order)
+            return
+        prefix = split_prefix(text)
+        stamp = prefix.stamp
+        wall = np.nan if stamp is None or stamp.seconds is None else stamp.seconds
+        if stamp is not None and stamp.kind == "hms":
+            self._hms = True
+        body = text[prefix.body_start :]
+        names = header_names(body)
+        if names is not None:
+            self._header = (names, order)  # the line is read as any other too (it may be an event)
+        fields = read_fields(body)
+        why = why_not_metrics(fields, body)
+        eval_context = self._eval_banner == order - 1
+        named = sum(not k.startswith("#") for k in fields.values)
+        if named <= 1 and self._header is not None:  # a class name in the first cell reads as one field
+            header, at = self._header
+            row = pair_row(header, body) if order - at <= HEADER_REACH else None
+            if row is not None:
+                self._close_record()
+                self._last_row = order
+                self._record = _Record(order, row, wall, order)
+                return
+        if why is None or (why.startswith(_ONE_FIELD) and (eval_context or self._after_row(order))):
+            if why is not None or not any(not k.startswith("#") for k in fields.values):
+                # kept (a record's next line, a progress counter), and said, should the log hold no metric
+                self._note(order, text, why or "a progress counter and no named field")
+            self._add_fields(fields, order, wall, eval_context=eval_context)
+            if why is None and not eval_context:
+                self._learn(fields, text, raw, prefix.body_start, stamp)
+            return
+        event = event_from_line(body, self._event_patterns, order=order, wall=None if wall != wall else wall)
+        if event is not None:
+            self._close_record()
+            self.events.append(event)
+            return
+        if _is_eval_banner(fields):
+            self._eval_banner = order
+        self._skip(order, text, why)
+
+    def _read_with_pattern(self, text: str, order: int) -> None:
+        assert self._line_pattern is not None
+        m = self._line_pattern.search(text)
+        if m is None:
+            event = event_from_line(text, self._event_patterns, order=order)
+            if event is not None:
+                self.events.append(event)
+            else:
+                self._skip(order, text, "does not match --pattern")
+            return
+        row: dict[str, float] = {}
+        for key, value in m.groupdict().items():
+            if value is None:
+                continue
+            try:
+                row[key] = to_float(value.strip())
+            except (ValueError, OverflowError):
+                continue
+        if not row:
+            self._skip(order, text, "--pattern matched, but no group holds a number")
+            return
+        self.builder.add_row(row, order=order)
+
+    @staticmethod
+    def _columns(fields: Fields, *, eval_context: bool = False) -> dict[str, str]:
+        """Column name of each field. The fields of an eval line (labelled ``Test set:``, ``Epoch(val)``,
+        ``| valid |``, with a step key ``validation loss at iteration``, or right under an ``Evaluating …``
+        banner) get an ``eval/`` prefix, those of a line labelled ``train`` a ``train/`` one, unless their own
+        name says a split."""
+        words = {w.lower() for label in fields.labels for w in _WORD_SPLIT.split(label)}
+        context = {
+            w.lower()
+            for k in fields.values
+            if is_step_key(k) or is_epoch_key(k)
+            for w in _WORD_SPLIT.split(k)
+        }
+        if eval_context or (words | context) & EVAL_WORDS:
+            prefix = EVAL_PREFIX
+        elif words & {"train", "training"}:
+            prefix = "train/"
+        else:
+            prefix = ""
+        names: dict[str, str] = {}
+        for key in fields.values:
+            plain = key.startswith("#") or is_step_key(key) or is_epoch_key(key) or split_of(key) == EVAL
+            if prefix == "train/" and key.lower().startswith(("train", "tr_")):
+                plain = True
+            names[key] = key if plain or not prefix else prefix + key
+        return names
+
+    def _split_keys(self, fields: Fields, *, eval_context: bool = False) -> dict[str, float]:
+        names = self._columns(fields, eval_context=eval_context)
+        return {names[k]: v for k, v in fields.values.items()}
+
+    def _after_row(self, order: int) -> bool:
+        """Whether the line before ``order`` gave a metric row (read one by one or in bulk)."""
+        if self._last_row == order - 1:
+            return True
+        base, flags = self._bulk_flags
+        i = order - 1 - base
+        return 0 <= i < len(flags) and bool(flags[i])
+
+    def _add_fields(self, fields: Fields, order: int, wall: float, *, eval_context: bool) -> None:
+        values = self._split_keys(fields, eval_context=eval_context)
+        for key, unit in _units(fields).items():
+            self.builder.units.setdefault(key, unit)
+        has_step = any(is_step_key(k) or is_epoch_key(k) or k == COUNTER_KEY for k in values)
+        self._last_row = order
+        rec = self._record
+        if (
+            not has_step
+            and rec is not None
+            and order == rec.last_order + 1
+            and not any(k in rec.values for k in values)
+        ):
+            # the next line of a record (a header with the step, then lines of fields under it)
+            rec.values.update(values)
+            rec.last_order = order
+            return
+        self._close_record()
+        self._record = _Record(order, values, wall, order)
+
+    def _close_record(self) -> None:
+        rec = self._record
+        if rec is not None:
+            self.builder.add_row(rec.values, order=rec.order, wall=rec.wall)
+            self._record = None
+
+    def _learn(self, fields: Fields, text: str, raw: bytes | None, body_start: int, stamp: object) -> None:
+        if len(self.templates) >= _MAX_TEMPLATES or self._tries >= _LEARN_TRIES or not fields.exact:
+            return
+        self._tries += 1
+        line = raw if raw is not None else text.encode("utf-8", "replace")
+        if len(line) != len(text):
+            return  # non-ASCII: byte and character offsets differ
+        from trainprobe.metrics.readers.text.clock import Stamp
+
+        layout: StampLayout | None = None
+        stamp_at = 0
+        slots = [(body_start + s.start, body_start + s.end, s.key) for s in fields.slots]
+        if isinstance(stamp, Stamp):
+            if stamp.kind == "epoch":
+                slots.insert(0, (stamp.start, stamp.end, WALL_KEY))
+            else:
+                layout = StampLayout.learn(stamp.kind, text[stamp.start : stamp.end])
+                if layout is None:
+                    return
+                stamp_at = stamp.start
+        names = self._columns(fields)
+        renamed = [(start, end, None if key is None else names.get(key, key)) for start, end, key in slots]
+        made = learn_template(line, renamed, stamp=layout, stamp_at=stamp_at)
+        if (
+            made is not None
+            and made not in self.templates
+            and self._agrees(made, line, self._split_keys(fields))
+        ):
+            self.templates.append(made)
+
+    @staticmethod
+    def _agrees(template: Template, line: bytes, names: dict[str, float]) -> bool:
+        """The template reads its own line as the tokenizer did (else it is not used)."""
+        got = template.read_block(line, 1)
+        if got is None:
+            return False
+        values = got[0][0]
+        for key, value in zip(template.columns, values, strict=True):
+            want = names.get(key)
+            if key == WALL_KEY:
+                continue
+            if want is None or not (value == want or (value != value and want != want)):
+                return False
+        return True
+
+    # -- many lines ----------------------------------------------------------------------------------------
+    def feed_chunk(self, chunk: bytes) -> None:
+        """Complete lines (no trailing newline)."""
+        if b"\x1b" in chunk:
+            chunk = _ANSI.sub(b"", chunk)
+        if chunk.endswith(b"\r"):
+            chunk = chunk[:-1]  # the CR of a CRLF whose LF ended the chunk
+        if b"\r" in chunk:
+            # a line a progress bar rewrote in place: its last rewrite is what it finally said
+            chunk = _REWRITTEN.sub(b"", chunk.replace(b"\r\n", b"\n"))
+        base = self._line_no
+        if self.templates and len(chunk) >= _MIN_BULK_BYTES and self._line_pattern is None:
+            got = self.templates[0].read_block(chunk, None)
+            if got is not None:
+                n = got[0].shape[0]
+                self._close_record()
+                self._add_block(self.templates[0], got, np.arange(base, base + n, dtype=np.float64))
+                self._bulk_flags = (base, bytearray(b"\x01") * n)
+                self._line_no += n
+                return
+        lines = chunk.split(b"\n")
+        n = len(lines)
+        if not self.templates or self._line_pattern is not None:
+            # learn from the first lines, then read the rest of the chunk with what was learnt
+            i = 0
+            while i < n and (not self.templates or self._line_pattern is not None):
+                self._read_raw(lines[i], base + i)
+                i += 1
+            self._line_no = base + i
+            if i < n:
+                self.feed_chunk(b"\n".join(lines[i:]))
+            return
+        self._line_no += n
+        self._read_lines(lines, base)
+
+    def _read_raw(self, raw: bytes, order: int) -> None:
+        self._read_line(raw.decode("utf-8", "replace"), order, raw if raw.isascii() else None)
+
+    def _read_lines(self, lines: list[bytes], base: int) -> None:
+        owner = [-1] * len(lines)
+        for t, template in enumerate(self.templates):
+            anchor = template.anchor
+            for i, line in enumerate(lines):
+                if owner[i] < 0 and anchor in line:
+                    owner[i] = t
+        for i in range(1, len(lines)):
+            # right under a line that may announce an evaluation: read it one by one, with that context
+            if owner[i] >= 0 and owner[i - 1] < 0 and _MAY_ANNOUNCE_EVAL.search(lines[i - 1]):
+                owner[i] = -1
+        rest: list[int] = []
+        bulk: list[_Bulk] = []
+        for t, template in enumerate(self.templates):
+            idx = [i for i, o in enumerate(owner) if o == t]
+            if idx:
+                rest.extend(self._bulk(template, lines, idx, base, bulk))
+        rest.extend(i for i, o in enumerate(owner) if o < 0)
+        rest.sort()
+        flags = bytearray(len(lines))
+        for item in bulk:
+            for i in item.lines:
+                flags[i] = 1
+        self._bulk_flags = (base, flags)
+        blocks = iter(sorted(bulk, key=lambda b: b.lines[0]))
+        pending = next(blocks, None)
+        for i in rest:
+            while pending is not None and pending.lines[0] < i:
+                self._close_record()
+                self._add_block(
+                    pending.template, pending.got, base + np.asarray(pending.lines, dtype=np.float64)
+                )
+                pending = next(blocks, None)
+            self._read_raw(lines[i], base + i)
+        while pending is not None:
+            self._close_record()
+            self._add_block(pending.template, pending.got, base + np.asarray(pending.lines, dtype=np.float64))
+            pending = next(blocks, None)
+
+    def _bulk(
+        self, template: Template, lines: list[bytes], idx: list[int], base: int, out: list[_Bulk]
+    ) -> list[int]:
+        """Read the lines ``idx`` with ``template``, halving the batch around lines that do not fit; returns
+        the lines left for the tokenizer."""
+        if len(idx) < _MIN_BULK:
+            return idx
+        got = template.read_block(b"\n".join(lines[i] for i in idx), len(idx))
+        if got is not None:
+            out.append(_Bulk(template, idx, got))
+            return []
+        half = len(idx) // 2
+        return self._bulk(template, lines, idx[:half], base, out) + self._bulk(
+            template, lines, idx[half:], base, out
+        )
+
+    def _add_block(
+        self, template: Template, got: tuple[np.ndarray, np.ndarray | None], order: np.ndarray
+    ) -> None:
+        values, walls = got
+        if template.stamp is not None and template.stamp.kind == "hms":
+            self._hms = True
+        self.builder.add_block(template.columns, values, order=order, wall=walls)
+
+    def feed_row(self, row: dict[str, float]) -> None:
+        """A row read elsewhere (a JSON object line in a followed log), in line order."""
+        self._close_record()
+        self.builder.add_row(row, order=self._line_no)
+        self._line_no += 1
+
+    def run(self, *, final: bool = True) -> RunLog:
+        """The run so far; ``final=False`` keeps the parser going (more lines may follow)."""
+        self._close_record()
+        events = _merge_saves([replace(e) for e in self.events])
+        run = finish_run(
+            self.builder,
+            name=self.name,
+            path=self.path,
+            fmt="text",
+            events=events,
+            skipped_lines=self.skipped,
+            consume=final,
+        )
+        if self._hms and run.wall is not None:
+            run.wall = _unwrap_days(run.wall)
+        run.unread = list(self.samples)
+        return run
+
+
+def _unwrap_days(wall: np.ndarray) -> np.ndarray:
+    """``[HH:MM:SS]`` stamps: a jump back of more than 12 hours is midnight."""
+    ok = np.flatnonzero(np.isfinite(wall))
+    if ok.size < 2:
+        return wall
+    back = np.diff(wall[ok]) < -43200
+    if not back.any():
+        return wall
+    out = np.array(wall, dtype=np.float64)
+    out[ok[1:]] += np.cumsum(back) * 86400.0
+    return out
+
+
+def _merge_saves(events: list[Event]) -> list[Event]:
+    """One save announced in two lines (``saving checkpoint …`` then ``successfully saved …``) is one
+    event."""
+    out: list[Event] = []
+    for e in events:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and e.kind == prev.kind == CHECKPOINT_SAVE
+            and (e.step == prev.step or e.step != e.step or prev.step != prev.step)
+            and (e.path is None or prev.path is None or e.path == prev.path)
+        ):
+            if prev.step != prev.step:
+                prev.step = e.step
+            prev.path = prev.path or e.path
+            continue
+        out.append(e)
+    return out
+
+
+@dataclass
+class LineChunks:
+    """The file as byte chunks of complete lines (no trailing newline), no line split between two; a line
+    longer than ``MAX_LINE`` is dropped while it is read (counted in ``overlong``): memory stays bounded."""
+
+    path: Path
+    size: int = _CHUNK
+    overlong: int = 0
+    _skipping: bool = field(default=False, repr=False)
+
+    def __iter__(self) -> Iterator[bytes]:
+        with open(self.path, "rb") as fh:
+            rest = b""
+            while True:
+                block = fh.read(self.size)
+                if not block:
+                    break
+                if self._skipping:
+                    cut = block.find(b"\n")
+                    if cut < 0:
+                        continue
+                    block = block[cut + 1 :]
+                    self._skipping = False
+                block = rest + block
+                cut = block.rfind(b"\n")
+                if cut < 0:
+                    rest = block
+                    if len(rest) > MAX_LINE:
+                        rest, self._skipping = b"", True
+                        self.overlong += 1
+                    continue
+                rest = block[cut + 1 :]
+                if len(rest) > MAX_LINE:
+                    rest, self._skipping = b"", True
+                    self.overlong += 1
+                if cut:
+                    yield block[:cut]
+            if rest.strip():
+                yield rest
+
+
+def iter_line_chunks(path: Path, size: int = _CHUNK) -> Iterator[bytes]:
+    return iter(LineChunks(path, size))
+
+
+def read_text_file(
+    path: Path,
+    *,
+    name: str,
+    event_patterns: list[re.Pattern[str]] | None = None,
+    line_pattern: re.Pattern[str] | None = None,
+) -> RunLog:
+    parser = LineParser(name, str(path), event_patterns=event_patterns, line_pattern=line_pattern)
+    chunks = LineChunks(path)
+    for chunk in chunks:
+        parser.feed_chunk(chunk)
+    for _ in range(chunks.overlong):
+        parser._skip(-1, "", f"a line longer than {MAX_LINE} bytes")
+    return parser.run()
+
+
+__all__ = ["MAX_LINE", "LineChunks", "LineParser", "iter_line_chunks", "read_text_file", "why_not_metrics"]

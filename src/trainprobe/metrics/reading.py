@@ -1,0 +1,122 @@
+"""Reading paths into runs: a file by its content, a directory as run directories (W&B, MLflow) and files,
+and one clear error for a log that gives no metric rows, with the first lines and why each was not one."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from trainprobe.errors import LogError, UsageError
+from trainprobe.metrics.readers import DIR_READERS, READERS, LogReader, ReadOptions
+from trainprobe.metrics.table import RunLog, Unread
+
+LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".md", ".err", ".wandb")
+_HEAD = 65536
+_SHOWN = 6
+
+
+def pick_reader(path: Path) -> LogReader:
+    with open(path, "rb") as fh:
+        head = fh.read(_HEAD)
+    for reader in READERS:
+        if reader.sniff(path, head):
+            return reader
+    raise LogError(str(path), "a binary file that is no log format trainprobe reads")
+
+
+def _is_log_name(path: Path) -> bool:
+    name = path.name
+    return (
+        "tfevents" in name
+        or path.suffix.lower() in LOG_SUFFIXES
+        or (name.startswith("run-") and name.endswith(".wandb"))
+    )
+
+
+def _read_file(path: Path, options: ReadOptions) -> list[RunLog]:
+    try:
+        reader = pick_reader(path)
+        return with_side_runs(reader.read(path, options))
+    except OSError as exc:
+        raise LogError(str(path), f"cannot read ({exc.strerror or exc})") from None
+    except (MemoryError, RecursionError, OverflowError) as exc:
+        raise LogError(
+            str(path), f"cannot read ({type(exc).__name__})", hint="is the file damaged?"
+        ) from None
+
+
+def with_side_runs(runs: list[RunLog]) -> list[RunLog]:
+    """Each run followed by the runs read from its file on an axis of their own."""
+    out: list[RunLog] = []
+    for run in runs:
+        out.append(run)
+        out.extend(run.side_runs)
+        run.side_runs = []
+    return out
+
+
+def _walk(root: Path, options: ReadOptions) -> list[RunLog]:
+    """Run directories a directory reader claims, read whole; every other log file by itself."""
+    runs: list[RunLog] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        claimed = next((r for r in DIR_READERS if r.claims(here)), None)
+        if claimed is not None:
+            runs.extend(with_side_runs(claimed.read_dir(here, options)))
+            dirnames[:] = []
+            continue
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = here / name
+            if _is_log_name(path) and path.is_file():
+                runs.extend(_read_file(path, options))
+    return runs
+
+
+def read_logs(
+    path: Path | str,
+    *,
+    event_patterns: list[re.Pattern[str]] | None = None,
+    line_pattern: re.Pattern[str] | None = None,
+) -> list[RunLog]:
+    """Read one log file (format detected from its content), a run directory, or every log under a
+    directory. Runs with no rows are left out of a directory's list."""
+    options = ReadOptions(tuple(event_patterns or ()), line_pattern)
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or directory", hint="check the path")
+    if path.is_dir():
+        runs = _walk(path, options)
+        if not runs:
+            raise LogError(
+                str(path),
+                "no log files in this directory",
+                hint="pass a log file, or a directory with *.log, *.jsonl, *.csv, tfevents, W&B or MLflow "
+                "runs",
+            )
+        found = [r for r in runs if len(r)]
+        if not found:
+            raise no_rows_error(runs)
+        return found
+    return _read_file(path, options)
+
+
+def no_rows_error(runs: list[RunLog]) -> LogError:
+    """The error for logs that gave no metric rows: the first lines read, and why each was not one."""
+    where = ", ".join(dict.fromkeys(r.path for r in runs)) or "input"
+    unread: list[Unread] = [u for r in runs for u in r.unread][:_SHOWN]
+    if not unread:
+        return LogError(
+            where, "no metric rows found", hint="is this a training log? it holds no lines with fields"
+        )
+    shown = "; ".join(f"line {u.line_no}: {u.text[:80]!r} ({u.why})" for u in unread)
+    return LogError(
+        where,
+        f"no metric rows found — the first lines read: {shown}",
+        hint="if these lines do hold metrics, give their shape with --pattern REGEX "
+        "(named groups: step and each metric, e.g. 'it (?P<step>\\d+) .*loss (?P<loss>\\S+)')",
+    )
+
+
+__all__ = ["LOG_SUFFIXES", "no_rows_error", "pick_reader", "read_logs"]

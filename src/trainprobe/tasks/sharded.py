@@ -1,0 +1,175 @@
+"""``scan --on FLEET --sharded PATH``: one checkpoint unit scanned where its files are, by every target that
+holds some of them, as one report.
+
+Two rounds on the fleet, and the library in between (this module only runs things):
+
+1. every target lists what it has of PATH (:func:`trainprobe.checkpoint.shards.inventory`);
+2. :func:`trainprobe.checkpoint.shard_plan.plan_shards` decides who reads which file, and each target with a
+   share reads it where it is (:func:`trainprobe.checkpoint.shards.scan_share`), its progress (files and
+   bytes) coming back on its stderr; the files of a target that fails are reported as not read;
+3. :func:`trainprobe.checkpoint.shard_plan.merge_shards` makes one report of the reads.
+
+::
+
+    from trainprobe.tasks import scan_sharded
+    result = scan_sharded(["ssh=node[01-04]"], "/local/ckpt/step_4000")
+    result.report          # the ScanReport a scan of all files in one place gives
+    result.to_json()["sharded"]["readers"]   # which target read which file
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainprobe.tasks.remote_call import RemoteTask
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from trainprobe.checkpoint.shard_plan import ShardedScan, ShardPlan
+    from trainprobe.remote.target import Target
+
+
+@dataclass(frozen=True)
+class ShareProgress:
+    """How far one target is in its share: files and bytes done of its total."""
+
+    target: str
+    files_done: int
+    files: int
+    bytes_done: int
+    bytes: int
+    done: bool = False
+    error: str | None = None
+
+
+def _inventory_report(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict) or "files" not in data:
+        raise ValueError("no 'files' in the answer")
+    return data
+
+
+def scan_sharded(
+    targets: Sequence[str | Target],
+    path: str,
+    *,
+    stats: bool = False,
+    verify: bool = False,
+    parallel: int = 32,
+    timeout: float | None = None,
+    connect_timeout: float = 10.0,
+    on_progress: Callable[[ShareProgress], None] | None = None,
+    log_dir: str | Path | None = None,
+) -> ShardedScan:
+    """Scan the unit ``path`` (a directory, the same path on every target) on the targets that hold its
+    files; see the module doc. Raises UsageError when no target has a checkpoint unit at ``path``."""
+    from trainprobe.checkpoint.shard_plan import merge_shards, plan_shards
+    from trainprobe.checkpoint.shards import inventory
+    from trainprobe.remote.logs import new_run_dir
+
+    started = time.perf_counter()
+    root = Path(log_dir) if log_dir else new_run_dir("sharded")
+    found = RemoteTask("inventory", inventory, _inventory_report).on_fleet(
+        targets, path, parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
+        log_dir=root / "inventory",
+    )  # fmt: skip
+    failed = {o.target: o.summary or o.status for o in found.fleet.outcomes if o.target not in found.reports}
+    inventories = {t: inv for t, inv in found.reports.items() if inv.get("kind") == "dir"}
+    plan = plan_shards(path, inventories)
+    results, lost = _run_shares(
+        plan, plan.requests, stats=stats, verify=verify, parallel=parallel, timeout=timeout,
+        connect_timeout=connect_timeout, on_progress=on_progress, log_dir=root / "scan",
+    )  # fmt: skip
+    failed.update(lost)
+    return merge_shards(
+        plan, results, failed, stats=stats, verify=verify, seconds=time.perf_counter() - started
+    )
+
+
+def _run_shares(
+    plan: ShardPlan,
+    requests: Mapping[str, list[dict[str, Any]]],
+    *,
+    stats: bool,
+    verify: bool,
+    parallel: int,
+    timeout: float | None,
+    connect_timeout: float,
+    on_progress: Callable[[ShareProgress], None] | None,
+    log_dir: Path,
+) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Each target's share read where it is, ``parallel`` at once: (results, failed target -> why)."""
+    from trainprobe.checkpoint.shards import scan_share
+    from trainprobe.remote import api
+    from trainprobe.remote.fleet_result import outcome_of
+    from trainprobe.remote.shipping import CALL_DRIVER, call_argv
+
+    results: dict[str, dict[str, Any]] = {}
+    failed: dict[str, str] = {}
+    lock = threading.Lock()
+
+    def one(index: int, target: str, share: list[dict[str, Any]]) -> None:
+        argv, shipped = call_argv(scan_share, (plan.path, share), {"stats": stats, "verify": verify}, ())
+        lines = _ProgressLines(target, on_progress)
+        run = api.run(
+            target, CALL_DRIVER, argv, timeout=timeout, connect_timeout=connect_timeout, need=("numpy",),
+            stderr=lines.feed, log_dir=log_dir / f"{index:03d}-{target_slug(target)}", modules=shipped,
+        )  # fmt: skip
+        outcome = outcome_of(run)
+        ok = outcome.ok and isinstance(outcome.result, dict) and "reads" in outcome.result
+        with lock:
+            if ok:
+                results[target] = outcome.result
+            else:
+                failed[target] = outcome.summary or outcome.status
+        if on_progress is not None:
+            last = lines.last or ShareProgress(target, 0, 0, 0, 0)
+            on_progress(
+                ShareProgress(
+                    target, last.files_done, last.files, last.bytes_done, last.bytes, True,
+                    None if ok else failed[target],
+                )
+            )  # fmt: skip
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(parallel, len(requests) or 1))) as pool:
+        futures = [pool.submit(one, i, t, share) for i, (t, share) in enumerate(requests.items())]
+        for future in futures:
+            future.result()
+    return results, failed
+
+
+def target_slug(target: str) -> str:
+    from trainprobe.remote.target import parse_target
+
+    return parse_target(target).slug
+
+
+class _ProgressLines:
+    """The far side's ``trainprobe-progress FILES/TOTAL BYTES/TOTAL`` lines out of its stderr bytes."""
+
+    def __init__(self, target: str, on_progress: Callable[[ShareProgress], None] | None) -> None:
+        self.target = target
+        self.on_progress = on_progress
+        self.buffer = b""
+        self.last: ShareProgress | None = None
+
+    def feed(self, data: bytes) -> None:
+        from trainprobe.checkpoint.shards import PROGRESS
+
+        self.buffer += data
+        *lines, self.buffer = self.buffer.split(b"\n")
+        for raw in lines:
+            words = raw.decode("utf-8", "replace").split()
+            if len(words) == 3 and words[0] == PROGRESS:
+                try:
+                    (fd, ft), (bd, bt) = (map(int, w.split("/")) for w in words[1:])
+                except ValueError:
+                    continue
+                self.last = ShareProgress(self.target, fd, ft, bd, bt)
+                if self.on_progress is not None:
+                    self.on_progress(self.last)

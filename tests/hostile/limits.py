@@ -1,0 +1,109 @@
+"""Run ``trainprobe`` under the limits a hostile input must stay within: an address-space cap, a CPU-time cap
+and a wall-clock timeout; report its exit code, output, time and peak memory (from ``wait4``).
+
+Shared by the hostile-case test and the fuzzer's worker (which runs many cases in one limited process)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The issue's target: every input ends in a verdict or one error line under a 2 GiB address-space limit.
+ADDRESS_SPACE = 2 << 30
+#: CPU seconds a single command may use (the wall-clock timeout is looser: the machine is shared).
+CPU_SECONDS = 60
+
+
+def limit_resources(address_space: int = ADDRESS_SPACE, cpu_seconds: int = CPU_SECONDS) -> None:
+    """In a child before it execs (``preexec_fn``), or in a worker process itself."""
+    resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+@dataclass
+class Outcome:
+    argv: list[str]
+    code: int | None  # None: killed (timeout or a signal)
+    stdout: str
+    stderr: str
+    seconds: float
+    max_rss_mb: float
+    signal: int | None = None
+    timed_out: bool = False
+
+    @property
+    def traceback(self) -> bool:
+        return "Traceback (most recent call last)" in self.stderr or "Traceback" in self.stdout
+
+    def describe(self) -> str:
+        how = (
+            "timed out"
+            if self.timed_out
+            else f"killed by signal {self.signal}"
+            if self.signal
+            else f"exit {self.code}"
+        )
+        return (
+            f"trainprobe {' '.join(self.argv)}: {how} after {self.seconds:.1f}s, {self.max_rss_mb:.0f} MB\n"
+            f"stdout: {self.stdout[-1500:]}\nstderr: {self.stderr[-3000:]}"
+        )
+
+
+def run_trainprobe(
+    argv: list[str],
+    *,
+    timeout: float = 90.0,
+    cwd: Path | None = None,
+    address_space: int = ADDRESS_SPACE,
+    env: dict[str, str] | None = None,
+) -> Outcome:
+    """``python -m trainprobe ARGV`` in a child limited by :func:`limit_resources`."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "trainprobe", *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            cwd=cwd,
+            env={**os.environ, "COLUMNS": "200", **(env or {})},
+            preexec_fn=lambda: limit_resources(address_space),
+        )
+        timed_out = threading.Event()
+
+        def kill() -> None:
+            timed_out.set()
+            proc.kill()
+
+        timer = threading.Timer(timeout, kill)
+        timer.start()
+        try:
+            _pid, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+        seconds = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode("utf-8", "replace")
+        stderr = err.read().decode("utf-8", "replace")
+    code = proc.returncode
+    sig = -code if code < 0 else None
+    return Outcome(
+        argv,
+        None if sig else code,
+        stdout,
+        stderr,
+        seconds,
+        usage.ru_maxrss / 1024,
+        signal=sig,
+        timed_out=timed_out.is_set(),
+    )

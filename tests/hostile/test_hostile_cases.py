@@ -1,0 +1,84 @@
+"""Every hostile case of ``cases/`` through the real program: ``scan``, ``scan --json``, ``check``, ``diff``
+and ``triage``, each in its own process under a 2 GiB address-space limit.
+
+Each case is one file: ``CASE`` (what each command must exit with, words ``scan`` must print, the globals it
+must name) and ``build(folder, sentinel)``, which writes the hostile file from raw opcodes and bytes and
+returns its path. Every command must end with its expected exit code, without a traceback, within the
+case's time and memory; ``scan --json`` must print valid JSON; a payload's sentinel file must not exist.
+A new case is a new file."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from hostile.craft import COMMANDS, Case
+from hostile.limits import Outcome, run_trainprobe
+
+CASES = Path(__file__).parent / "cases"
+
+
+def load_case(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"hostile_case_{path.stem}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert isinstance(module.CASE, Case), f"{path.name}: CASE must be a hostile.craft.Case"
+    return module
+
+
+def argv_of(command: str, target: Path, run_dir: Path) -> list[str]:
+    return {
+        "scan": ["scan", str(target)],
+        "scan --json": ["scan", "--json", str(target)],
+        "check": ["check", str(target)],
+        "diff": ["diff", str(target), str(target)],  # its own tensors compared: every one is read
+        "triage": ["triage", str(run_dir)],
+    }[command]
+
+
+@pytest.mark.parametrize("case_file", sorted(CASES.glob("*.py")), ids=lambda p: p.stem)
+def test_hostile_case(case_file: Path, tmp_path: Path) -> None:
+    case = load_case(case_file)
+    expect: Case = case.CASE
+    sentinel = tmp_path / "pwned"
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    target = case.build(run_dir, sentinel)
+
+    commands = [*COMMANDS, "scan --json"]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        outcomes: dict[str, Outcome] = dict(
+            zip(
+                commands,
+                pool.map(
+                    lambda c: run_trainprobe(argv_of(c, target, run_dir), timeout=2 * expect.seconds),
+                    commands,
+                ),
+                strict=True,
+            )
+        )
+    problems = []
+    for command, out in outcomes.items():
+        want = expect.exit_code(command.split()[0])
+        if (
+            out.traceback
+            or out.code != want
+            or out.seconds > expect.seconds
+            or out.max_rss_mb > expect.max_rss_mb
+        ):
+            limits = f"exit {want} within {expect.seconds}s and {expect.max_rss_mb} MB"
+            problems.append(f"{command}: expected {limits}\n{out.describe()}")
+    assert not problems, "\n\n".join(problems)
+    said = outcomes["scan"].stdout + outcomes["scan"].stderr
+    assert expect.says in said, said
+    for name in expect.globals:
+        assert f"suspicious global {name}" in said, said
+    json.loads(outcomes["scan --json"].stdout)  # valid JSON, whatever the file held
+    assert not sentinel.exists(), "a payload ran"
