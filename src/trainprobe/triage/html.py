@@ -10,7 +10,10 @@ from typing import Any
 from trainprobe.metrics import Event, Finding, LogReport, RunLog
 from trainprobe.metrics.analyze import rows_to_run
 from trainprobe.metrics.html import render_html
-from trainprobe.triage.conclude import CLEAN, CORRUPT, NONFINITE, TORN, UNREADABLE, TriageReport, _fmt
+from trainprobe.triage.model import TriageReport
+from trainprobe.triage.model import fmt as _fmt
+
+CLEAN, NONFINITE, TORN, CORRUPT, UNREADABLE = "clean", "nonfinite", "torn", "corrupt", "unreadable"
 
 _VERDICT_COLOR = {
     CLEAN: "#2ca02c",
