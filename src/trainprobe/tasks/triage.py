@@ -25,9 +25,7 @@ def collect_task() -> RemoteTask[dict[str, Any]]:
     """The far half of triage as a task; its report is :func:`~trainprobe.triage.collect.collect`'s JSON."""
     from trainprobe.triage.collect import collect
 
-    return RemoteTask(
-        "triage", collect, _collected, modules=("trainprobe.checkpoint", "trainprobe.metrics")
-    )
+    return RemoteTask("triage", collect, _collected, modules=("trainprobe.checkpoint", "trainprobe.metrics"))
 
 
 def collect_on(

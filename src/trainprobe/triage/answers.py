@@ -33,12 +33,16 @@ def resume_from(
     if not healthy:
         if not units:
             return None, "no checkpoint found in the run directory"
-        return None, "no checkpoint is healthy" + (f" before step {fmt(bad_from)}" if bad_from is not None else "")
+        return None, "no checkpoint is healthy" + (
+            f" before step {fmt(bad_from)}" if bad_from is not None else ""
+        )
     best = healthy[-1]
     consistency = (
         "one consistent snapshot"
         if best.verdict == "consistent"
-        else f"{best.verdict} ({best.reason})" if best.reason else best.verdict
+        else f"{best.verdict} ({best.reason})"
+        if best.reason
+        else best.verdict
     )
     why = f"the latest checkpoint that is finite and not torn — check: {consistency}"
     if bad_from is not None:
@@ -72,10 +76,15 @@ def _broken(
     for u in other:
         lines.append(f"{u.verdict}: {u.relpath} (step {fmt(u.step)}) — {u.reason}")
     if not lines:
-        lines.append(f"nothing: every one of {len(units)} checkpoint(s) is finite and not torn" if units else "no checkpoint found")
+        lines.append(
+            f"nothing: every one of {len(units)} checkpoint(s) is finite and not torn"
+            if units
+            else "no checkpoint found"
+        )
     for d in duplicates:
         lines.append(
-            ("byte-identical copies: " if d.bytes else "the same tensors (not the same bytes): ") + ", ".join(d.units)
+            ("byte-identical copies: " if d.bytes else "the same tensors (not the same bytes): ")
+            + ", ".join(d.units)
         )
     lines.extend(f"step disagreement: {d.why}" for d in disagreements)
     return {
@@ -84,8 +93,13 @@ def _broken(
             {"unit": u.relpath, "step": u.step, "values": u.nonfinite_values, "tensors": u.nonfinite}
             for u in nonfinite
         ],
-        "torn": [{"unit": u.relpath, "step": u.step, "step_groups": u.step_groups, "reason": u.reason} for u in torn],
-        "other": [{"unit": u.relpath, "step": u.step, "verdict": u.verdict, "reason": u.reason} for u in other],
+        "torn": [
+            {"unit": u.relpath, "step": u.step, "step_groups": u.step_groups, "reason": u.reason}
+            for u in torn
+        ],
+        "other": [
+            {"unit": u.relpath, "step": u.step, "verdict": u.verdict, "reason": u.reason} for u in other
+        ],
     }
 
 
@@ -113,8 +127,10 @@ def _logs(
         "read": read,
         "not_read": [p.path for p in not_read],
         "lines": lines,
-        "findings": [a.to_json() for a in anomalies] + [
-            {"kind": "stall", "metric": s.get("metric"), "step": s["step"], "message": s["message"]} for s in stalls
+        "findings": [a.to_json() for a in anomalies]
+        + [
+            {"kind": "stall", "metric": s.get("metric"), "step": s["step"], "message": s["message"]}
+            for s in stalls
         ],
     }
 
@@ -126,7 +142,13 @@ def _causes(conclusions: list[Conclusion]) -> dict[str, Any]:
 
 def _resume(unit: CheckpointInfo | None, why: str) -> dict[str, Any]:
     if unit is None:
-        return {"unit": None, "path": None, "step": None, "why": why, "lines": [f"no checkpoint to resume from: {why}"]}
+        return {
+            "unit": None,
+            "path": None,
+            "step": None,
+            "why": why,
+            "lines": [f"no checkpoint to resume from: {why}"],
+        }
     return {
         "unit": unit.relpath,
         "path": unit.path,

@@ -27,8 +27,8 @@ def triage(
 
     With ``on`` (a target such as ``ssh=user@gpu01``) the discovery, checks and log analysis run where the
     files are (:func:`trainprobe.tasks.triage_on`; only Python and numpy needed there); the conclusions are
-    drawn here from what comes back. ``threshold`` and ``stall_floor_s`` are the log detectors' spike threshold
-    and minimum stall (seconds).
+    drawn here from what comes back. ``threshold`` and ``stall_floor_s`` are the log detectors' spike
+    threshold and minimum stall (seconds).
     """
     if on is not None:
         from trainprobe.tasks.triage import triage_on

@@ -150,7 +150,9 @@ def saves_for(matches: list[SaveMatch], units: list[CheckpointInfo]) -> list[Sav
     logged_steps = {m.step for m in matches}
     for u in units:
         if u.relpath not in named and u.step is not None and float(u.step) not in logged_steps:
-            out.append(Save(float(u.step), u.relpath, f"checkpoint unit (step from its {u.step_source})", None, u))
+            out.append(
+                Save(float(u.step), u.relpath, f"checkpoint unit (step from its {u.step_source})", None, u)
+            )
     return sorted(out, key=lambda s: s.step)
 
 
@@ -172,7 +174,9 @@ def _unit_line(c: CheckpointInfo) -> str:
     return f"{c.relpath} (step {_fmt(c.step)} from its {c.step_source})"
 
 
-def _after_save(group: list[Anomaly], save: Save, stalls: list[dict[str, Any]], evidence: list[str]) -> Conclusion | None:
+def _after_save(
+    group: list[Anomaly], save: Save, stalls: list[dict[str, Any]], evidence: list[str]
+) -> Conclusion | None:
     step = group[0].step
     stall = _stall_near(save, stalls)
     ckpt = save.unit
@@ -233,8 +237,8 @@ def explain(
     lead_in = [a for a in group if _leads_into(a, group) is not None]
     if lead_in:
         evidence.append(
-            f"{lead_in[0].metric} had been climbing since step {_fmt(lead_in[0].step)} and turned non-finite at "
-            f"step {_fmt(step)}: one event, the climb into it"
+            f"{lead_in[0].metric} had been climbing since step {_fmt(lead_in[0].step)} and turned non-finite "
+            f"at step {_fmt(step)}: one event, the climb into it"
         )
     before = [s for s in saves if s.step <= step and step - s.step <= near]
     if before:
@@ -253,16 +257,19 @@ def explain(
         prev = [c for c in units if c.step is not None and c.step < step]
         if prev:
             last = max(prev, key=lambda c: c.step or 0)
-            evidence.append(f"the checkpoint before it, {last.relpath} (step {_fmt(last.step)}), is {last.verdict}")
+            evidence.append(
+                f"the checkpoint before it, {last.relpath} (step {_fmt(last.step)}), is {last.verdict}"
+            )
         return Conclusion(
             EXPLOSION,
-            f"a gradient explosion at step {_fmt(step)} blew up the " + ("optimizer state" if opt_bad else "weights"),
+            f"a gradient explosion at step {_fmt(step)} blew up the "
+            + ("optimizer state" if opt_bad else "weights"),
             "high" if opt_bad else "medium",
             step,
             group,
             evidence,
-            f"inspect the batch(es) at step {_fmt(step)}, clip gradients / skip non-finite steps, and resume from "
-            "the last healthy checkpoint",
+            f"inspect the batch(es) at step {_fmt(step)}, clip gradients / skip non-finite steps, and resume "
+            "from the last healthy checkpoint",
             checkpoint=nxt.path,
         )
     for kind, cause, label in (
@@ -277,16 +284,21 @@ def explain(
         ]
         if evs:
             e = evs[-1]
-            evidence.append(
-                f"{_fmt(step - num(e['step']))} step(s) after {label} at step {_fmt(num(e['step']))}: {e['text']}"
-            )
+            at = num(e["step"])
+            evidence.append(f"{_fmt(step - at)} step(s) after {label} at step {_fmt(at)}: {e['text']}")
             return Conclusion(
-                cause, f"{label} at step {_fmt(num(e['step']))}", "medium", step, group, evidence, first.suggestion
+                cause,
+                f"{label} at step {_fmt(num(e['step']))}",
+                "medium",
+                step,
+                group,
+                evidence,
+                first.suggestion,
             )
     if before:
         evidence.append(
-            f"a checkpoint save at step {_fmt(before[-1].step)} precedes it, but it neither stalled logging nor "
-            "wrote a torn checkpoint"
+            f"a checkpoint save at step {_fmt(before[-1].step)} precedes it, but it neither stalled logging "
+            "nor wrote a torn checkpoint"
         )
     elif nxt is not None:
         evidence.append(f"the next checkpoint, {nxt.relpath} (step {_fmt(nxt.step)}), is {nxt.verdict}")

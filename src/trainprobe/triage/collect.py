@@ -121,13 +121,17 @@ def _checkpoint_entry(unit: Unit, root: str) -> dict[str, Any]:
         mtime, size = None, 0
     doc = checked.to_json()
     bad = [
-        {**t, "optimizer_state": t.get("role") == "optimizer" or is_optimizer_state(t["name"], t["param_name"])}
+        {
+            **t,
+            "optimizer_state": t.get("role") == "optimizer" or is_optimizer_state(t["name"], t["param_name"]),
+        }
         for t in checked.nonfinite
     ]
     optimizer_bad = [t for t in bad if t["optimizer_state"]]
-    doc["nonfinite"] = optimizer_bad[: _MAX_BAD_TENSORS // 2] + [t for t in bad if not t["optimizer_state"]][
-        : _MAX_BAD_TENSORS // 2
-    ]
+    doc["nonfinite"] = (
+        optimizer_bad[: _MAX_BAD_TENSORS // 2]
+        + [t for t in bad if not t["optimizer_state"]][: _MAX_BAD_TENSORS // 2]
+    )
     doc["nonfinite_tensor_count"] = len(bad)
     doc["nonfinite_optimizer_tensor_count"] = len(optimizer_bad)
     doc["nonfinite_values"] = sum(int(t["nan"]) + int(t["posinf"]) + int(t["neginf"]) for t in bad)

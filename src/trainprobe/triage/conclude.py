@@ -44,7 +44,9 @@ def _events(logs: dict[str, Any] | None) -> dict[str, list[dict[str, Any]]]:
     return {r["name"]: list(r.get("events", [])) for r in logs["runs"]}
 
 
-def _timeline(report: TriageReport, events: dict[str, list[dict[str, Any]]], stalls: list[dict[str, Any]]) -> None:
+def _timeline(
+    report: TriageReport, events: dict[str, list[dict[str, Any]]], stalls: list[dict[str, Any]]
+) -> None:
     items = report.timeline
     for run, evs in events.items():
         for e in evs:
@@ -60,7 +62,9 @@ def _timeline(report: TriageReport, events: dict[str, list[dict[str, Any]]], sta
         items.append(TimelineItem(a.step, "anomaly", a.kind, a.message, severity=a.severity, path=a.run))
     for c in report.checkpoints:
         if c.step is not None:
-            items.append(TimelineItem(float(c.step), "checkpoint", c.verdict, f"{c.relpath}: {c.verdict}", path=c.path))
+            items.append(
+                TimelineItem(float(c.step), "checkpoint", c.verdict, f"{c.relpath}: {c.verdict}", path=c.path)
+            )
     order = {"event": 0, "checkpoint": 1, "anomaly": 2}
     items.sort(key=lambda t: (t.step, order[t.kind]))
 

@@ -2,9 +2,9 @@
 timeline, and the report itself with its JSON form (``triage --json``, schema in docs/triage.md).
 
 A unit's verdict, step and step source are ``check``'s (:mod:`trainprobe.checkpoint.verdict`,
-:mod:`trainprobe.checkpoint.identity`): triage never decides them a second time. The exit code is the one rule
-of :func:`trainprobe.checkpoint.verdict.exit_code` over the units, with a log that could not be read counted as
-unreadable and an anomaly in the logs as a finding.
+:mod:`trainprobe.checkpoint.identity`): triage never decides them a second time. The exit code is the one
+rule of :func:`trainprobe.checkpoint.verdict.exit_code` over the units, with a log that could not be read
+counted as unreadable and an anomaly in the logs as a finding.
 """
 
 from __future__ import annotations
@@ -88,7 +88,9 @@ class CheckpointInfo:
         for t in sorted(self.nonfinite, key=lambda t: not t.get("optimizer_state"))[:limit]:
             label = f"{t['name']} ({t['param_name']})" if t.get("param_name") else t["name"]
             counts = ", ".join(
-                f"{t[k]} {name}" for k, name in (("nan", "NaN"), ("posinf", "+Inf"), ("neginf", "−Inf")) if t[k]
+                f"{t[k]} {name}"
+                for k, name in (("nan", "NaN"), ("posinf", "+Inf"), ("neginf", "−Inf"))
+                if t[k]
             )
             parts.append(f"{label}: {counts}")
         return "; ".join(parts)
@@ -157,7 +159,13 @@ class Disagreement:
     why: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"unit": self.unit, "steps": self.steps, "trusted": self.trusted, "step": self.step, "why": self.why}
+        return {
+            "unit": self.unit,
+            "steps": self.steps,
+            "trusted": self.trusted,
+            "step": self.step,
+            "why": self.why,
+        }
 
 
 @dataclass
@@ -292,7 +300,7 @@ class TriageReport:
         """1 for an anomaly or a finding in a unit; else 2 when a log or a unit could not be read; else 0."""
         if self.anomalies:
             return 1
-        unread = [V.UNREADABLE for p in self.problems if p.kind == "log-not-read"]
+        unread: list[str] = [V.UNREADABLE for p in self.problems if p.kind == "log-not-read"]
         return V.exit_code([c.verdict for c in self.checkpoints] + unread)
 
     @property

@@ -146,7 +146,9 @@ def disagreements(units: list[CheckpointInfo]) -> list[Disagreement]:
                 "(a renamed or copied checkpoint, or a label counted from elsewhere)"
             )
         elif trusted in _NAMES:
-            why = "no step written by the save itself; its name is the unit's own label, the log's line is not"
+            why = (
+                "no step written by the save itself; its name is the unit's own label, the log's line is not"
+            )
         else:
             why = "nothing in the unit states its step; the log's save line does"
         out.append(
@@ -155,7 +157,8 @@ def disagreements(units: list[CheckpointInfo]) -> list[Disagreement]:
                 steps,
                 trusted,
                 u.step,
-                f"{u.relpath}: {others}, but its {trusted} says {fmt(u.step)} — trusting the {trusted}: {why}",
+                f"{u.relpath}: {others}, but its {trusted} says {fmt(u.step)} — trusting the {trusted}: "
+                + why,
             )
         )
     return out

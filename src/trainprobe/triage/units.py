@@ -41,7 +41,11 @@ def checkpoint_info(entry: dict[str, Any]) -> CheckpointInfo:
         step_sources=list(check.get("step_sources") or []),
         step_groups=step_groups(check),
         findings=sorted(
-            {e["indicates"] for e in check.get("evidence", []) if e["outcome"] == "fail" and e.get("indicates")},
+            {
+                e["indicates"]
+                for e in check.get("evidence", [])
+                if e["outcome"] == "fail" and e.get("indicates")
+            },
             key=lambda v: (V.ORDER.index(v) if v in V.ORDER else len(V.ORDER), v),
         ),
         nonfinite_tensors=int(check.get("nonfinite_tensor_count") or 0),
