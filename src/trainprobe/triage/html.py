@@ -106,8 +106,8 @@ def render_triage_html(report: TriageReport) -> str:
         + (_conclusions(report) or "<p>Nothing to explain.</p>")
         + "<h2>The run</h2><p>Curves of each metric; shaded: anomalies (red) and stalls (orange); dashed "
         "green: saves the log records. Below, on the same step axis: each checkpoint unit, coloured by its "
-        "verdict (green consistent or clean, pale green unknown, orange torn, red non-finite, brown corrupt, grey "
-        'unreadable).</p><div class="readout"></div>' + charts + "<h2>Checkpoints</h2>" + _units(report)
+        "verdict (green consistent or clean, pale green unknown, orange torn, red non-finite, brown corrupt, "
+        'grey unreadable).</p><div class="readout"></div>' + charts + "<h2>Checkpoints</h2>" + _units(report)
     )
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>trainprobe triage report</title>'
