@@ -110,11 +110,19 @@ def test_a_climb_into_nan_is_the_explosion_not_a_cause_of_its_own() -> None:
     units[2]["check"]["evidence"] = [{"outcome": "fail", "indicates": "nonfinite", "values": {}}]
     doc = _doc(units, [])
     doc["logs"]["findings"] = findings
+    steps = list(range(1, 201))
+    values = [0.1 + 0.001 * s for s in steps[:179]] + [None] * 21
+    doc["logs"]["series"] = {"train": {"loss": {"steps": steps, "values": values}}}
     report = conclude(doc)
     assert [(c.cause, c.step) for c in report.conclusions] == [("gradient-explosion", 180)]
     assert {a.kind for a in report.conclusions[0].anomalies} == {"divergence", "non_finite"}
     assert report.resume_from is not None
     assert report.resume_from.step == 150
+    # A climb that came back down before the NaN is an anomaly of its own.
+    values[170:179] = [0.1] * 9
+    findings[0]["end_step"] = 170
+    apart = conclude(doc)
+    assert [c.step for c in apart.conclusions] == [85, 180]
 
 
 @pytest.mark.slow

@@ -93,27 +93,37 @@ def near_steps(logs: dict[str, Any] | None, units: list[CheckpointInfo]) -> floa
     return near
 
 
-def _leads_into(a: Anomaly, anomalies: list[Anomaly]) -> Anomaly | None:
-    """The non-finite anomaly a divergence runs into (its end is the last row before it), or None."""
+def last_finite_before(logs: dict[str, Any] | None, run: str, metric: str, step: float) -> float | None:
+    """The last step before ``step`` where ``metric`` of ``run`` is finite (from the logs' series)."""
+    series = ((logs or {}).get("series") or {}).get(run, {}).get(metric)
+    if not series:
+        return None
+    found = [
+        float(s)
+        for s, v in zip(series["steps"], series["values"], strict=True)
+        if v is not None and not isinstance(v, str) and not isinstance(s, str) and float(s) < step
+    ]
+    return max(found, default=None)
+
+
+def _leads_into(a: Anomaly, anomalies: list[Anomaly], logs: dict[str, Any] | None) -> Anomaly | None:
+    """The non-finite anomaly a divergence runs into: the divergence ends at the metric's last finite row
+    before it (a climb that came back down first is an anomaly of its own), or None."""
     if a.kind != "divergence":
         return None
-    return next(
-        (
-            b
-            for b in anomalies
-            if b.kind == "non_finite"
-            and b.run == a.run
-            and b.metric == a.metric
-            and 0 <= b.step - a.end_step <= GROUP_STEPS
-        ),
-        None,
-    )
+    for b in anomalies:
+        if b.kind != "non_finite" or b.run != a.run or b.metric != a.metric or b.step < a.end_step:
+            continue
+        last = last_finite_before(logs, a.run, a.metric, b.step)
+        if last is not None and a.end_step >= last:
+            return b
+    return None
 
 
-def group(anomalies: list[Anomaly]) -> list[list[Anomaly]]:
+def group(anomalies: list[Anomaly], logs: dict[str, Any] | None = None) -> list[list[Anomaly]]:
     """Anomalies within :data:`GROUP_STEPS` of the first of a group are one group; a climb into a non-finite
     value joins that value's group, after it (the group's first anomaly names its step)."""
-    lead_ins = {id(a): b for a in anomalies if (b := _leads_into(a, anomalies)) is not None}
+    lead_ins = {id(a): b for a in anomalies if (b := _leads_into(a, anomalies, logs)) is not None}
     groups: list[list[Anomaly]] = []
     for a in anomalies:
         if id(a) in lead_ins:
@@ -229,12 +239,13 @@ def explain(
     stalls: list[dict[str, Any]],
     events: dict[str, list[dict[str, Any]]],
     units: list[CheckpointInfo],
+    logs: dict[str, Any] | None = None,
 ) -> Conclusion:
     """The likely cause of one group of anomalies (the rules of the module doc)."""
     first = group[0]
     step = first.step
     evidence = [f"log: {a.message}" for a in group]
-    lead_in = [a for a in group if _leads_into(a, group) is not None]
+    lead_in = [a for a in group if _leads_into(a, group, logs) is not None]
     if lead_in:
         evidence.append(
             f"{lead_in[0].metric} had been climbing since step {_fmt(lead_in[0].step)} and turned non-finite "

@@ -79,7 +79,10 @@ def conclude(collected: dict[str, Any], *, target: str | None = None) -> TriageR
     anomalies, stalls = anomalies_of(logs)
     near = near_steps(logs, units)
     conclusions = merge(
-        [explain(g, near, saves_for(saves, units), stalls, events, units) for g in group(anomalies)]
+        [
+            explain(g, near, saves_for(saves, units), stalls, events, units, logs)
+            for g in group(anomalies, logs)
+        ]
     )
     resume, why = resume_from(units, conclusions)
     problems = not_read(collected) + [
