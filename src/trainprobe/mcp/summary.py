@@ -19,6 +19,7 @@ MAX_CHARS = 6000
 MAX_LINE = 300
 _CUT_NOTE_CHARS = 120  # room kept for the line that says the summary was cut
 RUN_OUTPUT_CHARS = 3000  # of the script's stdout shown by `run`; stderr gets half
+_IDENTITY = ("byte-identical copies: ", "the same tensors (not the same bytes): ", "step disagreement: ")
 
 
 def _short(text: Any, limit: int = MAX_LINE) -> str:
@@ -101,8 +102,11 @@ def triage(doc: dict[str, Any]) -> Summary:
     )
     answers = doc.get("answers") or {}
     broken = (answers.get("broken") or {}).get("lines") or []
+    identity = [line for line in broken if line.startswith(_IDENTITY)]  # duplicates, step disagreements
     s.add(f"broken: {len(broken)} line(s):")
-    s.items(broken, lambda line: [f"- {_short(line)}"], limit=10, what="lines of what is broken")
+    main = [line for line in broken if line not in identity]
+    s.items(main, lambda line: [f"- {_short(line)}"], limit=8, what="lines of what is broken")
+    s.items(identity, lambda line: [f"- {_short(line)}"], limit=6, what="duplicates and step disagreements")
     shown = (answers.get("logs") or {}).get("lines") or []
     s.add(f"the logs show {len(shown)} line(s):")
     s.items(shown, lambda line: [f"- {_short(line)}"], limit=8, what="log findings")
