@@ -8,9 +8,11 @@ from __future__ import annotations
 import atexit
 import functools
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,3 +47,57 @@ def story_run(mode: str, blowup: bool) -> Path:
     )
     _readable(root)
     return root / "run"
+
+
+# The race's trainer, wherever it lives (it moves from trainprobe.save to trainprobe.demo): imported here only
+def _race_train() -> Any:
+    try:
+        from trainprobe.demo.race import train  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        from trainprobe.save.race import train
+    return train
+
+
+SEED_STEPS, SEED_EVERY, SEED_BLOWUP = 60, 10, 45
+SEED_LOG_PATH = "/scratch/exp3/checkpoints"  # where the log says it saved: the run dir was copied since
+_RACE_LINE = re.compile(r"^(\S+ \S+) INFO (.*)$")
+
+
+@functools.cache
+def seed_run() -> Path:
+    """The seed's situation: ``train.log`` in Python-logging shape (``2026-01-01 12:00:00,123 - INFO - step 10
+    loss 0.48 ...``) whose save lines name ``/scratch/exp3/checkpoints/step_N`` (the run was copied from
+    there), and per-step folders ``checkpoints/step_N/state.pt`` written by the real race (torch.save from a
+    background thread while training goes on). A learning rate of 1e30 at step 45 blows the run up (NaN from
+    step 46). ``checkpoints/best/`` is a byte copy of ``step_30``; the step-20 save sits in ``step_25/`` (its
+    step field says 20, its folder 25)."""
+    pytest.importorskip("torch")
+    root = Path(tempfile.mkdtemp(prefix="tp-triage-seed-"))
+    atexit.register(shutil.rmtree, root, True)
+    work, run = root / "race", root / "run"
+    _race_train()(
+        work, steps=SEED_STEPS, save_every=SEED_EVERY, mode="background", log_path=work / "race.log",
+        lr_at=lambda s: 1e30 if s == SEED_BLOWUP else 1e-3,
+    )  # fmt: skip
+    lines = []
+    for line in (work / "race.log").read_text().splitlines():
+        m = _RACE_LINE.match(line)
+        assert m, line
+        stamp, rest = m.groups()
+        saved = re.match(r"Saving checkpoint to \S+ \(step=(\d+)\)", rest)
+        if saved:
+            rest = f"Saving checkpoint to {SEED_LOG_PATH}/step_{saved.group(1)} (step {saved.group(1)})"
+        else:
+            rest = re.sub(r"(\w+)=(\S+)", r"\1 \2", rest)
+        lines.append(f"{stamp} - INFO - {rest}")
+    run.mkdir()
+    (run / "train.log").write_text("\n".join(lines) + "\n")
+    for step in range(SEED_EVERY, SEED_STEPS + 1, SEED_EVERY):
+        folder = run / "checkpoints" / f"step_{25 if step == 20 else step}"
+        folder.mkdir(parents=True)
+        shutil.move(str(work / "ckpt" / f"step-{step:08d}.pt"), folder / "state.pt")
+    (run / "checkpoints" / "best").mkdir()
+    shutil.copy2(run / "checkpoints" / "step_30" / "state.pt", run / "checkpoints" / "best" / "state.pt")
+    shutil.rmtree(work)
+    _readable(root)
+    return run

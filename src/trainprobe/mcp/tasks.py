@@ -8,7 +8,7 @@ or a large memory map stays in a child process, and the engine keeps the full ou
 What each tool calls (repoint here when the library's entry points change):
 
 =============  ==========================================================================================
-triage         ``trainprobe.triage.collect_on`` then ``trainprobe.triage.conclude`` (what ``triage`` does)
+triage         ``trainprobe.tasks.triage_on`` (``trainprobe.triage.collect`` far side, concluded here)
 scan           ``trainprobe.tasks.scan_on`` (``trainprobe.checkpoint.scan`` far side)
 check          ``trainprobe.tasks.check_on`` (``trainprobe.checkpoint.check.check_paths_json``)
 diff           ``trainprobe.remote.call`` of ``trainprobe.checkpoint.diff.diff_paths_json``
@@ -122,11 +122,11 @@ def shown_message(exc: TrainprobeError, where: Place) -> str:
 def triage(
     target: str, run_dir: str, *, threshold: float, stall_floor_s: float, events: list[str], timeout: float
 ) -> dict[str, Any]:
-    from trainprobe.triage import collect_on, conclude
+    from trainprobe.tasks import triage_on
 
     where = place(target, "triage")
     with presented(where):
-        collected = collect_on(
+        report = triage_on(
             where.engine,
             run_dir,
             timeout=timeout,
@@ -134,9 +134,9 @@ def triage(
             threshold=threshold,
             stall_floor_s=stall_floor_s,
             event_patterns=list(events),
-            workers=None,
         )
-        return conclude(collected, target=where.label).to_json()
+        report.target = where.label
+        return report.to_json()
 
 
 def scan(target: str, paths: list[str], *, stats: bool, verify: bool, timeout: float) -> dict[str, Any]:
