@@ -70,8 +70,8 @@ def run_exec(argv: list[str], f: Finding) -> int:
 
 def add_arguments(parser: CommandParser) -> None:
     parser.add_argument(
-        "target_or_path", metavar="[TARGET] PATH",
-        help="The log to follow; with --on (or a TARGET first, e.g. ssh=gpu07), a path there.",
+        "target_or_path", metavar="PATH",
+        help="The log to follow; with --on, a path there (`watch TARGET PATH` works too).",
     )  # fmt: skip
     parser.add_argument("path", nargs="?", help=argparse.SUPPRESS)
     remote = parser.add_argument_group("where the log is (--on)")
@@ -189,4 +189,4 @@ def _one_target(specs: list[str], config: Path | None) -> str:
     return targets[0]
 
 
-COMMAND = Command(_WATCH_HELP, "[TARGET] PATH [options]", add_arguments, watch, _WATCH_EPILOG)
+COMMAND = Command(_WATCH_HELP, "PATH [--on TARGET] [options]", add_arguments, watch, _WATCH_EPILOG)
