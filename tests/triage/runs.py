@@ -1,6 +1,6 @@
 """Real run directories for the triage tests, trained once per test session with real torch.
 
-Each is built by :func:`trainprobe.triage.story.train_story` (the demo's training) in a directory the ssh test
+Each is built by :func:`trainprobe.demo.story.train_story` (the demo's training) in a directory the ssh test
 users can read, and removed when the session ends."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def story_run(mode: str, blowup: bool) -> Path:
     """A run dir: ``mode`` "naive" (torn saves that stall) or "writer" (CheckpointWriter); ``blowup``: the
     corrupt batch at step 180."""
     pytest.importorskip("torch")
-    from trainprobe.triage.story import train_story
+    from trainprobe.demo.story import train_story
 
     root = Path(tempfile.mkdtemp(prefix=f"tp-triage-{mode}-"))
     atexit.register(shutil.rmtree, root, True)
@@ -49,12 +49,9 @@ def story_run(mode: str, blowup: bool) -> Path:
     return root / "run"
 
 
-# The race's trainer, wherever it lives (it moves from trainprobe.save to trainprobe.demo): imported here only
 def _race_train() -> Any:
-    try:
-        from trainprobe.demo.race import train  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        from trainprobe.save.race import train
+    from trainprobe.demo.race import train
+
     return train
 
 
