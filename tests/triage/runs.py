@@ -56,6 +56,7 @@ def _race_train() -> Any:
 
 
 SEED_STEPS, SEED_EVERY, SEED_BLOWUP = 60, 10, 45
+SEED_TORN = (10, 30)  # the saves a step lands in (the race tears each one it is told to)
 SEED_LOG_PATH = "/scratch/exp3/checkpoints"  # where the log says it saved: the run dir was copied since
 _RACE_LINE = re.compile(r"^(\S+ \S+) INFO (.*)$")
 
@@ -63,18 +64,19 @@ _RACE_LINE = re.compile(r"^(\S+ \S+) INFO (.*)$")
 @functools.cache
 def seed_run() -> Path:
     """The seed's situation: ``train.log`` in Python-logging shape (``2026-01-01 12:00:00,123 - INFO - step 10
-    loss 0.48 ...``) whose save lines name ``/scratch/exp3/checkpoints/step_N`` (the run was copied from
-    there), and per-step folders ``checkpoints/step_N/state.pt`` written by the real race (torch.save from a
-    background thread while training goes on). A learning rate of 1e30 at step 45 blows the run up (NaN from
-    step 46). ``checkpoints/best/`` is a byte copy of ``step_30``; the step-20 save sits in ``step_25/`` (its
-    step field says 20, its folder 25)."""
+        loss 0.48 ...``) whose save lines name ``/scratch/exp3/checkpoints/step_N`` (the run was copied from
+        there), and per-step folders ``checkpoints/step_N/state.pt`` written by the real race (torch.save from a
+        background thread while training goes on; a step lands in the writes of steps 10 and 30, which tear;
+    the others finish first). A learning rate of 1e30 at step 45 blows the run up (NaN from
+        step 46). ``checkpoints/best/`` is a byte copy of ``step_30``; the step-20 save sits in ``step_25/`` (its
+        step field says 20, its folder 25)."""
     pytest.importorskip("torch")
     root = Path(tempfile.mkdtemp(prefix="tp-triage-seed-"))
     atexit.register(shutil.rmtree, root, True)
     work, run = root / "race", root / "run"
     _race_train()(
         work, steps=SEED_STEPS, save_every=SEED_EVERY, mode="background", log_path=work / "race.log",
-        lr_at=lambda s: 1e30 if s == SEED_BLOWUP else 1e-3,
+        lr_at=lambda s: 1e30 if s == SEED_BLOWUP else 1e-3, torn=lambda s: s in SEED_TORN,
     )  # fmt: skip
     lines = []
     for line in (work / "race.log").read_text().splitlines():

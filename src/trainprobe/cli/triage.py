@@ -83,7 +83,7 @@ def render_triage(console: Console, report: object) -> None:
                 escape(c.relpath),
                 f"[{style}]{c.verdict}[/]",
                 escape(reason if len(reason) <= 110 else reason[:107] + "…")
-                + f" [dim](step from its {escape(c.step_source)}{escape(saved)})[/]",
+                + f" [dim]({escape(c.step_origin)}{escape(saved)})[/]",
             )
         console.print(table)
     answers = report.answers

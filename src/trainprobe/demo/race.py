@@ -184,11 +184,14 @@ def train(
     log_every: int = 1,
     lr_at: Callable[[int], float] | None = None,
     num_threads: int = 1,
+    torn: Callable[[int], bool] | None = None,
 ) -> TrainingRun:
     """Train an MLP on a fixed regression task for ``steps`` AdamW steps, saving every ``save_every`` steps.
 
     Checkpoints go to ``run_dir/ckpt``. ``lr_at(step)`` may override the learning rate per step (e.g. to
-    inject a spike for a demo). Returns what happened, including each save's stall.
+    inject a spike for a demo). ``torn(step)``: whether the naive background save of that step is torn (a
+    step lands in its write; default: every one); the others finish before the next step, as a fast disk's
+    would. Returns what happened, including each save's stall.
     """
     if mode not in SAVE_MODES:
         raise UsageError(f"unknown save mode {mode!r}", hint=f"use one of: {', '.join(SAVE_MODES)}")
@@ -218,6 +221,7 @@ def train(
             log_path=log_path,
             log_every=log_every,
             lr_at=lr_at,
+            torn=torn,
         )
     finally:
         torch.set_num_threads(threads_before)
@@ -242,6 +246,7 @@ def _train(
     log_path: str | os.PathLike[str] | None,
     log_every: int,
     lr_at: Callable[[int], float] | None,
+    torn: Callable[[int], bool] | None,
 ) -> TrainingRun:
     ckpt_dir = Path(run_dir) / "ckpt"
     ckpt_dir.mkdir(parents=True, exist_ok=True)
@@ -307,7 +312,12 @@ def _train(
             elif mode == "background":
                 # The bug this module exists to show: the state dicts hold the live tensors.
                 state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
-                gates.append(_naive_save(torch, state, path, _tensor_bytes(state, torch) // 2))
+                gate = _naive_save(torch, state, path, _tensor_bytes(state, torch) // 2)
+                gates.append(gate)
+                if torn is not None and not torn(step):
+                    gate.stepped.set()  # this one is written whole before the next step
+                    if gate.thread is not None:
+                        gate.thread.join()
             elif writer is not None:
                 writer.save(step, model=model, optimizer=optimizer)
             if mode != "none":

@@ -81,7 +81,7 @@ def _units(report: TriageReport) -> str:
         rows.append(
             f'<tr class="ckpt-row"><td>{fmt(c.step)}</td><td>{esc(c.relpath)}</td>'
             f'<td style="color:{color}" class="verdict">{esc(c.verdict)}</td><td>{esc(c.reason)}'
-            f'<div class="sugg">step from its {esc(c.step_source)}{esc(saved)}</div></td></tr>'
+            f'<div class="sugg">{esc(c.step_origin)}{esc(saved)}</div></td></tr>'
         )
     return (
         "<table><tr><th>step</th><th>checkpoint</th><th>verdict</th><th>evidence</th></tr>"

@@ -67,6 +67,11 @@ class CheckpointInfo:
     saved_at: dict[str, Any] | None = None  # the log's save that names this unit (see SaveMatch)
 
     @property
+    def step_origin(self) -> str:
+        """Where the step came from, as the reports print it."""
+        return f"step from its {self.step_source}" if self.step is not None else "no step found"
+
+    @property
     def healthy(self) -> bool:
         """Read, finite and not torn: the verdicts with exit code 0."""
         return V.exit_code([self.verdict]) == 0
