@@ -64,12 +64,12 @@ _RACE_LINE = re.compile(r"^(\S+ \S+) INFO (.*)$")
 @functools.cache
 def seed_run() -> Path:
     """The seed's situation: ``train.log`` in Python-logging shape (``2026-01-01 12:00:00,123 - INFO - step 10
-        loss 0.48 ...``) whose save lines name ``/scratch/exp3/checkpoints/step_N`` (the run was copied from
-        there), and per-step folders ``checkpoints/step_N/state.pt`` written by the real race (torch.save from a
-        background thread while training goes on; a step lands in the writes of steps 10 and 30, which tear;
-    the others finish first). A learning rate of 1e30 at step 45 blows the run up (NaN from
-        step 46). ``checkpoints/best/`` is a byte copy of ``step_30``; the step-20 save sits in ``step_25/`` (its
-        step field says 20, its folder 25)."""
+    loss 0.48 ...``) whose save lines name ``/scratch/exp3/checkpoints/step_N`` (the run was copied from
+    there), and per-step folders ``checkpoints/step_N/state.pt`` written by the real race (torch.save from a
+    background thread while training goes on; a step lands in the writes of steps 10 and 30, which tear, the
+    others finish first). A learning rate of 1e30 at step 45 blows the run up (NaN from step 46).
+    ``checkpoints/best/`` is a byte copy of ``step_30``; the step-20 save sits in ``step_25/`` (its step field
+    says 20, its folder 25)."""
     pytest.importorskip("torch")
     root = Path(tempfile.mkdtemp(prefix="tp-triage-seed-"))
     atexit.register(shutil.rmtree, root, True)

@@ -45,6 +45,7 @@ _LOGS_EPILOG = (
     "  trainprobe logs runs/ --json > findings.json\n"
     "  trainprobe logs train.log --html report.html --checkpoints ckpt/\n"
     "  trainprobe logs train.log --event 'preempted' --fail-on warning   # CI gate\n"
+    "  trainprobe logs odd.log --pattern 'it (?P<step>\\d+) loss=(?P<loss>\\S+)'   a line shape of your own\n"
     "  trainprobe logs /runs/3/train.log --on ssh=user@gpu07//venv=/opt/venv   where the log is\n"
     "  trainprobe logs /runs/3/train.log --on ssh=gpu07 --html report.html     the HTML written here\n"
     "  trainprobe logs /local/run/train.log --on 'ssh=node[01-04]'   one report per node, then a table\n\n"
@@ -148,6 +149,11 @@ def add_arguments(parser: CommandParser) -> None:
         "--checkpoints", type=Path, metavar="DIR",
         help="Checkpoint directory: its files' names/mtimes are save events.",
     )  # fmt: skip
+    options.add_argument(
+        "--pattern", metavar="REGEX",
+        help="Read each line of a text log with REGEX, named groups the step and the metrics, e.g. "
+        "'it (?P<step>\\d+) loss=(?P<loss>\\S+)': for a line shape trainprobe does not know.",
+    )  # fmt: skip
     add_detector_options(options)
     output = parser.add_argument_group("output")
     output.add_argument(
@@ -187,6 +193,7 @@ def logs(
     fail_on: str,
     event: list[str],
     checkpoints: Path | None,
+    pattern: str | None,
     threshold: float,
     window: int,
     stall_factor: float,
@@ -208,6 +215,7 @@ def logs(
         stall_floor_s=stall_floor,
         event_patterns=list(event),
         checkpoints=checkpoints,
+        pattern=pattern,
     )
     if on:
         from trainprobe.tasks import logs_on
