@@ -7,6 +7,7 @@ Stdlib + numpy only (shipped to remote hosts)."""
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +64,7 @@ class PartCheck:
     notes: list[Note] = field(default_factory=list)
     metadata_notes: list[Note] = field(default_factory=list)
     nonfinite: list[dict[str, Any]] = field(default_factory=list)
+    nonfinite_files: list[str] = field(default_factory=list)  # the data file of each (shares merge by it)
     fingerprints: list[tuple[str, str | None]] = field(default_factory=list)
     tensors: int = 0
     bytes: int = 0
@@ -84,6 +86,7 @@ class PartCheck:
             "notes": [_note_json(n) for n in self.notes],
             "metadata_notes": [_note_json(n) for n in self.metadata_notes],
             "nonfinite": self.nonfinite,
+            "nonfinite_files": self.nonfinite_files,
             "fingerprints": [list(f) for f in self.fingerprints],
             "tensors": self.tensors,
             "bytes": self.bytes,
@@ -107,6 +110,7 @@ class PartCheck:
             [_note(n) for n in d.get("notes", [])],
             [_note(n) for n in d.get("metadata_notes", [])],
             list(d.get("nonfinite", [])),
+            [str(f) for f in d.get("nonfinite_files", [])],
             [(str(n), fp) for n, fp in d.get("fingerprints", [])],
             int(d.get("tensors", 0)),
             int(d.get("bytes", 0)),
@@ -177,21 +181,7 @@ def _check_with(ckpt: Checkpoint, role: Role, framework: Framework, pc: PartChec
                 )
             else:
                 optimizer_ev.extend(by_name[name].evidence(label, {p: state[p] for p in pids}))
-    problems = verified.result()
-    if problems:
-        ev.append(
-            Evidence(
-                "container",
-                "fail",
-                f"{len(problems)} integrity problem(s): {problems[0]}",
-                indicates=V.CORRUPT,
-                values={"problems": problems[:50]},
-            )
-        )
-    else:
-        ev.append(
-            Evidence("container", "pass", "zip CRC32s and record sizes match (where the format has them)")
-        )
+    ev.append(integrity_evidence(verified.result()))
     found: list[NonFinite] = []
     for rec, count in zip(ckpt.records, counts, strict=True):
         if count is not None:
@@ -216,18 +206,13 @@ def _check_with(ckpt: Checkpoint, role: Role, framework: Framework, pc: PartChec
                 )
             )
     pc.nonfinite.extend(counted)
+    pc.nonfinite_files.extend(
+        os.path.basename(rec.file)
+        for rec, bad, tensor_role in zip(ckpt.records, found, roles, strict=True)
+        if bad.total and tensor_role != "metadata"
+    )
     if counted:
-        first = counted[0]
-        ev.append(
-            Evidence(
-                "non-finite",
-                "fail",
-                f"{len(counted)} tensor(s) hold NaN/Inf, e.g. {first['name']} "
-                f"({first['nan']} NaN, {first['posinf']} +Inf, {first['neginf']} -Inf)",
-                indicates=V.NONFINITE,
-                tensors=[n["name"] for n in counted[:MAX_NAMES]],
-            )
-        )
+        ev.append(nonfinite_evidence(counted))
     ev.extend(optimizer_ev)
     # Whether a missing step field leaves a tear unseen depends on the whole unit's step sources: decided
     # when the unit is judged (:func:`presence_evidence`), here only where it goes.
@@ -237,6 +222,34 @@ def _check_with(ckpt: Checkpoint, role: Role, framework: Framework, pc: PartChec
     else:
         pc.presence = NONE if role in ("optimizer", "state") else ""
     check_master_weights(ckpt.records, ev)
+
+
+def integrity_evidence(problems: list[str], count: int | None = None) -> Evidence:
+    """The ``container`` evidence of a part's zip CRC32s and record sizes (``count``: how many problems in
+    all, when ``problems`` is the first of them)."""
+    if not problems:
+        return Evidence("container", "pass", "zip CRC32s and record sizes match (where the format has them)")
+    count = len(problems) if count is None else count
+    return Evidence(
+        "container",
+        "fail",
+        f"{count} integrity problem(s): {problems[0]}",
+        indicates=V.CORRUPT,
+        values={"problems": problems[:50], "count": count},
+    )
+
+
+def nonfinite_evidence(counted: list[dict[str, Any]]) -> Evidence:
+    """The ``non-finite`` evidence of the weights and optimizer state that hold NaN/Inf (one entry each)."""
+    first = counted[0]
+    return Evidence(
+        "non-finite",
+        "fail",
+        f"{len(counted)} tensor(s) hold NaN/Inf, e.g. {first['name']} "
+        f"({first['nan']} NaN, {first['posinf']} +Inf, {first['neginf']} -Inf)",
+        indicates=V.NONFINITE,
+        tensors=[n["name"] for n in counted[:MAX_NAMES]],
+    )
 
 
 def presence_evidence(presence: str, stated: bool) -> list[Evidence]:
