@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -38,8 +38,15 @@ def inside(folder: Path) -> Iterator[None]:
         os.chdir(here)
 
 
-def sharded_check(nodes: list[Path], name: str, *, fail: set[str] = frozenset()) -> ShardedCheck:  # type: ignore[assignment]
-    """What the fleet run does, each target a directory: inventories, the plan, the shares, the merge."""
+def sharded_check(
+    nodes: list[Path],
+    name: str,
+    *,
+    fail: set[str] = frozenset(),  # type: ignore[assignment]
+    edit: Callable[[str, dict[str, Any]], None] | None = None,
+) -> ShardedCheck:
+    """What the fleet run does, each target a directory: inventories, the plan, the shares, the merge
+    (``edit``: changes a target's answer on its way, as another save's file would)."""
     inventories = {}
     for k, node in enumerate(nodes):
         with inside(node):
@@ -52,6 +59,8 @@ def sharded_check(nodes: list[Path], name: str, *, fail: set[str] = frozenset())
             continue
         with inside(nodes[int(target[1:])]):
             results[target] = json.loads(json.dumps(check_share(name, requests)))
+        if edit is not None:
+            edit(target, results[target])
     return merge_check_shards(plan, results, failed)
 
 
@@ -165,6 +174,26 @@ def test_a_clean_dcp_directory_on_4_nodes_is_unknown_not_consistent(
     assert "read in shares" in result.reason
     assert merged.exit_code == 0
     assert merged.report.exit_code_for(strict=True) == 1
+
+
+def test_step_counters_that_disagree_across_shares_are_torn(framework_units: Any, tmp_path: Path) -> None:
+    nodes, _ = spread(framework_units.path("dcp/fsdp2-4ranks/step_3"), tmp_path, 4)
+
+    def behind(target: str, answer: dict[str, Any]) -> None:
+        """Rank 1's file as an earlier save wrote it: its step counters say 2."""
+        if target == "t1":
+            for check in answer["checks"]:
+                for label, rows in check["facts"]["counters"].items():
+                    check["facts"]["counters"][label] = [[2.0, params] for _value, params in rows]
+
+    counters = sharded_check(nodes, "step_3").report.results[0].step_sources
+    assert any(s["source"] == "optimizer counters" for s in counters)  # all agree when nothing is edited
+    merged = sharded_check(nodes, "step_3", edit=behind)
+    (result,) = merged.report.results
+    assert result.verdict == "torn"
+    (torn,) = [e for e in result.evidence if e.check == "step-counters" and e.failed]
+    assert "per-parameter step counters disagree" in torn.message
+    assert set(torn.values["counters"]) == {"2", "3"}
 
 
 def test_a_failed_target_has_its_files_reported_not_read(framework_units: Any, tmp_path: Path) -> None:

@@ -32,9 +32,6 @@ from typing import Any
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.base import Note
 from trainprobe.checkpoint.check.part import (
-    NONE,
-    STATEFUL,
-    STATELESS,
     PartCheck,
     check_part,
     integrity_evidence,
@@ -48,7 +45,6 @@ from trainprobe.checkpoint.identity import PartFacts
 _WORKERS = min(8, (os.cpu_count() or 2) + 2)
 # Evidence about one data file at a time, which a part's shares say exactly: kept (and merged).
 _PER_FILE = ("hf-index", "container", "non-finite")
-_PRESENCE = ("", NONE, STATELESS, STATEFUL)
 #: The checks a part read in shares cannot make (they relate tensors of different data files).
 NOT_SPLIT = (
     "param_groups, state shapes, the optimizer families' evidence (Adam's exp_avg/exp_avg_sq pairs), master "
@@ -137,8 +133,9 @@ def merge_part_shares(
     for label, counters in (facts.counters if facts is not None else {}).items():
         if len(counters) > 1:
             merged.evidence.append(disagreeing_counters(label, counters, None))
-    merged.presence = max((s.presence for s in opened), key=_PRESENCE.index, default="")
-    merged.presence_at = len(merged.evidence)
+    # Whether the part holds optimizer state is itself one of the relations: a rank file without the
+    # param_groups shows no optimizer. Said by the skip below, not guessed per share.
+    merged.presence, merged.presence_at = "", len(merged.evidence)
     merged.evidence.append(
         Evidence(
             "sharded",
