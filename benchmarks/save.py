@@ -33,7 +33,7 @@ from typing import Any
 
 from trainprobe.checkpoint import scan
 from trainprobe.checkpoint.check import check_path
-from trainprobe.save.race import train
+from trainprobe.demo.race import train
 
 
 def stalls(root: Path, *, layers: int, width: int, steps: int, save_every: int) -> None:

@@ -4,6 +4,7 @@
 
     TrainprobeError                    exit 2 unless a subclass says otherwise
     ├── UsageError                     a bad flag, path, target string or config value      (exit 2)
+    │   └── MissingExtraError          an optional dependency is not installed: names the extra
     ├── CheckpointError                a checkpoint could not be read                       (exit 2)
     │   ├── UnknownFormatError         not a checkpoint format trainprobe knows
     │   └── CorruptCheckpointError     truncated, a record missing, a header that lies
@@ -41,6 +42,26 @@ class TrainprobeError(Exception):
 
 class UsageError(TrainprobeError):
     """The user asked for something that cannot be done as asked."""
+
+
+class MissingExtraError(UsageError):
+    """An optional dependency (torch, matplotlib, the MCP SDK) is not installed: names the extra for it."""
+
+    def __init__(self, module: str, extra: str, needed_by: str) -> None:
+        super().__init__(
+            f"{needed_by} needs {module}, which is not installed", hint=f"pip install 'trainprobe[{extra}]'"
+        )
+        self.module = module
+        self.extra = extra
+        self.needed_by = needed_by
+
+
+def missing_extra(module: str, *, extra: str, needed_by: str | None = None) -> MissingExtraError:
+    """The error for a missing optional dependency, to raise where its import failed (exit 2, as every usage
+    error): ``raise missing_extra("matplotlib", extra="plot", needed_by="--png") from None`` says
+    "--png needs matplotlib, which is not installed — pip install 'trainprobe[plot]'". The one place that
+    words it, so every extra is named the same way."""
+    return MissingExtraError(module, extra, needed_by or "trainprobe")
 
 
 class CheckpointError(TrainprobeError):

@@ -119,3 +119,12 @@ def test_the_real_program_and_python_m_agree() -> None:
         proc = subprocess.run([*argv, "scan", "a.pt", "--bogus"], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2
         assert proc.stderr == "error: scan: no such option: --bogus — see 'trainprobe scan --help'\n"
+
+
+@pytest.mark.parametrize("name", ["scan", "check", "diff", "logs", "watch"])
+def test_every_command_that_reads_files_teaches_on(name: str, cli: Any) -> None:
+    out = cli(name, "--help").stdout
+    assert re.search(r"^  --on TARGET ", out, re.M), out
+    examples = out.split("\nexamples:\n", 1)[1]
+    assert re.search(rf"^  trainprobe {name} .*--on ssh=", examples, re.M), examples
+    assert "trainprobe run --help" in " ".join(out.split())  # where the target syntax is taught

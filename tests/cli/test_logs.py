@@ -151,3 +151,17 @@ def test_png_without_matplotlib_names_the_extra(
     assert result.exit_code == 2
     assert "pip install 'trainprobe[plot]'" in _said(result.stderr)
     assert not (tmp_path / "r.png").exists()
+
+
+def test_pattern_reads_a_line_shape_it_does_not_know(tmp_path: Path, cli: Any) -> None:
+    log = tmp_path / "odd.log"
+    rows = [f"<{step}> it's {2.0 - 0.01 * step:.3f} now" for step in range(1, 60)]
+    rows[40] = "<41> it's 9.000 now"
+    log.write_text("booting\n" + "\n".join(rows) + "\n")
+    assert cli("logs", str(log)).exit_code == 2  # no shape it knows: unreadable, as documented
+    result = cli("logs", str(log), "--json", "--pattern", r"<(?P<step>\d+)> it's (?P<loss>\S+) now")
+    doc = json.loads(result.output)
+    assert [(f["metric"], f["step"]) for f in doc["findings"] if f["kind"] == "spike"] == [("loss", 41)]
+    bad = cli("logs", str(log), "--pattern", "<(?P<step>")
+    assert bad.exit_code == 2
+    assert "--pattern: not a valid regular expression" in bad.output

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -34,6 +36,8 @@ def test_terminal_summary_tells_the_story(cli: Any) -> None:
     assert f"step {BLOWUP}: a gradient explosion at step {BLOWUP} blew up the optimizer state" in out
     assert re.search(r"no checkpoint to resume from: no checkpoint is healthy before step \d+", out)
     assert "verdict: problems found" in out
+    order = ["what is broken where", "what the logs show", "what caused what", "where to resume"]
+    assert [out.index(o) for o in order] == sorted(out.index(o) for o in order)
 
 
 @pytest.mark.slow
@@ -41,7 +45,7 @@ def test_healthy_run_exits_0(cli: Any) -> None:
     result = cli("triage", str(story_run("writer", False)), *FLOOR)
     assert result.exit_code == 0, result.output
     out = _said(result.stdout)
-    assert "no anomalies in the logs" in out
+    assert "no anomalies in the 1 log file(s) read" in out
     assert "resume from ckpt/step-00000200.pt (step 200)" in out
     assert "verdict: healthy" in out
 
@@ -51,7 +55,7 @@ def test_json_is_one_document_with_the_resume_point(cli: Any) -> None:
     result = cli("triage", str(story_run("writer", True)), "--json", *FLOOR)
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     assert doc["summary"]["causes"] == ["gradient-explosion"]
     assert doc["resume_from"]["step"] == 150
     assert doc["resume_from"]["path"].endswith("ckpt/step-00000150.pt")
@@ -100,12 +104,34 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path, cli: Any) -> N
     assert proc.returncode == 0, proc.stderr[-2000:]
     dom = proc.stdout
     assert "<title>trainprobe triage report</title>" in dom
-    assert 'data-charts="3"' in dom  # the logs report's script ran over loss, acc and lr
+    assert 'data-charts="3"' in dom  # our script ran over the loss, acc and lr curves
+    assert dom.count('class="curve"') >= 3
     assert 'data-cause="save-race"' in dom
     assert 'data-cause="gradient-explosion"' in dom
-    assert dom.count('class="ckpt torn"') >= 1
-    assert dom.count('class="ckpt nonfinite"') == 1
+    answers = [dom.index(f'data-answer="{a}"') for a in ("broken", "logs", "causes", "resume")]
+    assert answers == sorted(answers)
+    assert dom.count('class="save"') == 4 * 3  # every save on every curve
+    assert dom.count('class="stall"') >= 3  # the naive saves stall logging
+    assert 'class="anomaly non_finite"' in dom
+    lane = dom[dom.index('<svg class="lane"') :]
+    assert lane.count('class="ckpt ') == 4  # each unit on the step axis, coloured by its verdict
+    assert lane.count('class="ckpt nonfinite"') == 1
+    assert 'class="ckpt torn"' in lane
     assert dom.count('class="ckpt-row"') == 4
+    axes = set(re.findall(r'data-ticks="([^"]+)"', dom))
+    assert len(axes) == 1  # the curves and the units share one step axis
+    ticks = json.loads(axes.pop().replace("&quot;", '"'))
+    assert len(ticks) >= 3
+    gaps = {round(b - a, 9) for a, b in itertools.pairwise(ticks)}
+    assert len(gaps) == 1
+    (gap,) = gaps
+    mantissa = gap / 10 ** math.floor(math.log10(gap))
+    assert round(mantissa, 6) in (1.0, 2.0, 5.0), ticks
+    assert all(abs(t / gap - round(t / gap)) < 1e-6 for t in ticks), ticks
+    labels = re.findall(r'class="axis x"[^>]*>([^<]+)</text>', lane)
+    assert labels == [
+        str(int(t)) if float(t).is_integer() else str(t) for t in ticks
+    ]  # round numbers printed
     console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
     assert console == []
 

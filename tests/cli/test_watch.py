@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from trainprobe.metrics.synthetic import seed_story_lines
 
@@ -128,7 +129,7 @@ def test_watch_on_a_target_follows_the_file_there(tmp_path: Path) -> None:
     lines = list(seed_story_lines(2100))
     log = tmp_path / "train.log"
     _append(log, lines[:1000])
-    watch = Watch("local", str(log), cwd=tmp_path)
+    watch = Watch(str(log), "--on", "local", cwd=tmp_path)
     try:
         _append(log, lines[1000:])
         found = watch.wait_for("loss step 2029")
@@ -139,6 +140,22 @@ def test_watch_on_a_target_follows_the_file_there(tmp_path: Path) -> None:
     assert "summary" in out
     assert "watching" in watch.stderr
     assert "on local" in watch.stderr
+
+
+def test_watch_on_takes_one_target_named_once(tmp_path: Path, cli: Any) -> None:
+    log = tmp_path / "train.log"
+    _append(log, ["step 1 loss 1.0"])
+    fleet = cli("watch", str(log), "--on", "ssh=node[01-02]")
+    assert fleet.exit_code == 2
+    assert "watch follows one log on one target; ssh=node[01-02] names 2 targets" in fleet.stderr
+    twice = cli("watch", "local", str(log), "--on", "local")
+    assert twice.exit_code == 2
+    assert "two targets" in twice.stderr
+    config = tmp_path / "targets.toml"
+    config.write_text('[groups]\ntrainers = ["ssh=a", "ssh=b"]\n')
+    group = cli("watch", str(log), "--on", "trainers", "--config", str(config))
+    assert group.exit_code == 2
+    assert "names 2 targets" in group.stderr
 
 
 def test_json_lines_and_a_bad_target(tmp_path: Path) -> None:

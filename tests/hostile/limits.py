@@ -5,8 +5,10 @@ Shared by the hostile-case test and the fuzzer's worker (which runs many cases i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -57,6 +59,28 @@ class Outcome:
         )
 
 
+#: Forks and execs the command under the limits, then reports the child's peak RSS on a pipe. A child forked
+#: straight from the test process would not do: Linux carries a process's RSS at exec into its ``ru_maxrss``,
+#: so every command would be charged the test process's own memory (hundreds of MB late in a full run).
+_LAUNCHER = """
+import os, resource, sys
+fd, space, cpu, cmd = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+pid = os.fork()
+if pid == 0:
+    resource.setrlimit(resource.RLIMIT_AS, (space, space))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    os.execv(cmd[0], cmd)
+_, status, usage = os.wait4(pid, 0)
+os.write(fd, str(usage.ru_maxrss).encode())
+code = os.waitstatus_to_exitcode(status)
+if code < 0:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    os.kill(os.getpid(), -code)
+os._exit(code)
+"""
+
+
 def run_trainprobe(
     argv: list[str],
     *,
@@ -65,31 +89,37 @@ def run_trainprobe(
     address_space: int = ADDRESS_SPACE,
     env: dict[str, str] | None = None,
 ) -> Outcome:
-    """``python -m trainprobe ARGV`` in a child limited by :func:`limit_resources`."""
+    """``python -m trainprobe ARGV`` in a grandchild limited as :func:`limit_resources` does."""
+    rss_r, rss_w = os.pipe()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
+        launcher = [sys.executable, "-S", "-c", _LAUNCHER, str(rss_w), str(address_space), str(CPU_SECONDS)]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "trainprobe", *argv],
+            [*launcher, sys.executable, "-m", "trainprobe", *argv],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
             cwd=cwd,
             env={**os.environ, "COLUMNS": "200", **(env or {})},
-            preexec_fn=lambda: limit_resources(address_space),
+            pass_fds=(rss_w,),
+            start_new_session=True,  # a timeout kills the launcher and the command alike
         )
+        os.close(rss_w)
         timed_out = threading.Event()
 
         def kill() -> None:
             timed_out.set()
-            proc.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
 
         timer = threading.Timer(timeout, kill)
         timer.start()
         try:
-            _pid, status, usage = os.wait4(proc.pid, 0)
+            proc.wait()
         finally:
             timer.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+        with os.fdopen(rss_r, "rb") as fh:
+            reported = fh.read()
         seconds = time.perf_counter() - started
         out.seek(0)
         err.seek(0)
@@ -103,7 +133,7 @@ def run_trainprobe(
         stdout,
         stderr,
         seconds,
-        usage.ru_maxrss / 1024,
+        int(reported or 0) / 1024,
         signal=sig,
         timed_out=timed_out.is_set(),
     )

@@ -71,7 +71,7 @@ def test_triage_on_a_target_equals_the_library_on_it(remote: McpSession, target:
     assert document["target"] == target
     assert text_of(result).startswith(f"triage of {run_dir} on {target}: problems (exit code 1)")
     resume = document["resume_from"]
-    assert f"resume from {resume['path']} (step {resume['step']}): " in text_of(result)
+    assert f"resume from {resume['relpath']} (step {resume['step']}): " in text_of(result)
 
 
 def test_run_through_a_zsh_login_shell_keeps_every_byte(remote: McpSession, target: str) -> None:

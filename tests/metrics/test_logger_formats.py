@@ -1,7 +1,7 @@
 """Logs written through a logging library: timestamp and level prefixes (Python ``logging``, loguru,
 glog/absl, Hydra) must read as text logs with their fields, wall clock and save events, never as CSV (the
 millisecond comma in ``22:36:21,226`` once made them pass for one), and the log that
-``trainprobe.save.race.train`` writes."""
+``trainprobe.demo.race.train`` writes."""
 
 from __future__ import annotations
 
@@ -136,9 +136,9 @@ def test_csv_still_detected(tmp_path: Path, head: str) -> None:
 
 
 def test_race_train_log_reads_with_metrics_and_saves(tmp_path: Path) -> None:
-    """The exact log ``trainprobe.save.race.train`` writes (Python logging's timestamp format)."""
+    """The exact log ``trainprobe.demo.race.train`` writes (Python logging's timestamp format)."""
     pytest.importorskip("torch")
-    from trainprobe.save.race import train
+    from trainprobe.demo.race import train
 
     log = tmp_path / "train.log"
     train(tmp_path / "run", steps=30, save_every=10, mode="in-loop", layers=2, width=8, log_path=log)

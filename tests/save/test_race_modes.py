@@ -1,4 +1,4 @@
-"""`trainprobe.save.race.train` through CheckpointWriter, default and overlapped: what the benchmark runs."""
+"""`trainprobe.demo.race.train` through CheckpointWriter, default and overlapped: what the benchmark runs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from trainprobe.checkpoint.check import check_path
-from trainprobe.save.race import train
+from trainprobe.demo.race import train
 
 
 @pytest.mark.parametrize("mode", ["writer", "writer-overlap"])

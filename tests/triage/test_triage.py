@@ -54,8 +54,12 @@ def test_naive_saves_raced_training_and_a_corrupt_batch_exploded() -> None:
 def test_the_writer_run_keeps_only_the_explosion_and_resumes_from_the_last_clean_checkpoint() -> None:
     report = triage(str(story_run("writer", True)), stall_floor_s=STALL_FLOOR)
     assert [c.cause for c in report.conclusions] == ["gradient-explosion"]
-    assert {c.step: c.verdict for c in report.checkpoints} == {100: "clean", 150: "clean", 200: "nonfinite"}
-    assert all(c.step_source == "CheckpointWriter manifest" for c in report.checkpoints)
+    assert {c.step: c.verdict for c in report.checkpoints} == {
+        100: "consistent",
+        150: "consistent",
+        200: "nonfinite",
+    }
+    assert all(c.step_source == "manifest" for c in report.checkpoints)
     assert report.resume_from is not None
     assert report.resume_from.step == 150
     assert "before the lasting anomaly at step 180" in report.resume_reason
@@ -66,7 +70,7 @@ def test_a_healthy_run_has_no_causes() -> None:
     report = triage(str(story_run("writer", False)), stall_floor_s=STALL_FLOOR)
     assert report.conclusions == []
     assert report.anomalies == []
-    assert {c.verdict for c in report.checkpoints} == {"clean"}
+    assert {c.verdict for c in report.checkpoints} == {"consistent"}
     assert report.resume_from is not None
     assert report.resume_from.step == 200
     assert report.exit_code == 0
@@ -76,21 +80,25 @@ def test_a_healthy_run_has_no_causes() -> None:
 def test_json_schema_is_stable_and_strict() -> None:
     doc = triage(str(story_run("naive", True)), stall_floor_s=STALL_FLOOR).to_json()
     json.dumps(doc, allow_nan=False)
-    assert doc["schema_version"] == SCHEMA_VERSION == 1
-    assert set(doc) == {
-        "schema_version", "verdict", "exit_code", "run_dir", "target", "host", "summary", "resume_from",
-        "conclusions", "checkpoints", "timeline", "log_files", "logs_skipped", "near_steps", "seconds",
-        "logs",
-    }  # fmt: skip
+    assert doc["schema_version"] == SCHEMA_VERSION == 2
+    assert list(doc) == [
+        "schema_version", "verdict", "exit_code", "run_dir", "target", "host", "problems", "answers",
+        "summary", "resume_from", "conclusions", "checkpoints", "saves", "disagreements", "duplicates",
+        "timeline", "log_files", "logs_skipped", "near_steps", "seconds", "logs",
+    ]  # fmt: skip
+    assert list(doc["answers"]) == ["broken", "logs", "causes", "resume"]
+    assert all(doc["answers"][k]["lines"] for k in doc["answers"])
     assert doc["exit_code"] == 1
     assert doc["verdict"] == "problems"
     assert set(doc["conclusions"][0]) == {
         "cause", "title", "confidence", "step", "anomalies", "evidence", "suggestion", "checkpoint"
     }  # fmt: skip
     assert set(doc["checkpoints"][0]) == {
-        "path", "relpath", "step", "step_source", "verdict", "problems", "reason", "consistency",
-        "nonfinite_tensors", "bytes", "mtime", "format",
+        "path", "relpath", "framework", "format", "step", "step_source", "step_sources", "verdict", "reason",
+        "findings", "step_groups", "nonfinite_tensors", "nonfinite_tensor_count", "nonfinite_values",
+        "identical_to", "byte_identical_to", "saved_at", "bytes", "mtime",
     }  # fmt: skip
+    assert {s["matched_by"] for s in doc["saves"]} == {"path"}  # every save line names the file it wrote
     assert {t["kind"] for t in doc["timeline"]} == {"event", "anomaly", "checkpoint"}
     assert {t["type"] for t in doc["timeline"] if t["kind"] == "event"} >= {"checkpoint_save", "stall"}
     assert doc["logs"]["schema_version"] == 1
@@ -125,9 +133,9 @@ def test_steps_from_names_and_from_mtime(tmp_path: Path) -> None:
     report = triage(str(run))
     got = {c.relpath: (c.step, c.step_source, c.verdict) for c in report.checkpoints}
     assert got == {
-        "step_200.pt": (200, "file name", "clean"),
-        os.path.join("checkpoint-300", "model.pt"): (300, "file name", "clean"),
-        "last.pt": (42, "mtime vs the wall clock of log 'train'", "clean"),
+        "step_200.pt": (200, "name", "unknown"),
+        os.path.join("checkpoint-300", "model.pt"): (300, "directory", "unknown"),
+        "last.pt": (42, "mtime on the wall clock of log 'train'", "unknown"),
     }
     assert step_from_name("runs/global_step1500/mp_rank_00_model_states.pt") == 1500
     assert step_from_name("ckpt/step-00000040.pt") == 40
@@ -147,7 +155,7 @@ def test_a_truncated_checkpoint_is_corrupt_and_never_the_resume_point(tmp_path: 
     report = triage(str(run))
     verdicts = {c.step: c.verdict for c in report.checkpoints}
     assert verdicts[200] in ("corrupt", "unreadable")
-    assert verdicts[150] == "clean"
+    assert verdicts[150] == "consistent"
     assert report.resume_from is not None
     assert report.resume_from.step == 150
     assert report.exit_code == 1
@@ -198,18 +206,24 @@ def test_only_the_newest_trainer_state_is_read(tmp_path: Path) -> None:
 
 
 def _collected(findings: list[dict[str, object]], events: list[dict[str, object]], ckpt_verdict: str) -> dict:
-    """A minimal collect() document: one run with the given findings and events, checkpoints at 0/100/200."""
+    """A minimal collect() document: one run with the given findings and events, units at 0/100/200 (the one
+    at 100 with ``ckpt_verdict``)."""
+
+    def check(s: int) -> dict[str, object]:
+        verdict = ckpt_verdict if s == 100 else "consistent"
+        failed = [{"check": "step-counters", "outcome": "fail", "indicates": "torn",
+                   "message": "counters disagree", "file": "", "tensors": [],
+                   "values": {"counters": {"100": 3, "102": 5}}}]  # fmt: skip
+        reason = "step counters disagree" if verdict == "torn" else "counters equal"
+        return {"verdict": verdict, "reason": reason,
+                "step": s, "step_source": "step field", "framework": "file", "format": "torch-zip",
+                "step_sources": [{"source": "step field", "value": s, "counts": "optimizer steps"}],
+                "nonfinite": [], "evidence": failed if verdict == "torn" else []}  # fmt: skip
+
     checkpoints = [
-        {
-            "path": f"/r/step_{s}.pt", "relpath": f"step_{s}.pt", "format": "torch-zip", "bytes": 1,
-            "mtime": None, "step_in_file": s, "step_in_manifest": None, "step_in_name": s,
-            "scan": {"verdict": "clean", "error": None, "nonfinite": 0, "bad_tensors": [],
-                     "bad_tensor_count": 0, "bad_optimizer_tensor_count": 0, "notes": [], "problems": []},
-            "check": {"verdict": ckpt_verdict if s == 100 else "consistent",
-                      "reason": "step counters disagree", "failed": [], "passed": ["step counters equal"]},
-        }
+        {"path": f"/r/step_{s}.pt", "relpath": f"step_{s}.pt", "bytes": 1, "mtime": None, "check": check(s)}
         for s in (0, 100, 200)
-    ]  # fmt: skip
+    ]
     run = {"name": "train", "first_step": 0, "last_step": 300, "events": events}
     logs = {"schema_version": 1, "runs": [run], "findings": findings}
     return {"run_dir": "/r", "host": "h", "log_files": ["/r/train.log"], "logs_skipped": [], "seconds": 0.1,
@@ -255,7 +269,9 @@ def test_the_seed_log_alone_names_the_stalling_saves(tmp_path: Path) -> None:
     got = [(c.step, c.cause, c.confidence) for c in report.conclusions]
     assert got == [(2029, "save-stall", "medium"), (4021, "save-stall", "medium"), (4229, "unknown", "low")]
     assert "that save stalled logging 170.0 s" in report.conclusions[0].evidence
-    assert "no checkpoint file found for step 2000" in report.conclusions[0].evidence
+    assert (
+        "no checkpoint unit on disk is the one the save at step 2000 wrote" in report.conclusions[0].evidence
+    )
     assert report.conclusions[2].title == "no cause found for the cliff in acc"
     assert report.resume_reason == "no checkpoint found in the run directory"
     assert report.exit_code == 1

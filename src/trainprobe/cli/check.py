@@ -23,7 +23,10 @@ _CHECK_HELP = (
     "rank; bf16/fp16 weights equal the cast of their fp32 master copy; zip CRC32s and record sizes; DCP "
     "chunks tile each tensor; HF index entries present; the CheckpointWriter manifest; identical units. "
     "NaN/Inf count only in weights and optimizer state. Never imports torch and never executes anything "
-    "from the file."
+    "from the file.\n\n"
+    "--on takes a target (ssh=host//docker=trainer, see trainprobe run --help); repeat it, or give a range "
+    "(ssh=node[01-16]), a name or group from the targets file, or slurm=JOBID, to check on a fleet: one "
+    "report per target, then a table of the targets."
 )
 
 _CHECK_EPILOG = (

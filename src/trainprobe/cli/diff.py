@@ -1,12 +1,14 @@
-"""`trainprobe diff`: what changed between two checkpoints, tensor by tensor."""
+"""`trainprobe diff`: what changed between two checkpoints, tensor by tensor (here, on a target, a fleet)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from trainprobe.cli._command import Command, CommandParser, add_output_options, at_least
+from trainprobe.cli._command import Command, CommandParser, add_output_options, at_least, seconds
+from trainprobe.cli._fleet import add_fleet_options, expand_specs, is_fleet, live_reporter, render_fleet
 from trainprobe.cli._output import Console, Output, Table, escape
-from trainprobe.cli._verdicts import EXIT_CODES, MARK
+from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
 
 _DIFF_HELP = (
     "A and B are checkpoint units of any kind (a file, checkpoint-N/, global_stepN/, a DCP directory: "
@@ -17,7 +19,11 @@ _DIFF_HELP = (
     "what a save that mixed model and optimizer from different steps leaves behind; low-precision weights "
     "whose updates fell below the dtype's resolution are a note. Each unit is also judged as scan judges it "
     "(NaN/Inf, a suspicious global, damage, step sources), so diff's verdict for a unit is scan's. Both are "
-    "streamed in chunks."
+    "streamed in chunks.\n\n"
+    "--on compares the two where they are (ssh=host//docker=trainer, see trainprobe run --help): A and B are "
+    "paths there, only trainprobe's readers and numpy are needed there, and nothing is copied back but the "
+    "report. Repeat --on, or give a range (ssh=node[01-08]), a name or group from the targets file, or "
+    "slurm=JOBID, to compare the same two paths on each target of a fleet."
 )
 
 _DIFF_EPILOG = (
@@ -25,10 +31,12 @@ _DIFF_EPILOG = (
     "  trainprobe diff ckpt/step-00000100.pt ckpt/step-00000200.pt\n"
     "  trainprobe diff out/checkpoint-500 out/checkpoint-1000   two HF Trainer units\n"
     "  trainprobe diff a.pt b.pt --all        list identical tensors too\n"
-    "  trainprobe diff a.pt b.pt --json       the JSON report (schema_version 2)\n\n"
+    "  trainprobe diff a.pt b.pt --json       the JSON report (schema_version 2)\n"
+    "  trainprobe diff /ckpt/step_1000 /ckpt/step_2000 --on ssh=user@gpu07   where the files are\n"
+    "  trainprobe diff /local/ckpt/a.pt /local/ckpt/b.pt --on 'ssh=node[01-08]'   on each node\n\n"
     f"{EXIT_CODES}\n\n"
     "diff adds torn: the optimizer's steps and the weights disagree about what moved. A unit that cannot "
-    "be opened is reported (corrupt or unreadable), never a traceback."
+    f"be opened is reported (corrupt or unreadable), never a traceback. {FLEET_EXIT_CODES}"
 )
 
 _STYLE = {
@@ -174,15 +182,96 @@ def add_arguments(parser: CommandParser) -> None:
         help="Most tensors to list, largest changes first (default: %(default)s).",
     )  # fmt: skip
     add_output_options(options)
+    remote = parser.add_argument_group("where the files are (--on)")
+    remote.add_argument(
+        "--on", action="append", metavar="TARGET",
+        help="Compare on a remote target (ssh=user@host...); repeat, or a range/name/group, for a fleet.",
+    )  # fmt: skip
+    remote.add_argument(
+        "--timeout", type=seconds, default=3600.0, metavar="SECONDS",
+        help="Seconds before the remote diff is killed (per target; default: %(default)g).",
+    )  # fmt: skip
+    remote.add_argument(
+        "--connect-timeout", type=seconds, default=20.0, metavar="SECONDS",
+        help="Seconds to connect (default: %(default)g).",
+    )  # fmt: skip
+    add_fleet_options(remote)
 
 
-def diff(a: str, b: str, *, json_mode: bool, show_all: bool, limit: int, quiet: bool) -> int:
-    from trainprobe.checkpoint.diff import diff_paths
-
+def diff(
+    a: str,
+    b: str,
+    *,
+    json_mode: bool,
+    show_all: bool,
+    limit: int,
+    quiet: bool,
+    on: list[str] | None,
+    timeout: float,
+    connect_timeout: float,
+    parallel: int,
+    config: Path | None,
+) -> int:
     out = Output(json_mode=json_mode, quiet=quiet)
-    report = diff_paths(a, b).to_json()
+    if on:
+        from trainprobe.tasks import diff_on
+
+        targets = expand_specs(on, config)
+        if is_fleet(targets):
+            return _diff_fleet(
+                out, targets, a, b, show_all=show_all, limit=limit, timeout=timeout,
+                connect_timeout=connect_timeout, parallel=parallel,
+            )  # fmt: skip
+        report = diff_on(targets[0], a, b, timeout=timeout, connect_timeout=connect_timeout)
+    else:
+        from trainprobe.checkpoint.diff import diff_paths
+
+        report = diff_paths(a, b).to_json()
     out.result(report, lambda console: render_diff_report(console, report, show_all, limit))
     return int(report["exit_code"])
+
+
+def _diff_fleet(
+    out: Output,
+    targets: list[str],
+    a: str,
+    b: str,
+    *,
+    show_all: bool,
+    limit: int,
+    timeout: float,
+    connect_timeout: float,
+    parallel: int,
+) -> int:
+    """One diff report per target, then the table of targets; the exit code summarises the fleet."""
+    from trainprobe.tasks import diff_on_fleet
+
+    progress = None if out.quiet or out.json_mode else out.live(stderr=True)
+    _, _, on_done = live_reporter(targets, None, progress)
+    fleet = diff_on_fleet(
+        targets, a, b, parallel=parallel, timeout=timeout, connect_timeout=connect_timeout, on_done=on_done
+    )
+    if progress is not None:
+        progress.raise_failure()
+    reports = fleet.reports
+    codes = [int(reports[o.target]["exit_code"]) if o.target in reports else 1 for o in fleet.fleet.outcomes]
+    code = 1 if 1 in codes else max(codes, default=0)
+    summaries = {
+        target: ", ".join(f"{n} {status}" for status, n in r["summary"].items()) + f" — {r['verdict']}"
+        for target, r in reports.items()
+    }
+
+    def render(console: Console) -> None:
+        for target, report in reports.items():
+            console.print(f"[bold]── {escape(target)}[/]", soft_wrap=True)
+            render_diff_report(console, report, show_all, limit)
+            console.print()
+        render_fleet(console, fleet.fleet, summaries, title="compared")
+
+    data: dict[str, Any] = fleet.fleet.to_json()
+    data["exit_code"] = code
+    out.result(data, render)
+    return code
 
 
 COMMAND = Command(_DIFF_HELP, "A B [options]", add_arguments, diff, _DIFF_EPILOG)

@@ -13,12 +13,14 @@ from trainprobe.cli._command import (
     at_least,
     non_negative_seconds,
     positive_number,
+    seconds,
 )
+from trainprobe.cli._fleet import add_fleet_options, expand_specs, is_fleet, live_reporter, render_fleet
 from trainprobe.cli._output import Console, Output
 from trainprobe.errors import UsageError
 
 if TYPE_CHECKING:  # imported where used: trainprobe.metrics pulls in numpy, which every command would pay for
-    from trainprobe.metrics import LogReport, RunLog
+    from trainprobe.metrics import LogReport, Options, RunLog
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -29,7 +31,12 @@ _LOGS_HELP = (
     "Reads JSONL, CSV/TSV, W&B exports, Lightning metrics.csv, HF trainer_state.json, TensorBoard event "
     "files and plain-text logs (llm.c, Megatron, `step 10 | loss 2.3`, `key=value` ...); the format is "
     "detected from the content. Each finding comes with the event before it (a checkpoint save, a resume, "
-    "an LR change) and a suggested next step."
+    "an LR change) and a suggested next step.\n\n"
+    "--on reads the logs where they are (ssh=host//docker=trainer, see trainprobe run --help): only "
+    "trainprobe's readers and numpy are needed there, the paths (and --checkpoints) are paths there, and the "
+    "report, --html and --png come out as a local run gives them. Repeat --on, or give a range "
+    "(ssh=node[01-04]), a name or group from the targets file, or slurm=JOBID, for a fleet: one report per "
+    "target, then a table of the targets."
 )
 
 _LOGS_EPILOG = (
@@ -37,8 +44,13 @@ _LOGS_EPILOG = (
     "  trainprobe logs train.log\n"
     "  trainprobe logs runs/ --json > findings.json\n"
     "  trainprobe logs train.log --html report.html --checkpoints ckpt/\n"
-    "  trainprobe logs train.log --event 'preempted' --fail-on warning   # CI gate\n\n"
-    "Exit codes: 0 healthy (nothing at --fail-on or worse), 1 findings, 2 unreadable input or bad flags."
+    "  trainprobe logs train.log --event 'preempted' --fail-on warning   # CI gate\n"
+    "  trainprobe logs odd.log --pattern 'it (?P<step>\\d+) loss=(?P<loss>\\S+)'   a line shape of your own\n"
+    "  trainprobe logs /runs/3/train.log --on ssh=user@gpu07//venv=/opt/venv   where the log is\n"
+    "  trainprobe logs /runs/3/train.log --on ssh=gpu07 --html report.html     the HTML written here\n"
+    "  trainprobe logs /local/run/train.log --on 'ssh=node[01-04]'   one report per node, then a table\n\n"
+    "Exit codes: 0 healthy (nothing at --fail-on or worse), 1 findings, 2 unreadable input or bad flags. "
+    "A fleet: 1 if any target has findings at --fail-on or could not be read or reached, else 0."
 )
 
 
@@ -137,6 +149,11 @@ def add_arguments(parser: CommandParser) -> None:
         "--checkpoints", type=Path, metavar="DIR",
         help="Checkpoint directory: its files' names/mtimes are save events.",
     )  # fmt: skip
+    options.add_argument(
+        "--pattern", metavar="REGEX",
+        help="Read each line of a text log with REGEX, named groups the step and the metrics, e.g. "
+        "'it (?P<step>\\d+) loss=(?P<loss>\\S+)': for a line shape trainprobe does not know.",
+    )  # fmt: skip
     add_detector_options(options)
     output = parser.add_argument_group("output")
     output.add_argument(
@@ -147,9 +164,24 @@ def add_arguments(parser: CommandParser) -> None:
     )
     add_output_options(
         output,
-        json_help="One JSON document on stdout (schema_version 1).",
+        json_help="One JSON document on stdout (schema_version 1; a fleet: the fleet document, each "
+        "target's report in its result).",
         quiet_help="No report on stdout; only the exit code.",
     )
+    remote = parser.add_argument_group("where the logs are (--on)")
+    remote.add_argument(
+        "--on", action="append", metavar="TARGET",
+        help="Read the logs on a remote target (ssh=user@host...); repeat, or a range/name/group: a fleet.",
+    )  # fmt: skip
+    remote.add_argument(
+        "--timeout", type=seconds, default=3600.0, metavar="SECONDS",
+        help="Seconds before the remote analysis is killed (per target; default: %(default)g).",
+    )  # fmt: skip
+    remote.add_argument(
+        "--connect-timeout", type=seconds, default=20.0, metavar="SECONDS",
+        help="Seconds to connect (default: %(default)g).",
+    )  # fmt: skip
+    add_fleet_options(remote)
 
 
 def logs(
@@ -161,14 +193,18 @@ def logs(
     fail_on: str,
     event: list[str],
     checkpoints: Path | None,
+    pattern: str | None,
     threshold: float,
     window: int,
     stall_factor: float,
     stall_floor: float,
     quiet: bool,
+    on: list[str] | None,
+    timeout: float,
+    connect_timeout: float,
+    parallel: int,
+    config: Path | None,
 ) -> int:
-    if checkpoints is not None and not checkpoints.is_dir():
-        raise UsageError(f"--checkpoints {checkpoints}: not a directory")
     from trainprobe.metrics import Options, analyze
 
     out = Output(json_mode=json_mode, quiet=quiet)
@@ -179,8 +215,25 @@ def logs(
         stall_floor_s=stall_floor,
         event_patterns=list(event),
         checkpoints=checkpoints,
+        pattern=pattern,
     )
-    report = analyze(paths, options=options)
+    if on:
+        from trainprobe.tasks import logs_on
+
+        targets = expand_specs(on, config)
+        if is_fleet(targets):
+            if html is not None or png is not None:
+                raise UsageError(
+                    "--html and --png take one target, not a fleet",
+                    hint="run once per target with --on TARGET --html FILE",
+                )
+            return _logs_fleet(
+                out, targets, paths, options, fail_on=fail_on, timeout=timeout,
+                connect_timeout=connect_timeout, parallel=parallel,
+            )  # fmt: skip
+        report = logs_on(targets[0], paths, options=options, timeout=timeout, connect_timeout=connect_timeout)
+    else:
+        report = analyze(paths, options=options)
     if html is not None:
         from trainprobe.metrics.html import render_html
 
@@ -196,6 +249,61 @@ def logs(
         out.note(f"PNG charts written to {png}")
     out.result(report.to_json(), lambda console: render_report(report, console))
     return exit_code_for(report, fail_on)
+
+
+def _logs_fleet(
+    out: Output,
+    targets: list[str],
+    paths: list[Path],
+    options: Options,
+    *,
+    fail_on: str,
+    timeout: float,
+    connect_timeout: float,
+    parallel: int,
+) -> int:
+    """One log report per target, then the table of targets; the exit code summarises the fleet."""
+    from trainprobe.tasks import logs_on_fleet
+
+    progress = None if out.quiet or out.json_mode else out.live(stderr=True)
+    _, _, on_done = live_reporter(targets, None, progress)
+    fleet = logs_on_fleet(
+        targets, paths, options=options, parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
+        on_done=on_done,
+    )  # fmt: skip
+    if progress is not None:
+        progress.raise_failure()
+    reports = fleet.reports
+    codes = [
+        exit_code_for(reports[o.target], fail_on) if o.target in reports else 1 for o in fleet.fleet.outcomes
+    ]
+    code = 1 if 1 in codes else 0
+    summaries = {
+        target: f"{len(r.runs)} run(s): "
+        + (
+            ", ".join(f"{r.count(s)} {s}" for s in ("error", "warning", "info"))
+            if r.findings
+            else "no findings"
+        )
+        for target, r in reports.items()
+    }
+
+    def render(console: Console) -> None:
+        from trainprobe.cli._output import escape
+
+        for target, report in reports.items():
+            console.print(f"[bold]── {escape(target)}[/]", soft_wrap=True)
+            render_report(report, console)
+            console.print()
+        render_fleet(console, fleet.fleet, summaries, title="logs read")
+
+    data: dict[str, Any] = fleet.fleet.to_json()
+    data["exit_code"] = code
+    for entry in data["targets"]:  # each target's report as `logs --json` prints it (its full answer stays in
+        report = reports.get(entry["target"])  # the run's log directory)
+        entry["result"] = None if report is None else report.to_json()
+    out.result(data, render)
+    return code
 
 
 COMMAND = Command(_LOGS_HELP, "PATH... [options]", add_arguments, logs, _LOGS_EPILOG)

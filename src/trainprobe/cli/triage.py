@@ -16,29 +16,33 @@ from trainprobe.cli._command import (
 from trainprobe.cli._output import Console, Output, Table, escape
 from trainprobe.errors import UsageError
 
-_HELP = """Finds the run's logs (any format `trainprobe logs` reads) and checkpoints (any format `trainprobe
-scan` reads) under RUN_DIR, runs the log detectors, scans and checks every checkpoint in parallel,
-and joins them on one timeline: events (saves, stalls, resumes, LR changes), anomalies (spikes,
-cliffs, NaN) and checkpoint verdicts (clean / non-finite / torn / corrupt / unreadable). Then it
-names the likely cause of each anomaly with its evidence — a spike right after a save that stalled
-logging and wrote a torn checkpoint: the save raced training; a cliff with no save near it and
-NaN/Inf in the next checkpoint's optimizer state: a gradient explosion — and the last healthy
-checkpoint. A checkpoint's step comes from its step field, its CheckpointWriter manifest, its file
-name (step_2000.pt, checkpoint-2000) or, last, its mtime against the log's wall clock; the report
-says which."""
+_HELP = """Finds the run's logs (any format `trainprobe logs` reads) and checkpoint units (any that
+`trainprobe check` reads) under RUN_DIR, runs the log detectors, checks every unit in parallel, and joins them
+on one timeline. Each save the log records (its step, its time, the path it names) is matched to the
+unit it wrote; where a unit's files, its name or folder and the log name different steps, the report
+says so and which it trusts (what the save itself wrote: check's step). Units holding the same
+tensors (or the same bytes) are reported as duplicates. A log it could not read comes first, as a
+problem. Then the four answers: what is broken where (NaN/Inf by tensor, torn units by step group),
+what the logs show (spikes, stalls, cliffs and the events before them), what caused what (a spike
+right after a save that stalled logging and wrote a torn unit: the save raced training; NaN with no
+save near it and NaN/Inf in the next unit's optimizer state: a gradient explosion), and which unit
+to resume from and why. A unit's verdict and step are the ones `trainprobe check` gives."""
 
 _EPILOG = """examples:
   trainprobe triage runs/exp3
-  trainprobe triage runs/exp3 --html triage.html    the report with charts and the checkpoint timeline
-  trainprobe triage runs/exp3 --json | jq .conclusions
+  trainprobe triage runs/exp3 --html triage.html    curves, saves, stalls, anomalies and verdicts on one axis
+  trainprobe triage runs/exp3 --json | jq .answers
   trainprobe triage --on ssh=me@gpu07 /scratch/exp3  where the files are (needs only Python + numpy there)
 
-Exit codes: 0 healthy (no anomaly, every checkpoint clean); 1 problems found (or the remote run failed);
-2 usage error or nothing readable in RUN_DIR."""
+Exit codes: 1 an anomaly in the logs or a finding in a unit (nonfinite, torn, corrupt, suspicious), or the
+remote run failed; 2 a log or unit that could not be read and nothing found, a usage error, or nothing
+readable in RUN_DIR; 0 healthy (the rule of scan and check, trainprobe.checkpoint.verdict)."""
 
 _CAUSE_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
 _VERDICT_STYLE = {
     "clean": "green",
+    "consistent": "green",
+    "unknown": "yellow",
     "nonfinite": "bold red",
     "suspicious": "bold red",
     "torn": "bold yellow",
@@ -54,6 +58,7 @@ def _step(x: float | None) -> str:
 
 
 def render_triage(console: Console, report: object) -> None:
+    """What could not be read first, the units, then the four answers in the order users ask them."""
     from trainprobe.triage import TriageReport
 
     assert isinstance(report, TriageReport)
@@ -63,8 +68,8 @@ def render_triage(console: Console, report: object) -> None:
         f"{len(report.checkpoints)} checkpoint(s), {len(report.anomalies)} anomaly(ies) "
         f"[dim]({report.seconds:.1f} s)[/]"
     )
-    for skipped in report.logs_skipped:
-        console.print(f"  [dim]skipped {escape(skipped['path'])}: {escape(skipped['why'])}[/]")
+    for problem in report.problems:
+        console.print(f"[bold yellow]! {escape(problem.text())}[/]", soft_wrap=True)
     if report.checkpoints:
         table = Table(show_header=True, header_style="bold", show_edge=False, box=None, padding=(0, 1))
         for col in ("step", "checkpoint", "verdict", "evidence"):
@@ -72,37 +77,39 @@ def render_triage(console: Console, report: object) -> None:
         for c in report.checkpoints:
             style = _VERDICT_STYLE.get(c.verdict, "")
             reason = c.reason.split(" — ")[0]
+            saved = f"; the log's save at step {_step(c.saved_at['step'])}" if c.saved_at else ""
             table.add_row(
                 _step(c.step),
                 escape(c.relpath),
                 f"[{style}]{c.verdict}[/]",
                 escape(reason if len(reason) <= 110 else reason[:107] + "…")
-                + f" [dim](step from its {escape(c.step_source)})[/]",
+                + f" [dim]({escape(c.step_origin)}{escape(saved)})[/]",
             )
         console.print(table)
-    if not report.conclusions:
-        console.print("[green]no anomalies in the logs[/]")
-    for i, conclusion in enumerate(report.conclusions, 1):
-        console.print(
-            f"\n[bold]{i}. step {_step(conclusion.step)}: {escape(conclusion.title)}[/] "
-            f"[{_CAUSE_STYLE[conclusion.confidence]}]({conclusion.confidence} confidence)[/]"
-        )
-        for line in conclusion.evidence:
-            console.print(f"   • {escape(line)}", soft_wrap=True)
-        console.print(f"   [dim]→ {escape(conclusion.suggestion)}[/]", soft_wrap=True)
-    console.print()
-    if report.resume_from is not None:
-        console.print(
-            f"[bold green]resume from[/] [bold]{escape(report.resume_from.relpath)}[/] (step "
-            f"{_step(report.resume_from.step)}): {escape(report.resume_reason)}",
-            soft_wrap=True,
-        )
-    else:
-        console.print(
-            f"[bold red]no checkpoint to resume from:[/] {escape(report.resume_reason)}", soft_wrap=True
-        )
-    verdict = "[green]healthy[/]" if report.exit_code == 0 else "[bold red]problems found[/]"
-    console.print(f"verdict: {verdict}")
+    answers = report.answers
+    for title, key in (
+        ("what is broken where", "broken"),
+        ("what the logs show", "logs"),
+        ("what caused what", "causes"),
+        ("where to resume", "resume"),
+    ):
+        console.print(f"\n[bold]{title}[/]")
+        lines = [] if key == "causes" and report.conclusions else answers[key]["lines"]
+        for line in lines:
+            console.print(f"  {escape(line)}", soft_wrap=True)
+        if key == "causes":
+            for i, conclusion in enumerate(report.conclusions, 1):
+                console.print(
+                    f"  [bold]{i}. step {_step(conclusion.step)}: {escape(conclusion.title)}[/] "
+                    f"[{_CAUSE_STYLE[conclusion.confidence]}]({conclusion.confidence} confidence)[/]"
+                )
+                for line in conclusion.evidence:
+                    console.print(f"     • {escape(line)}", soft_wrap=True)
+                console.print(f"     [dim]→ {escape(conclusion.suggestion)}[/]", soft_wrap=True)
+    verdict = {0: "[green]healthy[/]", 1: "[bold red]problems found[/]"}.get(
+        report.exit_code, "[yellow]not everything could be read[/]"
+    )
+    console.print(f"\nverdict: {verdict}")
 
 
 def add_arguments(parser: CommandParser) -> None:

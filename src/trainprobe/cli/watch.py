@@ -13,6 +13,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from trainprobe.cli._command import Command, CommandParser, add_output_options, seconds
+from trainprobe.cli._fleet import CONFIG_HELP, expand_specs, is_fleet
 from trainprobe.cli._output import Output
 from trainprobe.cli.logs import FAIL_ON, add_detector_options, exit_code_for, render_report
 from trainprobe.errors import UsageError
@@ -25,14 +26,19 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _WATCH_HELP = (
     "Follows the log like `tail -F` (across rotation), runs the detectors as lines arrive and prints each "
     "new finding as it appears. Ctrl-C (or SIGTERM) stops and prints the summary report.\n\n"
-    "With a TARGET the file is followed on that machine (through the remote engine: ssh, containers, ...); "
-    "a dropped link reconnects and resumes at the last byte received, so no line is lost or repeated."
+    "With --on TARGET the file is followed on that machine (through the remote engine: ssh, containers, ..., "
+    "the target syntax of trainprobe run --help; only Python is needed there) and the detectors run here; a "
+    "dropped link reconnects and resumes at the last byte received, so no line is lost or repeated. One "
+    "target: a fleet's logs are many streams (run one watch per target, or `trainprobe logs --on` for a "
+    "fleet's report). `watch TARGET PATH` (the target first) is the same as `watch --on TARGET PATH`."
 )
 
 _WATCH_EPILOG = (
     "examples:\n"
     "  trainprobe watch train.log\n"
-    "  trainprobe watch ssh=gpu07 /scratch/run3/train.log\n"
+    "  trainprobe watch /scratch/run3/train.log --on ssh=gpu07\n"
+    "  trainprobe watch /root/run/train.log --on ssh=root@10.1.2.6//pct=200   inside a Proxmox CT\n"
+    "  trainprobe watch /scratch/run3/train.log --on trainer1   a name from the targets file\n"
     "  trainprobe watch train.log --exec 'notify-send trainprobe'\n"
     "  trainprobe watch train.log --json | jq .\n\n"
     "Exit codes: 0 nothing at --fail-on or worse, 1 findings (or the target stayed unreachable), 2 bad flags."
@@ -64,10 +70,16 @@ def run_exec(argv: list[str], f: Finding) -> int:
 
 def add_arguments(parser: CommandParser) -> None:
     parser.add_argument(
-        "target_or_path", metavar="[TARGET] PATH",
-        help="The log to follow; with a TARGET first (e.g. ssh=gpu07), a path there.",
+        "target_or_path", metavar="PATH",
+        help="The log to follow; with --on, a path there (`watch TARGET PATH` works too).",
     )  # fmt: skip
     parser.add_argument("path", nargs="?", help=argparse.SUPPRESS)
+    remote = parser.add_argument_group("where the log is (--on)")
+    remote.add_argument(
+        "--on", action="append", metavar="TARGET",
+        help="Follow the log on a remote target (ssh=user@host//venv=..., a name from the targets file).",
+    )  # fmt: skip
+    remote.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     options = parser.add_argument_group("options")
     options.add_argument(
         "--exec", dest="exec_cmd", metavar="CMD",
@@ -98,6 +110,8 @@ def watch(
     fail_on: str,
     event: list[str],
     threshold: float,
+    on: list[str] | None,
+    config: Path | None,
 ) -> int:
     out = Output(json_mode=json_mode)
     try:
@@ -106,14 +120,15 @@ def watch(
         raise UsageError(f"--exec: {exc}") from None
     if exec_cmd is not None and not argv:
         raise UsageError("--exec: empty command")
-    remote_target = target_or_path if path is not None else None
+    if on and path is not None:
+        raise UsageError(
+            f"two targets: --on {on[0]} and {target_or_path}", hint="give --on TARGET PATH (the path alone)"
+        )
+    specs = on or ([target_or_path] if path is not None else [])
     log = Path(path if path is not None else target_or_path)
+    remote_target = _one_target(specs, config) if specs else None
     if remote_target is None and log.is_dir():
         raise UsageError(f"{log}: is a directory", hint="watch one log file")
-    if remote_target is not None:
-        from trainprobe.remote import parse_target
-
-        parse_target(remote_target)  # a malformed target is a usage error before anything starts
 
     from trainprobe.cli._output import escape
     from trainprobe.metrics import Options
@@ -143,9 +158,9 @@ def watch(
         out.note(f"watching {where} (Ctrl-C for the summary)")
     options = Options(threshold=threshold, event_patterns=list(event))
     if remote_target is not None:
-        from trainprobe.metrics.remote_follow import watch_remote
+        from trainprobe.tasks import watch_on
 
-        report = watch_remote(
+        report = watch_on(
             remote_target, str(log), on_finding, options=options, interval=interval, notify=out.note
         )
     else:
@@ -161,4 +176,17 @@ def watch(
     return exit_code_for(report, fail_on)
 
 
-COMMAND = Command(_WATCH_HELP, "[TARGET] PATH [options]", add_arguments, watch, _WATCH_EPILOG)
+def _one_target(specs: list[str], config: Path | None) -> str:
+    """The one target ``--on`` names, parsed before anything starts (a malformed one is a usage error); a
+    fleet is refused: one watch follows one stream."""
+    targets = expand_specs(specs, config)
+    if is_fleet(targets):
+        raise UsageError(
+            f"watch follows one log on one target; {' '.join(specs)} names "
+            + (f"{len(targets)} targets" if len(targets) > 1 else "every node of a Slurm job"),
+            hint="run one watch per target (slurm=JOB@NODE), or `trainprobe logs --on` for a fleet's report",
+        )
+    return targets[0]
+
+
+COMMAND = Command(_WATCH_HELP, "PATH [--on TARGET] [options]", add_arguments, watch, _WATCH_EPILOG)

@@ -17,7 +17,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from trainprobe.errors import UsageError
+from trainprobe.errors import UsageError, missing_extra
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -32,9 +32,7 @@ def build_server() -> MCPServer:
     except ImportError as exc:
         if not (exc.name or "").startswith("mcp"):
             raise
-        raise UsageError(
-            "trainprobe mcp needs the MCP Python SDK, which is not installed", hint=f"{INSTALL_HINT}"
-        ) from None
+        raise missing_extra("the MCP Python SDK", extra="mcp", needed_by="trainprobe mcp") from None
     return build()
 
 

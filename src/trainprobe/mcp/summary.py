@@ -19,6 +19,7 @@ MAX_CHARS = 6000
 MAX_LINE = 300
 _CUT_NOTE_CHARS = 120  # room kept for the line that says the summary was cut
 RUN_OUTPUT_CHARS = 3000  # of the script's stdout shown by `run`; stderr gets half
+_IDENTITY = ("byte-identical copies: ", "the same tensors (not the same bytes): ", "step disagreement: ")
 
 
 def _short(text: Any, limit: int = MAX_LINE) -> str:
@@ -84,7 +85,8 @@ def _finding(f: dict[str, Any]) -> list[str]:
 
 
 def triage(doc: dict[str, Any]) -> Summary:
-    """In the order users ask: what is broken where, what the logs show, what caused what, where to resume."""
+    """What could not be read first, then the four answers in the order users ask them: what is broken where,
+    what the logs show, what caused what, where to resume (the report's ``answers``)."""
     s = Summary()
     where = f" on {doc['target']}" if doc.get("target") else ""
     checkpoints = doc.get("checkpoints") or []
@@ -94,29 +96,22 @@ def triage(doc: dict[str, Any]) -> Summary:
         f"{summary.get('anomalies', 0)} anomaly(ies) in {len(doc.get('log_files') or [])} log file(s); "
         f"{len(checkpoints)} checkpoint(s): {_counts(summary.get('checkpoints'))}"
     )
-    skipped = doc.get("logs_skipped") or []
+    problems = doc.get("problems") or []
     s.items(
-        skipped, lambda k: [f"NOT READ {k.get('path')}: {_short(k.get('why'))}"], limit=5, what="skipped logs"
+        problems, lambda p: [f"NOT READ {p.get('path')}: {_short(p.get('why'))}"], limit=5, what="problems"
     )
-    unhealthy = [c for c in checkpoints if c.get("verdict") != "clean"]
-    if unhealthy:
-        s.add(f"broken: {len(unhealthy)} checkpoint(s) not clean:")
-    s.items(
-        unhealthy,
-        lambda c: [
-            f"- {c.get('relpath') or c.get('path')} step {_step(c.get('step'))} ({c.get('step_source')}): "
-            f"{c.get('verdict')} — {_short(c.get('reason'), 200)}"
-        ],
-        limit=10,
-        what="checkpoints that are not clean",
-    )
-    findings = (doc.get("logs") or {}).get("findings") or []
-    if findings:
-        s.add(f"the logs show {len(findings)} finding(s), most severe first:")
-    s.items(findings, _finding, limit=5, what="log findings")
+    answers = doc.get("answers") or {}
+    broken = (answers.get("broken") or {}).get("lines") or []
+    identity = [line for line in broken if line.startswith(_IDENTITY)]  # duplicates, step disagreements
+    s.add(f"broken: {len(broken)} line(s):")
+    main = [line for line in broken if line not in identity]
+    s.items(main, lambda line: [f"- {_short(line)}"], limit=8, what="lines of what is broken")
+    s.items(identity, lambda line: [f"- {_short(line)}"], limit=6, what="duplicates and step disagreements")
+    shown = (answers.get("logs") or {}).get("lines") or []
+    s.add(f"the logs show {len(shown)} line(s):")
+    s.items(shown, lambda line: [f"- {_short(line)}"], limit=8, what="log findings")
     conclusions = doc.get("conclusions") or []
-    if conclusions:
-        s.add(f"causes: {len(conclusions)} conclusion(s), most likely first:")
+    s.add(f"causes: {len(conclusions)} conclusion(s), most likely first:")
 
     def conclusion(c: dict[str, Any]) -> list[str]:
         lines = [
@@ -131,14 +126,8 @@ def triage(doc: dict[str, Any]) -> Summary:
         return lines
 
     s.items(conclusions, conclusion, limit=5, what="conclusions")
-    resume = doc.get("resume_from")
-    if resume:
-        s.add(
-            f"resume from {resume.get('path')} (step {_step(resume.get('step'))}): "
-            f"{_short(resume.get('why'))}"
-        )
-    else:
-        s.add("no checkpoint to resume from")
+    for line in (answers.get("resume") or {}).get("lines") or ["no checkpoint to resume from"]:
+        s.add(_short(line, 600))
     return s
 
 

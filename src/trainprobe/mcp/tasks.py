@@ -8,18 +8,18 @@ or a large memory map stays in a child process, and the engine keeps the full ou
 What each tool calls (repoint here when the library's entry points change):
 
 =============  ==========================================================================================
-triage         ``trainprobe.triage.collect_on`` then ``trainprobe.triage.conclude`` (what ``triage`` does)
+triage         ``trainprobe.tasks.triage_on`` (``trainprobe.triage.collect`` far side, concluded here)
 scan           ``trainprobe.tasks.scan_on`` (``trainprobe.checkpoint.scan`` far side)
 check          ``trainprobe.tasks.check_on`` (``trainprobe.checkpoint.check.check_paths_json``)
-diff           ``trainprobe.remote.call`` of ``trainprobe.checkpoint.diff.diff_paths_json``
-logs           ``trainprobe.remote.call`` of :func:`analyze_logs_json` (``trainprobe.metrics.analyze``)
+diff           ``trainprobe.tasks.diff_on`` (``trainprobe.checkpoint.diff.diff_paths_json`` far side)
+logs           ``trainprobe.tasks.logs_on`` (``trainprobe.metrics.analyze.analyze_json`` far side)
 probe          ``trainprobe.remote.probe.probe`` / ``probe_fleet``
 run            ``trainprobe.remote.run`` / ``trainprobe.remote.fanout.run_fleet``
 watch_tail     ``trainprobe.remote.call`` of :func:`tail_findings_json` (``trainprobe.metrics.follow``)
 =============  ==========================================================================================
 
-This module is shipped to the far side for :func:`analyze_logs_json` and :func:`tail_findings_json`, so its
-top level imports only the standard library and ``trainprobe.errors``.
+This module is shipped to the far side for :func:`tail_findings_json`, so its top level imports only the
+standard library and ``trainprobe.errors``.
 """
 
 from __future__ import annotations
@@ -122,11 +122,11 @@ def shown_message(exc: TrainprobeError, where: Place) -> str:
 def triage(
     target: str, run_dir: str, *, threshold: float, stall_floor_s: float, events: list[str], timeout: float
 ) -> dict[str, Any]:
-    from trainprobe.triage import collect_on, conclude
+    from trainprobe.tasks import triage_on
 
     where = place(target, "triage")
     with presented(where):
-        collected = collect_on(
+        report = triage_on(
             where.engine,
             run_dir,
             timeout=timeout,
@@ -134,9 +134,9 @@ def triage(
             threshold=threshold,
             stall_floor_s=stall_floor_s,
             event_patterns=list(events),
-            workers=None,
         )
-        return conclude(collected, target=where.label).to_json()
+        report.target = where.label
+        return report.to_json()
 
 
 def scan(target: str, paths: list[str], *, stats: bool, verify: bool, timeout: float) -> dict[str, Any]:
@@ -164,13 +164,29 @@ def check(target: str, paths: list[str], *, timeout: float) -> dict[str, Any]:
 
 
 def diff(target: str, a: str, b: str, *, timeout: float) -> dict[str, Any]:
-    from trainprobe.checkpoint.diff import diff_paths_json
+    from trainprobe.tasks import diff_on
 
-    return _call("diff", target, diff_paths_json, a, b, timeout=timeout)
+    where = place(target, "diff")
+    with presented(where):
+        return diff_on(where.engine, a, b, timeout=timeout, connect_timeout=CONNECT_TIMEOUT_S)
 
 
 def logs(target: str, paths: list[str], *, timeout: float, **options: Any) -> dict[str, Any]:
-    return _call("logs", target, analyze_logs_json, paths, timeout=timeout, **options)
+    """``logs --json``'s document; ``options`` are :class:`trainprobe.metrics.Options` fields (``threshold``,
+    ``window``, ``stall_factor``, ``stall_floor_s``, ``event_patterns``, ``checkpoints``), checked as the CLI
+    checks its flags."""
+    from trainprobe.metrics import Options
+    from trainprobe.tasks import logs_on
+
+    if options.get("window", 50) < 5:
+        raise UsageError("--window must be at least 5")
+    where = place(target, "logs")
+    with presented(where):
+        report = logs_on(
+            where.engine, paths, options=Options.from_json(options), timeout=timeout,
+            connect_timeout=CONNECT_TIMEOUT_S,
+        )  # fmt: skip
+        return report.to_json()
 
 
 def watch_tail(target: str, path: str, *, timeout: float, **options: Any) -> dict[str, Any]:
@@ -251,34 +267,6 @@ def run_failure(document: dict[str, Any]) -> str | None:
 
 
 # -- run far side --------------------------------------------------------------------------------------------
-
-
-def analyze_logs_json(
-    paths: list[str],
-    *,
-    threshold: float = 6.0,
-    window: int = 50,
-    stall_factor: float = 5.0,
-    stall_floor_s: float = 10.0,
-    event_patterns: list[str] | None = None,
-    checkpoints: str | None = None,
-) -> dict[str, Any]:
-    """``trainprobe logs --json``'s document for ``paths``, with the CLI's checks of its options."""
-    from trainprobe.metrics import Options, analyze
-
-    if checkpoints is not None and not Path(checkpoints).is_dir():
-        raise UsageError(f"--checkpoints {checkpoints}: not a directory")
-    if window < 5:
-        raise UsageError("--window must be at least 5")
-    options = Options(
-        threshold=threshold,
-        window=window,
-        stall_factor=stall_factor,
-        stall_floor_s=stall_floor_s,
-        event_patterns=list(event_patterns or []),
-        checkpoints=Path(checkpoints) if checkpoints is not None else None,
-    )
-    return analyze([Path(p) for p in paths], options=options).to_json()
 
 
 _BLOCK = 1 << 20

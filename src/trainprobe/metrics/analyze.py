@@ -41,7 +41,10 @@ from trainprobe.metrics.findings import (
 from trainprobe.metrics.reading import no_rows_error, pick_reader, read_logs
 from trainprobe.metrics.roles import metric_kind
 
-__all__ = ["SCHEMA_VERSION", "LogReport", "Options", "analyze", "pick_reader", "read_logs", "rows_to_run"]
+__all__ = [
+    "SCHEMA_VERSION", "LogReport", "Options", "analyze", "analyze_json", "pick_reader", "read_logs",
+    "rows_to_run",
+]  # fmt: skip
 from trainprobe.metrics.table import ColumnBuilder, RunLog, finish_run
 
 SCHEMA_VERSION = 1
@@ -60,6 +63,31 @@ class Options:
     # instead of the tokenizer, for a line shape it cannot read.
     pattern: str | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        """The options as JSON (for :func:`analyze_json` on a far machine); :meth:`from_json` reads it."""
+        return {
+            "threshold": self.threshold,
+            "window": self.window,
+            "stall_factor": self.stall_factor,
+            "stall_floor_s": self.stall_floor_s,
+            "near_steps": self.near_steps,
+            "event_patterns": list(self.event_patterns),
+            "checkpoints": None if self.checkpoints is None else str(self.checkpoints),
+            "pattern": self.pattern,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Options:
+        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        if unknown:
+            known = ", ".join(cls().to_json())
+            raise UsageError(f"unknown log option {unknown[0]!r}", hint=f"known: {known}")
+        values = dict(data)
+        if values.get("checkpoints") is not None:
+            values["checkpoints"] = Path(values["checkpoints"])
+        values["event_patterns"] = list(values.get("event_patterns") or [])
+        return cls(**values)
+
 
 @dataclass
 class LogReport:
@@ -74,7 +102,10 @@ class LogReport:
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
 
-    def to_json(self, *, series: bool = False, max_points: int = 2000) -> dict[str, Any]:
+    def to_json(self, *, series: bool = False, max_points: int = 2000, data: bool = False) -> dict[str, Any]:
+        """The ``logs --json`` document (schema_version 1); ``series``: each metric downsampled to about
+        ``max_points`` points (the HTML's curves); ``data``: each run's every value too (``runs[].data``, see
+        :meth:`RunLog.to_json`), which :meth:`from_json` needs."""
         out: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "summary": {s: self.count(s) for s in SEVERITY_RANK},
@@ -99,7 +130,27 @@ class LogReport:
         }
         if series:
             out["series"] = {r.name: downsample(r, max_points) for r in self.runs}
+        if data:
+            for entry, run in zip(out["runs"], self.runs, strict=True):
+                entry["data"] = run.to_json()
         return out
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> LogReport:
+        """The report :meth:`to_json` wrote with ``data=True`` (each run's every value), e.g. by
+        :func:`analyze_json` on a far machine: the same runs, events and findings, so the terminal report,
+        ``--html`` and ``--png`` are what a local analysis gives. ValueError for a document without the data
+        (a plain ``logs --json`` one keeps only summaries)."""
+        if document.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError(f"schema_version {document.get('schema_version')!r}, not {SCHEMA_VERSION}")
+        entries = document["runs"]
+        if any("data" not in entry for entry in entries):
+            raise ValueError("a run without its data: only a to_json(data=True) document rebuilds a report")
+        return cls(
+            runs=[RunLog.from_json(entry["data"]) for entry in entries],
+            findings=[Finding.from_json(f) for f in document["findings"]],
+            events={str(e["name"]): [Event.from_json(x) for x in e["events"]] for e in entries},
+        )
 
 
 def _step_json(x: float) -> int | float | str:
@@ -330,6 +381,8 @@ def analyze(
     """Read every source (paths, ``RunLog``s or lists of row dicts) and report what happened, when, next to
     what."""
     options = options or Options()
+    if options.checkpoints is not None and not Path(options.checkpoints).is_dir():
+        raise UsageError(f"--checkpoints {options.checkpoints}: not a directory")
     try:
         patterns = [re.compile(p) for p in options.event_patterns]
     except re.error as exc:
@@ -365,6 +418,14 @@ def analyze(
     findings.extend(_recurring(findings, runs))
     findings.sort(key=lambda f: (SEVERITY_RANK[f.severity], f.run, f.step))
     return LogReport(runs=runs, findings=findings, events=all_events)
+
+
+def analyze_json(paths: Sequence[str], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """:func:`analyze` of ``paths`` with :meth:`Options.from_json` of ``options``, as the document
+    :meth:`LogReport.from_json` rebuilds the report from: what ``logs --on`` runs where the logs are (JSON in,
+    JSON out)."""
+    report = analyze([Path(p) for p in paths], options=Options.from_json(options or {}))
+    return report.to_json(data=True)
 
 
 def _detect(run: RunLog, events: list[Event], options: Options) -> list[Finding]:

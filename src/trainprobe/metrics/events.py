@@ -102,6 +102,23 @@ class Event:
             "stall_s": None if self.stall_s is None else round(self.stall_s, 3),
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Event:
+        """The event :meth:`to_json` wrote (``row`` and ``order`` when the document keeps them, as a run's
+        exact form does; else -1 and None)."""
+        wall, stall = data.get("wall"), data.get("stall_s")
+        order = data.get("order")
+        return cls(
+            str(data["kind"]),
+            float(data["step"]),
+            int(data.get("row", -1)),
+            text=str(data.get("text", "")),
+            wall=None if wall is None else float(wall),
+            stall_s=None if stall is None else float(stall),
+            path=None if data.get("path") is None else str(data["path"]),
+            order=None if order is None else float(order),
+        )
+
     def describe(self) -> str:
         what = {
             CHECKPOINT_SAVE: "the checkpoint save",

@@ -77,6 +77,34 @@ class Finding:
             "runs": list(self.runs),
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Finding:
+        """The finding :meth:`to_json` wrote (its row, which orders a finding inside one analysis, is 0)."""
+        event = data.get("event")
+        return cls(
+            str(data["kind"]),
+            str(data["severity"]),
+            str(data["run"]),
+            str(data["metric"]),
+            float(data["step"]),
+            float(data["end_step"]),
+            value=_float(data.get("value")),
+            baseline=_float(data.get("baseline")),
+            magnitude=_float(data.get("magnitude")),
+            recovered_after=_float(data.get("recovered_after_steps")),
+            settled_at=_float(data.get("settled_at")),
+            event=None if event is None else Event.from_json(event),
+            event_distance=None if event is None else _float(event.get("steps_before")),
+            message=str(data.get("message", "")),
+            suggestion=str(data.get("suggestion", "")),
+            runs=[str(r) for r in data.get("runs", [])],
+        )
+
+
+def _float(x: float | str | None) -> float | None:
+    """A number as :func:`_num` wrote it ("nan", "inf" and "-inf" as strings) back to a float."""
+    return None if x is None else float(x)
+
 
 def _num(x: float | None) -> int | float | str | None:
     if x is None:

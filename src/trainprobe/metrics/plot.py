@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainprobe.errors import UsageError
+from trainprobe.errors import missing_extra
 from trainprobe.metrics.analyze import LogReport, downsample
 from trainprobe.metrics.findings import STALL
 
@@ -18,7 +18,7 @@ def render_png(report: LogReport, path: Path, *, max_metrics: int = 6) -> Path:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise UsageError("--png needs matplotlib", hint="pip install 'trainprobe[plot]'") from None
+        raise missing_extra("matplotlib", extra="plot", needed_by="--png") from None
     panels = []
     for run in report.runs:
         series = downsample(run, 4000)

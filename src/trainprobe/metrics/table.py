@@ -9,7 +9,11 @@ Readers hand rows (one at a time, or numpy blocks) to a ``ColumnBuilder``, each 
 
 from __future__ import annotations
 
+import base64
+import math
+import zlib
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -72,6 +76,63 @@ class RunLog:
         """Rows where ``metric`` was written (a literal NaN counts as written)."""
         got = self.present.get(metric)
         return got if got is not None else np.ones(len(self), dtype=bool)
+
+    def to_json(self) -> dict[str, Any]:
+        """Every value of the run, exactly (arrays as zlib-compressed little-endian bytes in base64, so NaN,
+        Inf and the absent-cell payload survive): what :meth:`from_json` rebuilds the same run from, e.g.
+        after ``logs --on`` analysed it on a far machine. Side runs are not kept (reading flattens them)."""
+        return {
+            "name": self.name,
+            "path": self.path,
+            "format": self.format,
+            "steps": _pack(self.steps, "<f8"),
+            "wall": None if self.wall is None else _pack(self.wall, "<f8"),
+            "columns": {k: _pack(v, "<f8") for k, v in self.columns.items()},
+            "present": {k: _pack(v, "|b1") for k, v in self.present.items()},
+            "roles": dict(self.roles),
+            "events": [{**e.to_json(), "row": e.row, "order": e.order} for e in self.events],
+            "skipped_lines": self.skipped_lines,
+            "unread": [[u.line_no, u.text, u.why] for u in self.unread],
+            "declared_end": None
+            if self.declared_end is None or not math.isfinite(self.declared_end)
+            else self.declared_end,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunLog:
+        """The run :meth:`to_json` wrote; KeyError/ValueError for a document that is not one."""
+        steps = _unpack(data["steps"], "<f8")
+        columns = {str(k): _unpack(v, "<f8") for k, v in data["columns"].items()}
+        present = {str(k): _unpack(v, "|b1") for k, v in data["present"].items()}
+        if any(c.shape != steps.shape for c in [*columns.values(), *present.values()]):
+            raise ValueError("a column's length is not the run's")
+        return cls(
+            name=str(data["name"]),
+            path=str(data["path"]),
+            format=str(data["format"]),
+            steps=steps,
+            columns=columns,
+            present=present,
+            wall=None if data["wall"] is None else _unpack(data["wall"], "<f8"),
+            events=[Event.from_json(e) for e in data["events"]],
+            skipped_lines=int(data["skipped_lines"]),
+            unread=[Unread(int(n), str(text), str(why)) for n, text, why in data["unread"]],
+            roles={str(k): str(v) for k, v in data["roles"].items()},
+            declared_end=None if data["declared_end"] is None else float(data["declared_end"]),
+        )
+
+
+def _pack(array: np.ndarray, dtype: str) -> str:
+    raw = np.ascontiguousarray(array, dtype=dtype).tobytes()
+    return base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+
+
+def _unpack(text: str, dtype: str) -> np.ndarray:
+    try:
+        raw = zlib.decompress(base64.b64decode(text, validate=True))
+    except (zlib.error, ValueError) as exc:
+        raise ValueError(f"not a packed array ({exc})") from None
+    return np.frombuffer(raw, dtype=dtype).astype(dtype[1:], copy=True)
 
 
 # Absent cells travel through blocks as one particular NaN payload, so a literal NaN stays a value.

@@ -1,9 +1,11 @@
 """Interpreter discovery on the far side: which Python runs the agent.
 
-Sent by the local side as the ``D`` frame, after stage 1's hello (:mod:`trainprobe.remote._stage1` runs it;
-``trainprobe probe`` ships it as a module to list the discovery order). Standard library only, Python 3.7 or
-newer, and only built-in modules on the common path (``re``, which ``base64`` and ``json`` import, costs a run
-several milliseconds).
+Sent by the local side as the ``D`` frame, after stage 1's hello: :mod:`trainprobe.remote._stage1` runs
+:func:`start`, which ``exec``-s the chosen interpreter when it is not the one running (``trainprobe probe``
+ships this module to list the discovery order). Standard library only, Python 3.7 or newer, only built-in
+modules on the common path (``re``, which ``base64`` and ``json`` import, costs a run several milliseconds),
+and no ``from __future__`` import (that is an import too): annotations that Python 3.7 cannot evaluate are
+strings.
 
 :func:`choose` takes ``python=``/``venv=``/``conda=`` if given, else the first candidate of the discovery
 order (``$VIRTUAL_ENV``, ``$CONDA_PREFIX``, venvs under the login user's home, ``/opt``, conda envs,
@@ -15,13 +17,15 @@ connects. Other users' homes are never searched (name their venv with ``venv=``)
 Pythons are not candidates.
 """
 
-from __future__ import annotations
-
+import binascii
+import marshal
 import os
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
+    from typing import Any
 
 #: in the command line of every trainprobe agent (the bootstrap); other runs' agents are not candidates
 OUR_BOOT = b"zlib.decompress(binascii.a2b_base64(sys.argv[1]))"
@@ -69,7 +73,7 @@ def env_root(python: str) -> str:
     return root if any(os.path.exists(os.path.join(root, m)) for m in marker) else ""
 
 
-def venvs_under(root: str) -> list[str]:
+def venvs_under(root: str) -> "list[str]":
     """``*/pyvenv.cfg`` one level down, plus ``.venv``/``venv`` in each project and the usual env folders."""
     found: list[str] = []
     try:
@@ -87,12 +91,12 @@ def venvs_under(root: str) -> list[str]:
     return [os.path.join(d, "bin", "python") for d in found if os.path.isfile(os.path.join(d, "pyvenv.cfg"))]
 
 
-def conda_bases(homes: list[str]) -> list[str]:
+def conda_bases(homes: "list[str]") -> "list[str]":
     bases = [os.path.join(h, d) for h in homes for d in CONDA_DIRS] + ["/opt/" + d for d in CONDA_DIRS]
     return [b for b in bases if os.path.isdir(os.path.join(b, "conda-meta"))]
 
 
-def conda_envs(homes: list[str]) -> list[str]:
+def conda_envs(homes: "list[str]") -> "list[str]":
     found = []
     for base in conda_bases(homes):
         found.append(os.path.join(base, "bin", "python"))
@@ -103,7 +107,7 @@ def conda_envs(homes: list[str]) -> list[str]:
     return found
 
 
-def running_pythons() -> list[str]:
+def running_pythons() -> "list[str]":
     """Interpreters of the login user's running Python processes: argv[0] if absolute (keeps venv paths),
     else the executable. Other users' processes are not candidates (their interpreters are theirs)."""
     found: list[str] = []
@@ -113,22 +117,27 @@ def running_pythons() -> list[str]:
     except OSError:
         return found
     for pid in pids:
+        # Two system calls for a process that is not a Python of ours, and the command line read only for
+        # one that is: a host with many processes of the login user's (a fleet's sessions, a job's
+        # workers) pays this on every run.
         try:
             if os.stat("/proc/" + pid).st_uid != UID:
                 continue
             exe = os.readlink("/proc/" + pid + "/exe")
+            if not os.path.basename(exe).startswith("python"):
+                continue
             with open("/proc/" + pid + "/cmdline", "rb") as f:
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if not os.path.basename(exe).startswith("python") or OUR_BOOT in b"".join(argv[:3]):
+        if OUR_BOOT in b"".join(argv[:3]):
             continue
         first = argv[0].decode(errors="replace")
         found.append(first if first.startswith("/") and os.path.basename(first).startswith("python") else exe)
     return found
 
 
-def candidate_groups() -> Iterator[tuple[list[str], bool]]:
+def candidate_groups() -> "Iterator[tuple[list[str], bool]]":
     """(candidates, whether each must pass :func:`trusted_env`) in discovery order, group by group, so a
     caller that needs only the first stops early. The environment and PATH are the login user's own
     choice; what is found by looking around the file system is checked."""
@@ -145,7 +154,7 @@ def candidate_groups() -> Iterator[tuple[list[str], bool]]:
     yield [path for path in (which("python3"), which("python")) if path], False
 
 
-def identity(path: str) -> tuple[str, str]:
+def identity(path: str) -> "tuple[str, str]":
     """What makes two paths one interpreter: the file with symlinks resolved (``/usr/bin/python3`` is
     ``/usr/bin/python3.11``) and the venv the path starts it in (a venv's ``bin/python`` links to the system
     Python, but started through the venv it sees the venv's packages, so it stays a candidate of its own)."""
@@ -168,7 +177,7 @@ def acceptable(path: str, checked: bool) -> bool:
     return trusted_env(root, path) if root else trusted(os.path.realpath(path))
 
 
-def iter_candidates() -> Iterator[str]:
+def iter_candidates() -> "Iterator[str]":
     seen = set()
     for group, checked in candidate_groups():
         for path in group:
@@ -180,7 +189,7 @@ def iter_candidates() -> Iterator[str]:
             yield path
 
 
-def discovery_order() -> list[str]:
+def discovery_order() -> "list[str]":
     """Every candidate interpreter, first choice first (``trainprobe probe`` lists them)."""
     return list(iter_candidates())
 
@@ -206,7 +215,7 @@ def conda_python(name: str) -> str:
     return ""
 
 
-def missing_modules(python: str, need: list[str]) -> tuple[str, list[str]]:
+def missing_modules(python: str, need: "list[str]") -> "tuple[str, list[str]]":
     """(version, modules not found) for one candidate, asked in a subprocess; ("", [why]) if it fails."""
     import subprocess  # only here: importing it costs every run a few milliseconds
 
@@ -261,3 +270,27 @@ def choose(cfg: dict) -> str:  # type: ignore[type-arg]
             return path
         tried.append({"python": path, "version": version, "missing": missing})
     raise NoInterpreter("no interpreter has " + ", ".join(need), tried)
+
+
+def fail(message: str, tried: list) -> None:  # type: ignore[type-arg]
+    """Tell the local side there is no interpreter to run the agent (an ``F`` frame) and exit 127."""
+    import json  # only on this path: json imports re
+
+    data = json.dumps({"error": "interpreter", "message": message, "tried": tried}).encode()
+    view = memoryview(b"F" + len(data).to_bytes(4, "big") + data)
+    while view:
+        view = view[os.write(1, view) :]
+    os._exit(127)
+
+
+def start(cfg: "dict[str, Any]", stage1: str) -> None:
+    """Stage 1's step 2: return when this interpreter is the one to run the agent; else ``exec`` the chosen
+    one with the same stage 1 (``stage1``, its argv word) and ``chosen`` set, or :func:`fail`."""
+    try:
+        python = choose(cfg)
+    except NoInterpreter as exc:
+        fail(exc.message, exc.tried)
+    if identity(python) != identity(sys.executable):
+        cfg["chosen"] = True
+        encoded = binascii.b2a_base64(marshal.dumps(cfg, 4), newline=False).decode()
+        os.execv(python, [python, "-c", cfg["boot"], stage1, encoded])

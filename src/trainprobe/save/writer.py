@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from trainprobe.checkpoint.manifest import MANIFEST_SUFFIX, build_manifest
-from trainprobe.errors import SaveError, UsageError
+from trainprobe.errors import SaveError, UsageError, missing_extra
 
 LATEST_NAME = "latest"
 _TEMP_MARK = ".tmp-"
@@ -63,13 +63,13 @@ def read_latest(directory: str | os.PathLike[str]) -> Path | None:
     return Path(directory) / name if name else None
 
 
-def _torch() -> Any:
+def import_torch(needed_by: str = "CheckpointWriter") -> Any:
+    """torch, imported on first use (``import trainprobe.save`` works without it); a MissingExtraError naming
+    the torch extra when it is not installed."""
     try:
         import torch
-    except ImportError as exc:  # pragma: no cover - torch is in the test extra
-        raise UsageError(
-            "CheckpointWriter needs torch", hint="install it with: pip install 'trainprobe[torch]'"
-        ) from exc
+    except ImportError:  # pragma: no cover - torch is in the test extra
+        raise missing_extra("torch", extra="torch", needed_by=needed_by) from None
     return torch
 
 
@@ -232,7 +232,7 @@ class CheckpointWriter:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.keep = keep
         self.fsync = fsync
-        self._torch = _torch()
+        self._torch = import_torch()
         self._cuda = bool(self._torch.cuda.is_available())
         if buffers < 1:
             raise UsageError(f"buffers must be at least 1 (got {buffers})")

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from trainprobe.errors import RemoteError, UsageError
+import trainprobe.errors as errors
+from trainprobe.errors import RemoteError, RemoteExceptionError, TrainprobeError, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,13 +47,17 @@ class RemoteTask(Generic[R]):
         **kwargs: Any,
     ) -> R:  # fmt: skip
         """The report from ``target``; raises the run's RemoteError (no interpreter with ``need``: an
-        InterpreterNotFoundError listing what each candidate lacked)."""
+        InterpreterNotFoundError listing what each candidate lacked), or the trainprobe error the function
+        raised there (see :func:`raised_far_side`)."""
         from trainprobe.remote import call
 
-        data = call(
-            target, self.function, *args, timeout=timeout, connect_timeout=connect_timeout, need=self.need,
-            modules=self.modules, **kwargs,
-        )  # fmt: skip
+        try:
+            data = call(
+                target, self.function, *args, timeout=timeout, connect_timeout=connect_timeout,
+                need=self.need, modules=self.modules, **kwargs,
+            )  # fmt: skip
+        except RemoteExceptionError as exc:
+            raise (raised_far_side(exc) or exc) from None
         return self._decoded(str(target), data)
 
     def on_fleet(
@@ -94,3 +99,19 @@ class RemoteTask(Generic[R]):
                 f"the remote {self.what} returned no {self.what} report ({type(exc).__name__}: {exc})",
                 hint="see the run's log directory (stdout, stderr, meta.json)",
             ) from None
+
+
+def raised_far_side(error: RemoteExceptionError) -> TrainprobeError | None:
+    """The trainprobe error a task's function raised on the far side (a LogError for a log that is not there,
+    a UsageError for a bad option), as the same class: its exit code, and its sentence prefixed by the
+    target, as the local function would have said it; its other fields (a path) are not carried. None when
+    the far side raised something else (a bug: the RemoteExceptionError keeps its traceback)."""
+    kind, _, message = error.reason.partition(": ")
+    cls = getattr(errors, kind, None)
+    if not (isinstance(cls, type) and issubclass(cls, TrainprobeError)) or not message:
+        return None
+    if issubclass(cls, RemoteError):  # the far side's own remote run failed: still a failure of this run
+        return None
+    far = cls.__new__(cls)
+    TrainprobeError.__init__(far, f"{error.target}: {message}" if error.target else message)
+    return far

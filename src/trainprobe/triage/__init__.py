@@ -1,38 +1,47 @@
-"""``triage``: one answer for a run directory: what went wrong, when, why, and which checkpoint to resume
-from.
+"""``triage``: one answer for a run directory: what is broken where, what the logs show, what caused what, and
+which checkpoint unit to resume from.
 
     >>> report = triage("runs/exp3")                 # or triage("/scratch/exp3", on="ssh=gpu07")
-    >>> [(c.cause, c.step, c.confidence) for c in report.conclusions], report.resume_from
+    >>> report.answers["resume"]["lines"], [(c.cause, c.step) for c in report.conclusions]
 
-- :func:`collect` finds the logs and checkpoints under a directory and runs the log detectors
-  (``trainprobe.metrics``), ``scan`` and ``check`` (``trainprobe.checkpoint``) on them; it imports only the
-  standard library and numpy, and is what runs on the far side with ``on=``.
-- :func:`conclude` joins its JSON on one timeline and names causes: :class:`TriageReport` (``to_json``).
-- :func:`render_triage_html` is the self-contained HTML report (the logs report plus the checkpoint timeline).
+- :func:`collect` finds the logs and checkpoint units under a directory, runs the log readers and detectors
+  (``trainprobe.metrics``) and ``check`` (``trainprobe.checkpoint``) on them; it imports only the standard
+  library and numpy, and is what runs on the far side with ``on=`` (:mod:`trainprobe.tasks.triage`).
+- :func:`conclude` joins its JSON: units (:mod:`.units`), saves matched to units (:mod:`.saves`), causes
+  (:mod:`.causes`), the four answers (:mod:`.answers`); :class:`TriageReport` (``to_json``, :mod:`.model`).
+- :func:`render_triage_html` is the self-contained HTML report: the metric curves with saves, stalls and
+  anomalies marked, and each unit's verdict on the same step axis.
 """
 
 from __future__ import annotations
 
-from trainprobe.triage.api import collect_on, triage
+from trainprobe.triage.api import triage
 from trainprobe.triage.collect import collect, find_run_files, step_from_name
-from trainprobe.triage.conclude import (
+from trainprobe.triage.conclude import conclude
+from trainprobe.triage.html import render_triage_html
+from trainprobe.triage.model import (
     SCHEMA_VERSION,
     CheckpointInfo,
     Conclusion,
+    Disagreement,
+    Duplicate,
+    Problem,
+    SaveMatch,
     TimelineItem,
     TriageReport,
-    conclude,
 )
-from trainprobe.triage.html import render_triage_html
 
 __all__ = [
     "SCHEMA_VERSION",
     "CheckpointInfo",
     "Conclusion",
+    "Disagreement",
+    "Duplicate",
+    "Problem",
+    "SaveMatch",
     "TimelineItem",
     "TriageReport",
     "collect",
-    "collect_on",
     "conclude",
     "find_run_files",
     "render_triage_html",

@@ -9,6 +9,7 @@ calls :func:`collect` on the far side. Conclusions are drawn locally from its JS
 
 from __future__ import annotations
 
+import filecmp
 import os
 import re
 import socket
@@ -23,12 +24,11 @@ import numpy as np
 
 from trainprobe.checkpoint.check import MANIFEST_SUFFIX, check_unit
 from trainprobe.checkpoint.identity import step_in_path
-from trainprobe.checkpoint.scan import scan_units
 from trainprobe.checkpoint.units import Unit, discover_units
 from trainprobe.errors import LogError, TrainprobeError, UsageError
 from trainprobe.metrics import Options, RunLog, analyze, read_logs
 
-COLLECT_VERSION = 1
+COLLECT_VERSION = 2
 step_from_name = step_in_path  # the step a checkpoint's name (or its folder's) states: identity decides
 # What a log file may be called; the readers then decide by content (text accepts anything, hence a list).
 LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".err")
@@ -103,73 +103,81 @@ def step_at_wall(runs: list[RunLog], when: float) -> dict[str, Any] | None:
     return None
 
 
+def _unit_bytes(path: str) -> int:
+    if os.path.isfile(path):
+        return os.path.getsize(path)
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+
+
 def _checkpoint_entry(unit: Unit, root: str) -> dict[str, Any]:
-    """One unit's scan and check, as collect()'s JSON (both read the unit; check's verdict is the unit's)."""
+    """One unit as ``check`` judges it (its verdict, step and step sources, NaN/Inf by tensor, fingerprint:
+    the same answer ``trainprobe check`` gives), with its size and mtime."""
     path = unit.path
-    scanned = scan_units([unit], workers=2).units[0]
     checked = check_unit(unit)
     try:
-        st = os.stat(path)
-        mtime: float | None = st.st_mtime
-        size = (
-            st.st_size
-            if os.path.isfile(path)
-            else sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
-        )
+        mtime: float | None = os.stat(path).st_mtime
+        size = _unit_bytes(path)
     except OSError:
         mtime, size = None, 0
-    bad_all = [t for f in scanned.files for t in f.bad_tensors]
-    optimizer_bad = [t for t in bad_all if t.role == "optimizer" or is_optimizer_state(t.name, t.param_name)]
-    model_bad = [t for t in bad_all if t not in optimizer_bad]
+    doc = checked.to_json()
     bad = [
         {
-            "name": t.name,
-            "param_name": t.param_name,
-            "dtype": t.dtype,
-            "shape": t.shape,
-            "nan": t.nan,
-            "posinf": t.posinf,
-            "neginf": t.neginf,
-            "optimizer_state": t in optimizer_bad,
+            **t,
+            "optimizer_state": t.get("role") == "optimizer" or is_optimizer_state(t["name"], t["param_name"]),
         }
-        for t in optimizer_bad[: _MAX_BAD_TENSORS // 2] + model_bad[: _MAX_BAD_TENSORS // 2]
+        for t in checked.nonfinite
     ]
-    manifest_step = next(
-        (e.values.get("step") for e in checked.evidence if e.check == "manifest" and e.outcome == "pass"),
-        None,
+    optimizer_bad = [t for t in bad if t["optimizer_state"]]
+    doc["nonfinite"] = (
+        optimizer_bad[: _MAX_BAD_TENSORS // 2]
+        + [t for t in bad if not t["optimizer_state"]][: _MAX_BAD_TENSORS // 2]
     )
-    in_save = checked.step if checked.step_source not in ("name", "directory", "nothing") else None
-    notes = [n for f in scanned.files for n in f.notes]
+    doc["nonfinite_tensor_count"] = len(bad)
+    doc["nonfinite_optimizer_tensor_count"] = len(optimizer_bad)
+    doc["nonfinite_values"] = sum(int(t["nan"]) + int(t["posinf"]) + int(t["neginf"]) for t in bad)
     return {
         "path": path,
         "relpath": os.path.relpath(path, root),
-        "format": checked.format or next((f.format for f in scanned.files if f.format), None),
-        "framework": checked.framework,
         "bytes": size,
         "mtime": mtime,
-        "step_in_file": in_save,
-        "step_source_in_file": checked.step_source if in_save is not None else None,
-        "step_in_manifest": manifest_step,
-        "step_in_name": step_from_name(os.path.relpath(path, root)),
-        "step_sources": checked.step_sources,
-        "fingerprint": scanned.fingerprint,
-        "scan": {
-            "verdict": scanned.verdict,
-            "error": next((f.error for f in scanned.files if f.error), scanned.problem),
-            "nonfinite": scanned.nonfinite,
-            "bad_tensors": bad,
-            "bad_tensor_count": len(bad_all),
-            "bad_optimizer_tensor_count": len(optimizer_bad),
-            "notes": [n.message for n in notes if n.kind == "suspicious-global"],
-            "problems": [p for f in scanned.files for p in f.problems][:5],
-        },
-        "check": {
-            "verdict": checked.verdict,
-            "reason": checked.reason,
-            "failed": [e.to_json() for e in checked.evidence if e.outcome == "fail"],
-            "passed": [e.message for e in checked.evidence if e.outcome == "pass"][:6],
-        },
+        "check": doc,
     }
+
+
+def _unit_files(path: str) -> list[tuple[str, str]]:
+    """(name inside the unit, path) of every file of a unit, in name order."""
+    if os.path.isfile(path):
+        return [("", path)]
+    return sorted((str(f.relative_to(path)), str(f)) for f in Path(path).rglob("*") if f.is_file())
+
+
+def byte_identical(a: str, b: str) -> bool:
+    """Whether two units hold the same files with the same bytes (compared only for units whose tensor
+    fingerprints already match, so the read is paid for duplicates alone)."""
+    fa, fb = _unit_files(a), _unit_files(b)
+    if [n for n, _ in fa] != [n for n, _ in fb]:
+        return False
+    try:
+        return all(
+            os.path.getsize(x) == os.path.getsize(y) and filecmp.cmp(x, y, shallow=False)
+            for (_, x), (_, y) in zip(fa, fb, strict=True)
+        )
+    except OSError:
+        return False
+
+
+def mark_duplicates(entries: list[dict[str, Any]]) -> None:
+    """Each entry's ``identical_to`` (same tensors, by ``check``'s fingerprint) and ``byte_identical_to``
+    (the same bytes too), as relpaths."""
+    by_fp: dict[str, list[dict[str, Any]]] = {}
+    for e in entries:
+        fp = e["check"].get("fingerprint")
+        if fp is not None:
+            by_fp.setdefault(fp, []).append(e)
+    for e in entries:
+        same = [o for o in by_fp.get(e["check"].get("fingerprint") or "", []) if o is not e]
+        e["identical_to"] = [o["relpath"] for o in same]
+        e["byte_identical_to"] = [o["relpath"] for o in same if byte_identical(e["path"], o["path"])]
 
 
 def collect(
@@ -237,15 +245,9 @@ def collect(
 
         entries = list(pool.map(one, targets))
         log_report, skipped, runs = logs_future.result()
-    by_fingerprint: dict[str, list[str]] = {}
+    mark_duplicates(entries)
     for entry in entries:
-        if entry["fingerprint"] is not None:
-            by_fingerprint.setdefault(entry["fingerprint"], []).append(entry["relpath"])
-    for entry in entries:
-        same = by_fingerprint.get(entry["fingerprint"] or "", [])
-        entry["identical_to"] = [p for p in same if p != entry["relpath"]]
-        if entry["mtime"] is not None:
-            entry["step_at_mtime"] = step_at_wall(runs, entry["mtime"])
+        entry["step_at_mtime"] = step_at_wall(runs, entry["mtime"]) if entry["mtime"] is not None else None
     return {
         "collect_version": COLLECT_VERSION,
         "run_dir": root,

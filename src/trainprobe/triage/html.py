@@ -1,196 +1,115 @@
-"""The triage HTML report: the conclusions, a checkpoint timeline, and below them the logs report that
-``trainprobe logs --html`` draws (rebuilt from the logs' JSON, so it works for a remote triage too). One
-file, no external resources."""
+"""The triage HTML report: what could not be read, the four answers, the conclusions with their evidence, the
+run drawn (:mod:`.chart`: metric curves with saves, stalls and anomalies, and every unit's verdict on the same
+step axis) and the units' table. One file, no external resource, a few lines of our own JavaScript for a hover
+readout: it opens offline."""
 
 from __future__ import annotations
 
 import html
-from typing import Any
 
-from trainprobe.metrics import Event, Finding, LogReport, RunLog
-from trainprobe.metrics.analyze import rows_to_run
-from trainprobe.metrics.html import render_html
-from trainprobe.triage.conclude import CLEAN, CORRUPT, NONFINITE, TORN, UNREADABLE, TriageReport, _fmt
+from trainprobe.triage.chart import VERDICT_COLOR, run_charts
+from trainprobe.triage.model import TriageReport, fmt
 
-_VERDICT_COLOR = {
-    CLEAN: "#2ca02c",
-    NONFINITE: "#d62728",
-    TORN: "#ff7f0e",
-    CORRUPT: "#8c564b",
-    UNREADABLE: "#7f7f7f",
-}
 _CSS = """
+body{font:14px/1.4 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#222;max-width:980px}
+h1{font-size:20px} h2{font-size:16px;margin-top:26px} h3{font-size:13px;margin:12px 0 2px}
+table{border-collapse:collapse;width:100%} td,th{border-bottom:1px solid #ddd;padding:4px 6px;text-align:left;
+vertical-align:top} .sugg{color:#555;font-size:12px} .axis{font:10px sans-serif;fill:#555}
+svg.chart,svg.lane{background:#fff;border:1px solid #ddd} .problem{background:#fff4e0;border:1px solid #e9b;
+padding:6px 10px;margin:4px 0} .answer ul{margin:2px 0 8px 18px;padding:0}
 .triage{border:1px solid #ddd;padding:8px 14px;margin:10px 0;border-radius:4px}
 .triage.high{border-left:5px solid #d62728} .triage.medium{border-left:5px solid #ff7f0e}
 .triage.low{border-left:5px solid #999} .triage h3{margin:4px 0 6px;font-size:15px}
-.triage ul{margin:4px 0 4px 18px;padding:0} .resume{background:#eef7ee;border:1px solid #9c9;padding:8px 12px}
-.resume.none{background:#fbeaea;border-color:#d99}
-.verdict{font-weight:600} svg.timeline{background:#fff;border:1px solid #ddd}
+.triage ul{margin:4px 0 4px 18px;padding:0} .readout{font:12px monospace;color:#333;height:16px}
 """
 
+# Hover: the step under the pointer, on every chart at once (they share the axis).
+_JS = """
+(function(){
+  var svgs = document.querySelectorAll('svg.chart, svg.lane');
+  var out = document.querySelector('.readout');
+  svgs.forEach(function(svg){
+    svg.addEventListener('mousemove', function(ev){
+      var box = svg.getBoundingClientRect();
+      var x = (ev.clientX - box.left) * (svg.viewBox.baseVal.width / box.width);
+      var a = JSON.parse(svg.getAttribute('data-axis'));
+      out.textContent = 'step ' + Math.round(a.lo + (x - a.left) / a.w * (a.hi - a.lo));
+    });
+  });
+  document.body.setAttribute('data-charts', String(document.querySelectorAll('svg.chart').length));
+})();
+"""
 
-def _f(x: Any) -> float:
-    return float(x) if x is not None else float("nan")
-
-
-def log_report_from_json(doc: dict[str, Any]) -> LogReport:
-    """A LogReport good enough to draw: runs rebuilt from the (downsampled) series, findings and events."""
-    runs: list[RunLog] = []
-    events: dict[str, list[Event]] = {}
-    series = doc.get("series", {})
-    for r in doc["runs"]:
-        rows: dict[float, dict[str, float]] = {}
-        for metric, s in series.get(r["name"], {}).items():
-            for step, value in zip(s["steps"], s["values"], strict=True):
-                row = rows.setdefault(float(step), {"step": float(step)})
-                row[metric] = float("nan") if value is None else float(value)
-        run = rows_to_run([rows[k] for k in sorted(rows)], name=r["name"])
-        run.path, run.format = r.get("path", ""), r.get("format", "")
-        runs.append(run)
-        events[r["name"]] = [
-            Event(
-                e["kind"],
-                _f(e["step"]),
-                0,
-                text=e.get("text", ""),
-                wall=e.get("wall"),
-                stall_s=e.get("stall_s"),
-            )
-            for e in r.get("events", [])
-        ]
-    findings = []
-    for f in doc["findings"]:
-        ev = f.get("event")
-        findings.append(
-            Finding(
-                f["kind"],
-                f["severity"],
-                f["run"],
-                f["metric"],
-                _f(f["step"]),
-                _f(f["end_step"]),
-                value=None if f.get("value") is None else _f(f["value"]),
-                baseline=None if f.get("baseline") is None else _f(f["baseline"]),
-                event=None
-                if ev is None
-                else Event(ev["kind"], _f(ev["step"]), 0, text=ev.get("text", ""), stall_s=ev.get("stall_s")),
-                message=f["message"],
-                suggestion=f.get("suggestion", ""),
-                runs=list(f.get("runs", [])),
-            )
-        )
-    return LogReport(runs=runs, findings=findings, events=events)
+_ANSWERS = (
+    ("broken", "What is broken where"),
+    ("logs", "What the logs show"),
+    ("causes", "What caused what"),
+    ("resume", "Where to resume"),
+)
 
 
-def _timeline_svg(report: TriageReport) -> str:
-    """Steps left to right: checkpoints as dots coloured by verdict, anomalies as red ticks, saves and stalls
-    as dashed lines."""
-    steps = [t.step for t in report.timeline if t.step == t.step]
-    if not steps:
-        return "<p>No step is known for any checkpoint or event.</p>"
-    x0, x1 = min(steps), max(steps)
-    if x1 <= x0:
-        x1 = x0 + 1
-    w, h, left, right = 900, 120, 40, 20
-
-    def sx(s: float) -> float:
-        return left + (s - x0) / (x1 - x0) * (w - left - right)
-
-    parts = [f'<line x1="{left}" x2="{w - right}" y1="60" y2="60" stroke="#999"/>']
-    for t in report.timeline:
-        x = sx(t.step)
-        title = html.escape(f"step {_fmt(t.step)}: {t.text}")
-        if t.kind == "checkpoint":
-            color = _VERDICT_COLOR.get(t.type, "#333")
-            parts.append(
-                f'<circle class="ckpt {html.escape(t.type)}" cx="{x:.1f}" cy="60" r="6" fill="{color}">'
-                f"<title>{title}</title></circle>"
-            )
-        elif t.kind == "anomaly":
-            parts.append(
-                f'<line class="anomaly" x1="{x:.1f}" x2="{x:.1f}" y1="20" y2="48" stroke="#d62728" '
-                f'stroke-width="3"><title>{title}</title></line>'
-            )
-        elif t.type in ("checkpoint_save", "stall", "resume", "lr_change"):
-            color = {"stall": "#ff7f0e", "resume": "#9467bd", "lr_change": "#1f77b4"}.get(t.type, "#2ca02c")
-            parts.append(
-                f'<line class="event {t.type}" x1="{x:.1f}" x2="{x:.1f}" y1="70" y2="100" stroke="{color}" '
-                f'stroke-dasharray="3 2"><title>{title}</title></line>'
-            )
-    for k in range(5):
-        s = x0 + (x1 - x0) * k / 4
-        parts.append(
-            f'<text class="axis" x="{sx(s):.1f}" y="116" text-anchor="middle">{_fmt(round(s))}</text>'
-        )
-    return (
-        f'<svg class="timeline" viewBox="0 0 {w} {h}" width="100%" xmlns="http://www.w3.org/2000/svg">'
-        + "".join(parts)
-        + "</svg>"
-    )
-
-
-def _section(report: TriageReport) -> str:
+def _answers(report: TriageReport) -> str:
     esc = html.escape
-    where = f" on {esc(report.target)}" if report.target else ""
-    out = [
-        f"<h1>trainprobe triage</h1><p>{esc(report.run_dir)}{where}: "
-        f'<span class="verdict">{esc(report.verdict)}</span> — {len(report.anomalies)} anomaly(ies), '
-        f"{len(report.checkpoints)} checkpoint(s), {len(report.log_files)} log file(s).</p>"
-    ]
-    if report.resume_from is not None:
-        out.append(
-            f'<p class="resume">Resume from <b>{esc(report.resume_from.relpath)}</b> (step '
-            f"{_fmt(report.resume_from.step)}): {esc(report.resume_reason)}.</p>"
-        )
-    else:
-        out.append(f'<p class="resume none">No checkpoint to resume from: {esc(report.resume_reason)}.</p>')
-    out.append("<h2>Conclusions</h2>")
-    if not report.conclusions:
-        out.append("<p>No anomalies in the logs.</p>")
-    for c in report.conclusions:
-        items = "".join(f"<li>{esc(e)}</li>" for e in c.evidence)
-        out.append(
-            f'<div class="triage {c.confidence}" data-cause="{esc(c.cause)}"><h3>step {_fmt(c.step)}: '
-            f"{esc(c.title)} <small>({esc(c.confidence)} confidence)</small></h3><ul>{items}</ul>"
-            f'<div class="sugg">→ {esc(c.suggestion)}</div></div>'
-        )
-    out.append(
-        "<h2>Timeline</h2><p>Dots: checkpoints (green clean, orange torn, red non-finite, brown corrupt, "
-        "grey unreadable). Red ticks: anomalies. Dashed: saves (green), stalls (orange), resumes, LR changes."
-        "</p>" + _timeline_svg(report)
-    )
-    rows = []
-    for ck in report.checkpoints:
-        color = _VERDICT_COLOR.get(ck.verdict, "#333")
-        rows.append(
-            f'<tr class="ckpt-row"><td>{_fmt(ck.step)}</td><td>{esc(ck.relpath)}</td>'
-            f'<td style="color:{color}" class="verdict">{esc(ck.verdict)}</td><td>{esc(ck.reason)}'
-            f'<div class="sugg">step from its {esc(ck.step_source)}</div></td></tr>'
-        )
-    out.append(
-        "<h2>Checkpoints</h2><table><tr><th>step</th><th>checkpoint</th><th>verdict</th><th>evidence</th></tr>"
-        + "".join(rows)
-        + "</table>"
-        if rows
-        else "<h2>Checkpoints</h2><p>No checkpoints found.</p>"
-    )
-    out.append("<h2>Logs</h2>")
+    out = []
+    for key, title in _ANSWERS:
+        items = "".join(f"<li>{esc(line)}</li>" for line in report.answers.get(key, {}).get("lines", []))
+        out.append(f'<div class="answer" data-answer="{key}"><h2>{title}</h2><ul>{items}</ul></div>')
     return "".join(out)
 
 
-def render_triage_html(report: TriageReport) -> str:
-    """The self-contained triage report: conclusions, checkpoint timeline, then the logs report's findings and
-    charts."""
-    logs = report.logs or {"runs": [], "findings": []}
-    page = render_html(log_report_from_json(logs))
-    body_start = page.index("<body>") + len("<body>")
-    logs_body = page[body_start:].replace("<h1>trainprobe logs</h1>", "", 1)
-    if not report.logs:
-        logs_body = (
-            "<p>No training log found in the run directory.</p>" + logs_body[logs_body.index("<h2>Charts") :]
+def _conclusions(report: TriageReport) -> str:
+    esc = html.escape
+    out = []
+    for c in report.conclusions:
+        items = "".join(f"<li>{esc(e)}</li>" for e in c.evidence)
+        out.append(
+            f'<div class="triage {c.confidence}" data-cause="{esc(c.cause)}"><h3>step {fmt(c.step)}: '
+            f"{esc(c.title)} <small>({esc(c.confidence)} confidence)</small></h3><ul>{items}</ul>"
+            f'<div class="sugg">→ {esc(c.suggestion)}</div></div>'
         )
-    head = page[:body_start].replace(
-        "<title>trainprobe logs report</title>", "<title>trainprobe triage report</title>"
+    return "".join(out)
+
+
+def _units(report: TriageReport) -> str:
+    esc = html.escape
+    if not report.checkpoints:
+        return "<p>No checkpoint found.</p>"
+    rows = []
+    for c in report.checkpoints:
+        color = VERDICT_COLOR.get(c.verdict, "#333")
+        saved = f"; the log's save at step {fmt(c.saved_at['step'])}" if c.saved_at else ""
+        rows.append(
+            f'<tr class="ckpt-row"><td>{fmt(c.step)}</td><td>{esc(c.relpath)}</td>'
+            f'<td style="color:{color}" class="verdict">{esc(c.verdict)}</td><td>{esc(c.reason)}'
+            f'<div class="sugg">{esc(c.step_origin)}{esc(saved)}</div></td></tr>'
+        )
+    return (
+        "<table><tr><th>step</th><th>checkpoint</th><th>verdict</th><th>evidence</th></tr>"
+        + "".join(rows)
+        + "</table>"
     )
-    head = head.replace("</style>", _CSS + "</style>", 1)
-    return head + _section(report) + logs_body
+
+
+def render_triage_html(report: TriageReport) -> str:
+    """The self-contained triage report."""
+    esc = html.escape
+    where = f" on {esc(report.target)}" if report.target else ""
+    problems = "".join(f'<div class="problem">{esc(p.text())}</div>' for p in report.problems)
+    charts = run_charts(report)
+    body = (
+        f"<h1>trainprobe triage</h1><p>{esc(report.run_dir)}{where}: <b>{esc(report.verdict)}</b> — "
+        f"{len(report.anomalies)} anomaly(ies), {len(report.checkpoints)} checkpoint(s), "
+        f"{len(report.log_files)} log file(s).</p>"
+        + problems
+        + _answers(report)
+        + "<h2>Conclusions</h2>"
+        + (_conclusions(report) or "<p>Nothing to explain.</p>")
+        + "<h2>The run</h2><p>Curves of each metric; shaded: anomalies (red) and stalls (orange); dashed "
+        "green: saves the log records. Below, on the same step axis: each checkpoint unit, coloured by its "
+        "verdict (green consistent or clean, pale green unknown, orange torn, red non-finite, brown corrupt, "
+        'grey unreadable).</p><div class="readout"></div>' + charts + "<h2>Checkpoints</h2>" + _units(report)
+    )
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>trainprobe triage report</title>'
+        f"<style>{_CSS}</style></head><body>{body}<script>{_JS}</script></body></html>"
+    )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hostile.craft import Case, RawRecord, raw_zip
 
-CASE = Case(scan=2, check=2, triage=1, says="inflates to more than 32 MB")
+CASE = Case(scan=2, check=2, triage=2, says="inflates to more than 32 MB")
 
 
 def _deflated(data: bytes, *, last: bool = False) -> bytes:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hostile.craft import Case, safetensors
 
-CASE = Case(scan=2, check=2, triage=1, says="names 1,000,000 tensors, more than the 100,000")
+CASE = Case(scan=2, check=2, triage=2, says="names 1,000,000 tensors, more than the 100,000")
 
 
 def build(folder: Path, sentinel: Path) -> Path:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hostile.craft import Case, RawRecord, named, pickle_of, raw_zip, text
 
-CASE = Case(scan=2, check=2, triage=1, says="more than the 100,000 trainprobe reads in one file")
+CASE = Case(scan=2, check=2, triage=2, says="more than the 100,000 trainprobe reads in one file")
 
 
 def build(folder: Path, sentinel: Path) -> Path:

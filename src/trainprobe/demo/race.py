@@ -1,8 +1,12 @@
 """A small CPU training loop that reproduces the torn-checkpoint race, and the same loop saved safely.
 
 ``train(run_dir, mode="background")`` saves the naive way: ``torch.save`` of the model and optimizer state
-dicts from a background thread while the loop keeps stepping. The model has many parameter tensors, so one
-save spans several optimizer steps and the file mixes them (``trainprobe check`` calls it torn).
+dicts from a background thread while the loop keeps stepping, so the file mixes optimizer steps (``trainprobe
+check`` calls it torn). Left to timing, such a save tears only when a step lands inside its write (a fast
+disk or a quiet machine may write the whole file between two steps); here the tear window is made certain:
+the save thread stops half-way through the tensor bytes (:class:`TearGate`) until the loop has taken its
+next optimizer step, which mutates the live tensors the rest of the file is written from. Every naive save
+that the loop steps after is torn; the last one, with no step after it, is not.
 ``mode="writer"`` saves the same loop through :class:`~trainprobe.save.writer.CheckpointWriter`
 (``"writer-overlap"``: with ``overlap_copy=True``);
 ``mode="in-loop"`` blocks on ``torch.save`` (``"in-loop-fsync"`` also fsyncs, as durable as the writer);
@@ -27,10 +31,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, BinaryIO, Literal, TextIO
 
 from trainprobe.errors import UsageError
-from trainprobe.save.writer import CheckpointWriter, _torch, checkpoint_name
+from trainprobe.save.writer import CheckpointWriter, checkpoint_name, import_torch
 
 SaveMode = Literal["none", "in-loop", "in-loop-fsync", "background", "writer", "writer-overlap"]
 SAVE_MODES: tuple[str, ...] = ("none", "in-loop", "in-loop-fsync", "background", "writer", "writer-overlap")
@@ -61,6 +65,73 @@ class TrainingRun:
         return _median(self.step_seconds)
 
 
+#: the longest a gated save or the loop waits for the other (a save thread that died must not hang training)
+GATE_TIMEOUT_S = 60.0
+
+
+class TearGate:
+    """The file a naive background save writes to, with the tear window made certain.
+
+    The save thread, once it has written ``half`` bytes, sets :attr:`mid_write` and waits for
+    :attr:`stepped`; the loop waits for :attr:`mid_write` before its next optimizer step and sets
+    :attr:`stepped` after it. So exactly one step mutates the live parameters and optimizer state while the
+    file is provably half-written: the tensors written before hold step ``n``, those after step ``n + 1``,
+    in every run on every machine (torch writes the tensors in a fixed order, so both halves hold some
+    AdamW step counters). Synchronised by events, not by luck."""
+
+    def __init__(self, raw: BinaryIO, half: int) -> None:
+        self.raw = raw
+        self.half = half
+        self.written = 0
+        self.mid_write = threading.Event()
+        self.stepped = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def write(self, data: bytes) -> int:
+        count = self.raw.write(data)
+        self.written += len(data)
+        if self.written >= self.half and not self.mid_write.is_set():
+            self.mid_write.set()
+            self.stepped.wait(GATE_TIMEOUT_S)
+        return count
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+
+def _tensor_bytes(state: Any, torch: Any) -> int:
+    """The bytes of the distinct tensor storages in a (nested) state dict: what torch.save writes as data."""
+    seen: dict[int, int] = {}
+    stack = [state]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, torch.Tensor):
+            storage = item.untyped_storage()
+            seen[storage.data_ptr()] = storage.nbytes()
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return sum(seen.values())
+
+
+def _naive_save(torch: Any, state: dict[str, Any], path: Path, gate_half: int) -> TearGate:
+    """Start ``torch.save(state, path)`` on a background thread, writing through a :class:`TearGate`."""
+    raw = open(path, "wb")  # noqa: SIM115 - closed by the save thread
+    gate = TearGate(raw, gate_half)
+
+    def save() -> None:
+        try:
+            torch.save(state, gate)
+        finally:
+            gate.mid_write.set()  # a save that failed (or never got half-way) holds the loop up no longer
+            raw.close()
+
+    gate.thread = threading.Thread(target=save, name="naive-save", daemon=True)
+    gate.thread.start()
+    return gate
+
+
 def _median(values: list[float]) -> float:
     if not values:
         return 0.0
@@ -77,7 +148,7 @@ def _timestamp() -> str:
 def build_model(layers: int, width: int, seed: int) -> Any:
     """A residual MLP with ``layers`` Linear blocks: many parameter tensors, so one save spans several steps,
     and residual connections so it actually learns. Parameters: ``blocks.N.weight/bias``, ``head.*``."""
-    torch = _torch()
+    torch = import_torch("the demo's training")
     torch.manual_seed(seed)
 
     class ResidualMLP(torch.nn.Module):  # type: ignore[misc,name-defined,unused-ignore]
@@ -113,17 +184,20 @@ def train(
     log_every: int = 1,
     lr_at: Callable[[int], float] | None = None,
     num_threads: int = 1,
+    torn: Callable[[int], bool] | None = None,
 ) -> TrainingRun:
     """Train an MLP on a fixed regression task for ``steps`` AdamW steps, saving every ``save_every`` steps.
 
     Checkpoints go to ``run_dir/ckpt``. ``lr_at(step)`` may override the learning rate per step (e.g. to
-    inject a spike for a demo). Returns what happened, including each save's stall.
+    inject a spike for a demo). ``torn(step)``: whether the naive background save of that step is torn (a
+    step lands in its write; default: every one); the others finish before the next step, as a fast disk's
+    would. Returns what happened, including each save's stall.
     """
     if mode not in SAVE_MODES:
         raise UsageError(f"unknown save mode {mode!r}", hint=f"use one of: {', '.join(SAVE_MODES)}")
     if steps < 1 or save_every < 1:
         raise UsageError("steps and save_every must be at least 1")
-    torch = _torch()
+    torch = import_torch("the demo's training")
     threads_before = torch.get_num_threads()
     # One intra-op thread: the race (and the stall measurement) should not depend on how busy the other cores
     # are; OpenMP workers spinning on a loaded machine stretch steps far more than saves.
@@ -147,6 +221,7 @@ def train(
             log_path=log_path,
             log_every=log_every,
             lr_at=lr_at,
+            torn=torn,
         )
     finally:
         torch.set_num_threads(threads_before)
@@ -171,6 +246,7 @@ def _train(
     log_path: str | os.PathLike[str] | None,
     log_every: int,
     lr_at: Callable[[int], float] | None,
+    torn: Callable[[int], bool] | None,
 ) -> TrainingRun:
     ckpt_dir = Path(run_dir) / "ckpt"
     ckpt_dir.mkdir(parents=True, exist_ok=True)
@@ -184,7 +260,7 @@ def _train(
         if mode in ("writer", "writer-overlap")
         else None
     )
-    threads: list[threading.Thread] = []
+    gates: list[TearGate] = []
     log: TextIO | None = None
     if log_path is not None:
         run.log_path = Path(log_path)
@@ -193,6 +269,9 @@ def _train(
     loop_began = time.perf_counter()
     try:
         for step in range(1, steps + 1):
+            pending = [g for g in gates if not g.stepped.is_set()]
+            for gate in pending:  # the naive save is half-written before this step mutates its tensors
+                gate.mid_write.wait(GATE_TIMEOUT_S)
             began = time.perf_counter()
             x = torch.randn(batch, width, generator=generator)
             y = torch.tanh(x @ teacher)
@@ -208,6 +287,8 @@ def _train(
                 else float("nan")
             )
             optimizer.step()
+            for gate in pending:
+                gate.stepped.set()
             run.step_seconds.append(time.perf_counter() - began)
             run.losses.append(loss.item())
             if log is not None and step % log_every == 0:
@@ -231,9 +312,12 @@ def _train(
             elif mode == "background":
                 # The bug this module exists to show: the state dicts hold the live tensors.
                 state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
-                thread = threading.Thread(target=torch.save, args=(state, path), daemon=True)
-                thread.start()
-                threads.append(thread)
+                gate = _naive_save(torch, state, path, _tensor_bytes(state, torch) // 2)
+                gates.append(gate)
+                if torn is not None and not torn(step):
+                    gate.stepped.set()  # this one is written whole before the next step
+                    if gate.thread is not None:
+                        gate.thread.join()
             elif writer is not None:
                 writer.save(step, model=model, optimizer=optimizer)
             if mode != "none":
@@ -241,8 +325,11 @@ def _train(
                 run.checkpoints.append(path)
     finally:
         run.loop_seconds = time.perf_counter() - loop_began
-        for thread in threads:
-            thread.join()
+        for gate in gates:
+            gate.stepped.set()  # the last save has no step after it: let it finish whole
+        for gate in gates:
+            if gate.thread is not None:
+                gate.thread.join()
         if writer is not None:
             writer.close()
             # The writer's own account: save() plus, with overlap_copy, the time a held optimizer.step()

@@ -1,6 +1,6 @@
 """The seed's story as a real (small, CPU) training run, for ``trainprobe demo`` and the triage tests.
 
-A residual MLP (:func:`trainprobe.save.race.build_model`) learns to classify a data stream that drifts in
+A residual MLP (:func:`trainprobe.demo.race.build_model`) learns to classify a data stream that drifts in
 real time (an online-learning feed: the decision boundary rotates with the wall clock, ``drift_per_step``
 radians per typical step time). It logs one line per step in a text format ``trainprobe logs`` reads (UTC
 timestamps, ``step N | loss X | acc Y | lr Z``, accuracy on a fresh held-out batch) and one line per save.
@@ -9,7 +9,7 @@ It saves every ``save_every`` steps in one of two ways:
 - ``"naive"``: the seed's save on the seed's slow shared storage. The loop first blocks on the storage (for
   as long as ``stall_steps`` training steps take, at least ``min_stall_s``), then ``torch.save`` of the
   *live* model and optimizer state dicts runs in a background thread while training goes on (as in
-  ``trainprobe.save.race``'s ``mode="background"``), slowly enough to span ``write_steps`` steps, so the
+  ``trainprobe.demo.race``'s ``mode="background"``), slowly enough to span ``write_steps`` steps, so the
   file mixes optimizer steps. While the loop is stalled the stream drifts on: the loss spikes when
   training resumes, and recovers. The slow storage is simulated (``time.sleep`` in the training thread before
   the save, and per write in the save thread).
@@ -101,10 +101,10 @@ def train_story(
     seed: int = 0,
 ) -> StoryRun:
     """Train and save as the module docstring says: ``run_dir/train.log`` and ``run_dir/ckpt/``."""
-    from trainprobe.save.race import build_model
-    from trainprobe.save.writer import CheckpointWriter, _torch, checkpoint_name
+    from trainprobe.demo.race import build_model
+    from trainprobe.save.writer import CheckpointWriter, checkpoint_name, import_torch
 
-    torch = _torch()
+    torch = import_torch("the demo's training")
     run_dir = Path(run_dir)
     ckpt_dir = run_dir / "ckpt"
     ckpt_dir.mkdir(parents=True, exist_ok=True)

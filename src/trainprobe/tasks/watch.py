@@ -1,6 +1,9 @@
-"""``trainprobe watch TARGET PATH``: the far side follows the file (``_follower_script``), lines come back
-live through the remote engine, and a dropped link reconnects and resumes from the last byte offset received,
-so no line is lost or repeated."""
+"""``watch`` where the log is (``watch --on TARGET PATH``): the far side follows the file
+(``_follower_script``, stdlib only, sent as a script by the remote engine), lines come back live, and
+:class:`~trainprobe.metrics.follow.OnlineAnalyzer` runs the detectors here as they arrive, as a local
+``watch`` does. A dropped link reconnects and resumes from the last byte offset received, so no line is lost
+or repeated. One target: a fleet's logs are one stream each (run one ``watch`` per target).
+"""
 
 from __future__ import annotations
 
@@ -9,11 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from trainprobe.errors import RemoteError
-from trainprobe.metrics.analyze import LogReport, Options
-from trainprobe.metrics.findings import Finding
-from trainprobe.metrics.follow import OnlineAnalyzer
 
-FOLLOWER_SCRIPT = (Path(__file__).parent / "_follower_script.py").read_text(encoding="utf-8")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from trainprobe.metrics import Finding, LogReport, Options
+    from trainprobe.remote.target import Target
+
+FOLLOWER_SCRIPT = Path(__file__).with_name("_follower_script.py")
 
 
 class RemoteFollower:
@@ -21,7 +26,7 @@ class RemoteFollower:
 
     def __init__(
         self,
-        target: str,
+        target: str | Target,
         path: str,
         on_lines: Callable[[list[str]], None],
         *,
@@ -30,7 +35,7 @@ class RemoteFollower:
         max_failures: int = 5,
         notify: Callable[[str], None] = lambda _m: None,
     ) -> None:
-        self.target = target
+        self.target = str(target)
         self.path = path
         self.on_lines = on_lines
         self.interval = interval
@@ -95,8 +100,8 @@ class RemoteFollower:
             cancel.wait(self.reconnect_delay)
 
 
-def watch_remote(
-    target: str,
+def watch_on(
+    target: str | Target,
     path: str,
     on_finding: Callable[[Finding], None],
     *,
@@ -106,9 +111,15 @@ def watch_remote(
     cancel: threading.Event | None = None,
     reconnect_delay: float = 1.0,
 ) -> LogReport | None:
-    """Follow ``path`` on ``target`` until Ctrl-C (or ``cancel``), calling ``on_finding`` per new finding.
+    """Follow ``path`` on ``target`` until Ctrl-C (or ``cancel``), calling ``on_finding`` per new finding;
+    the summary report at the end (None when fewer than two metric rows arrived), as
+    :func:`trainprobe.metrics.follow.watch_file` gives for a local file.
 
-    Lines arrive on a background thread; the detectors run here every ``interval`` seconds."""
+    Lines arrive on a background thread; the detectors run here every ``interval`` seconds. Raises the
+    run's RemoteError when the target cannot be reached at all, or the link keeps failing."""
+    from trainprobe.metrics import Options
+    from trainprobe.metrics.follow import OnlineAnalyzer
+
     cancel = cancel or threading.Event()
     online = OnlineAnalyzer(Path(path).stem, options or Options())
     lock = threading.Lock()

@@ -1,6 +1,7 @@
-"""Remote watch through the real remote engine: the far side follows the file across rotation, and after the
-link drops (the far-side follower is killed) the next connection resumes at the last byte received: no line
-lost or repeated. Runs on the ``local`` target and through the loopback sshd."""
+"""``watch --on`` (:func:`trainprobe.tasks.watch_on`) through the real remote engine: the far side follows
+the file across rotation, and after the link drops (the far-side follower is killed) the next connection
+resumes at the last byte received: no line lost or repeated. Runs on the ``local`` target and through the
+loopback sshd."""
 
 from __future__ import annotations
 
@@ -13,13 +14,8 @@ from pathlib import Path
 import pytest
 
 from fixtures.sshd import SshServer
-from trainprobe.metrics.remote_follow import RemoteFollower, watch_remote
 from trainprobe.metrics.synthetic import seed_story_lines
-
-
-@pytest.fixture(autouse=True)
-def _runs_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TRAINPROBE_RUNS_DIR", str(tmp_path / "runs"))
+from trainprobe.tasks.watch import RemoteFollower, watch_on
 
 
 def _wait(cond: object, timeout: float = 30.0) -> None:
@@ -76,7 +72,7 @@ def test_remote_follow_through_ssh(sshd: SshServer, tmp_path: Path) -> None:
     _follow_through_drops_and_rotation(sshd.target("root"), tmp_path)
 
 
-def test_watch_remote_reports_the_seed_story(tmp_path: Path) -> None:
+def test_watch_on_reports_the_seed_story(tmp_path: Path) -> None:
     log = tmp_path / "train.log"
     lines = list(seed_story_lines(4400))
     _append(log, lines)
@@ -85,9 +81,7 @@ def test_watch_remote_reports_the_seed_story(tmp_path: Path) -> None:
     result: list[object] = []
     thread = threading.Thread(
         target=lambda: result.append(
-            watch_remote(
-                "local", str(log), lambda f: found.append((f.kind, f.step)), interval=0.2, cancel=cancel
-            )
+            watch_on("local", str(log), lambda f: found.append((f.kind, f.step)), interval=0.2, cancel=cancel)
         ),
         daemon=True,
     )

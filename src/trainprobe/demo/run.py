@@ -2,7 +2,8 @@
 
 1. A small model trains with the naive background-thread save on (simulated) slow storage: every save stalls
    the loop and writes a torn checkpoint, the loss spikes after saves, and a late corrupt batch blows up the
-   optimizer state (an accuracy cliff, NaN/Inf in the next checkpoint). See :mod:`trainprobe.triage.story`.
+   optimizer state (an accuracy cliff, NaN/Inf in the next checkpoint). See :mod:`trainprobe.demo.story`
+   (and :mod:`trainprobe.demo.race`, the race on its own).
 2. ``triage`` diagnoses that run from its own log and checkpoints and writes the HTML report.
 3. The same training saved through :class:`trainprobe.save.CheckpointWriter`: no stall, no torn checkpoint;
    only the gradient explosion is left, and triage names the checkpoint to resume from.
@@ -52,20 +53,11 @@ class DemoRun:
         return {"steps": 300, "save_every": 50, "blowup_at": 280}
 
 
-def _import_torch() -> Any:
-    try:
-        import torch
-    except ImportError:
-        raise UsageError(
-            "the demo trains a small model with torch, which is not installed",
-            hint="pip install 'trainprobe[torch]'",
-        ) from None
-    return torch
-
-
 def _train(run: DemoRun, mode: str) -> None:
-    _import_torch()
-    from trainprobe.triage.story import train_story
+    from trainprobe.save.writer import import_torch
+
+    import_torch("the demo's training")  # before anything is written: no torch, no half-made demo
+    from trainprobe.demo.story import train_story
 
     shape = run.shape
     story = train_story(run.workdir / mode, mode=mode, **shape)  # type: ignore[arg-type]

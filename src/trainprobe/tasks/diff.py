@@ -1,0 +1,59 @@
+"""``diff`` where the checkpoints are (``diff --on``): :func:`trainprobe.checkpoint.diff.diff_paths` on a
+target, or on each target of a fleet (the same two paths on each: e.g. two steps on every node).
+
+``trainprobe.checkpoint`` (stdlib + numpy) is shipped; both units are read there, never copied. The report is
+the ``diff --json`` document a local diff gives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from trainprobe.tasks.remote_call import FleetReports, RemoteTask
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from trainprobe.remote.fanout import Outcome
+    from trainprobe.remote.target import Target
+
+
+def _diff_report(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict) or "tensors" not in data or "verdict" not in data:
+        raise ValueError("no 'tensors' and 'verdict' in the answer")
+    return data
+
+
+def diff_task() -> RemoteTask[dict[str, Any]]:
+    """The diff as a task; its report is the ``diff --json`` document."""
+    from trainprobe.checkpoint.diff import diff_paths_json
+
+    return RemoteTask("diff", diff_paths_json, _diff_report)
+
+
+def diff_on(
+    target: str | Target, a: str, b: str, *, timeout: float | None = None, connect_timeout: float = 10.0
+) -> dict[str, Any]:
+    """``trainprobe diff A B`` where the checkpoints are: the document a local
+    ``diff_paths(a, b).to_json()`` gives, computed on ``target``. A path that names no checkpoint there is
+    the CheckpointError a local diff raises."""
+    return diff_task().on(target, str(a), str(b), timeout=timeout, connect_timeout=connect_timeout)
+
+
+def diff_on_fleet(
+    targets: Sequence[str | Target],
+    a: str,
+    b: str,
+    *,
+    parallel: int = 32,
+    timeout: float | None = None,
+    connect_timeout: float = 10.0,
+    on_done: Callable[[Outcome], None] | None = None,
+    log_dir: str | Path | None = None,
+) -> FleetReports[dict[str, Any]]:
+    """:func:`diff_on` on every target of a fleet: each outcome, and each target's diff document."""
+    return diff_task().on_fleet(
+        targets, str(a), str(b), parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
+        on_done=on_done, log_dir=log_dir,
+    )  # fmt: skip

@@ -1,0 +1,190 @@
+"""The four answers a user asks for, in the order they ask: (a) what is broken where (NaN/Inf by tensor, torn
+units by step group), (b) what the logs show (spikes, stalls, cliffs, with the events before them), (c) what
+caused what, (d) which unit to resume from and why. Each is data (for ``--json``) with the lines a terminal,
+an MCP summary or the HTML report prints."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from trainprobe.triage.model import (
+    Anomaly,
+    CheckpointInfo,
+    Conclusion,
+    Disagreement,
+    Duplicate,
+    Problem,
+    fmt,
+)
+
+
+def resume_from(
+    units: list[CheckpointInfo], conclusions: list[Conclusion]
+) -> tuple[CheckpointInfo | None, str]:
+    """The latest healthy unit (check's verdict: finite and not torn) from before the first lasting anomaly's
+    conclusion, and why. A climb into a NaN counts from the NaN (its conclusion's step)."""
+    lasting = [c.step for c in conclusions if any(a.lasting for a in c.anomalies)]
+    bad_from = min(lasting, default=None)
+    ordered = sorted(units, key=lambda c: (c.step if c.step is not None else -1, c.mtime or 0))
+    healthy = [c for c in ordered if c.healthy]
+    if bad_from is not None:
+        healthy = [c for c in healthy if c.step is not None and c.step < bad_from]
+    if not healthy:
+        if not units:
+            return None, "no checkpoint found in the run directory"
+        return None, "no checkpoint is healthy" + (
+            f" before step {fmt(bad_from)}" if bad_from is not None else ""
+        )
+    best = healthy[-1]
+    consistency = (
+        "one consistent snapshot"
+        if best.verdict == "consistent"
+        else f"{best.verdict} ({best.reason})"
+        if best.reason
+        else best.verdict
+    )
+    why = f"the latest checkpoint that is finite and not torn — check: {consistency}"
+    if bad_from is not None:
+        why += f"; saved before the lasting anomaly at step {fmt(bad_from)}"
+    skipped = [c for c in ordered if not c.healthy and (c.step or -1) > (best.step or -1)]
+    if skipped:
+        why += f"; later ones are not healthy ({', '.join(f'{c.relpath}: {c.verdict}' for c in skipped[:4])})"
+    if best.identical_to:
+        why += f"; it holds the same tensors as {', '.join(best.identical_to)}"
+    return best, why
+
+
+def _broken(
+    units: list[CheckpointInfo], duplicates: list[Duplicate], disagreements: list[Disagreement]
+) -> dict[str, Any]:
+    nonfinite = [u for u in units if u.has_nonfinite]
+    torn = [u for u in units if u.torn]
+    other = [u for u in units if not u.healthy and u not in nonfinite and u not in torn]
+    lines: list[str] = []
+    for u in nonfinite:
+        lines.append(
+            f"NaN/Inf in {u.relpath} (step {fmt(u.step)}): {u.nonfinite_values:,} value(s) in "
+            f"{u.nonfinite_tensors} tensor(s) — {u.describe_nonfinite(5)}"
+        )
+    for u in torn:
+        groups = ", ".join(f"step {s}: {n} tensor(s)" for s, n in u.step_groups.items())
+        lines.append(
+            f"torn: {u.relpath} (step {fmt(u.step)}) mixes training steps"
+            + (f" — {groups}" if groups else f" — {u.reason}")
+        )
+    for u in other:
+        lines.append(f"{u.verdict}: {u.relpath} (step {fmt(u.step)}) — {u.reason}")
+    if not lines:
+        lines.append(
+            f"nothing: every one of {len(units)} checkpoint(s) is finite and not torn"
+            if units
+            else "no checkpoint found"
+        )
+    for d in duplicates:
+        lines.append(
+            ("byte-identical copies: " if d.bytes else "the same tensors (not the same bytes): ")
+            + ", ".join(d.units)
+        )
+    lines.extend(f"step disagreement: {d.why}" for d in disagreements)
+    return {
+        "lines": lines,
+        "nonfinite": [
+            {"unit": u.relpath, "step": u.step, "values": u.nonfinite_values, "tensors": u.nonfinite}
+            for u in nonfinite
+        ],
+        "torn": [
+            {"unit": u.relpath, "step": u.step, "step_groups": u.step_groups, "reason": u.reason}
+            for u in torn
+        ],
+        "other": [
+            {"unit": u.relpath, "step": u.step, "verdict": u.verdict, "reason": u.reason} for u in other
+        ],
+    }
+
+
+def _logs(
+    logs: dict[str, Any] | None, log_files: list[str], problems: list[Problem], anomalies: list[Anomaly],
+    stalls: list[dict[str, Any]],
+) -> dict[str, Any]:  # fmt: skip
+    not_read = [p for p in problems if p.kind == "log-not-read"]
+    lines: list[str] = []
+    shown = sorted(
+        [(a.step, a.kind, a.metric, a.message) for a in anomalies]
+        + [(float(s["step"]), "stall", s.get("metric", ""), s["message"]) for s in stalls],
+        key=lambda t: t[0],
+    )
+    for step, kind, metric, message in shown:
+        lines.append(f"step {fmt(step)}: {kind} in {metric} — {message}")
+    read = [f for f in log_files if f not in {p.path for p in not_read}]
+    if not logs:
+        lines.insert(0, "no log read: " + ("; ".join(p.text() for p in not_read) or "no training log found"))
+    elif not shown:
+        lines.append(f"no anomalies in the {len(read)} log file(s) read")
+    if logs and not_read:
+        lines.append("not read: " + "; ".join(p.text() for p in not_read))
+    return {
+        "read": read,
+        "not_read": [p.path for p in not_read],
+        "lines": lines,
+        "findings": [a.to_json() for a in anomalies]
+        + [
+            {"kind": "stall", "metric": s.get("metric"), "step": s["step"], "message": s["message"]}
+            for s in stalls
+        ],
+    }
+
+
+def _causes(conclusions: list[Conclusion]) -> dict[str, Any]:
+    lines = [f"step {fmt(c.step)}: {c.title} ({c.confidence} confidence)" for c in conclusions]
+    return {"lines": lines or ["nothing to explain"], "causes": [c.cause for c in conclusions]}
+
+
+def _resume(unit: CheckpointInfo | None, why: str) -> dict[str, Any]:
+    if unit is None:
+        return {
+            "unit": None,
+            "path": None,
+            "step": None,
+            "why": why,
+            "lines": [f"no checkpoint to resume from: {why}"],
+        }
+    return {
+        "unit": unit.relpath,
+        "path": unit.path,
+        "step": unit.step,
+        "why": why,
+        "lines": [f"resume from {unit.relpath} (step {fmt(unit.step)}): {why}"],
+    }
+
+
+def four_answers(
+    *,
+    units: list[CheckpointInfo],
+    duplicates: list[Duplicate],
+    disagreements: list[Disagreement],
+    logs: dict[str, Any] | None,
+    log_files: list[str],
+    problems: list[Problem],
+    anomalies: list[Anomaly],
+    stalls: list[dict[str, Any]],
+    conclusions: list[Conclusion],
+    resume: CheckpointInfo | None,
+    resume_why: str,
+) -> dict[str, Any]:
+    """``answers`` of the report: ``broken``, ``logs``, ``causes``, ``resume``, in that order."""
+    return {
+        "broken": _broken(units, duplicates, disagreements),
+        "logs": _logs(logs, log_files, problems, anomalies, stalls),
+        "causes": _causes(conclusions),
+        "resume": _resume(resume, resume_why),
+    }
+
+
+def short_path(path: str, root: str) -> str:
+    """A path relative to the run dir when inside it."""
+    try:
+        rel = os.path.relpath(path, root)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel

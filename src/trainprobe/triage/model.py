@@ -1,0 +1,354 @@
+"""What a triage report holds: its checkpoint units, the saves the log names, anomalies, conclusions, the
+timeline, and the report itself with its JSON form (``triage --json``, schema in docs/triage.md).
+
+A unit's verdict, step and step source are ``check``'s (:mod:`trainprobe.checkpoint.verdict`,
+:mod:`trainprobe.checkpoint.identity`): triage never decides them a second time. The exit code is the one
+rule of :func:`trainprobe.checkpoint.verdict.exit_code` over the units, with a log that could not be read
+counted as unreadable and an anomaly in the logs as a finding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainprobe.checkpoint import verdict as V
+
+SCHEMA_VERSION = 2
+ANOMALY_KINDS = ("spike", "cliff", "non_finite", "divergence", "missing_value")
+SAVE_RACE, SAVE_STALL, EXPLOSION, RESUME_CAUSE, LR_CAUSE, EVENT_CAUSE, UNKNOWN = (
+    "save-race",
+    "save-stall",
+    "gradient-explosion",
+    "resume",
+    "lr-change",
+    "event",
+    "unknown",
+)
+KIND_WORD = {"non_finite": "NaN/Inf", "missing_value": "missing value"}
+
+
+def j(x: float) -> int | float:
+    """A step for JSON: an int when it is one."""
+    return int(x) if float(x).is_integer() else float(x)
+
+
+def fmt(step: float | None) -> str:
+    if step is None:
+        return "?"
+    return str(int(step)) if float(step).is_integer() else f"{step:g}"
+
+
+@dataclass
+class CheckpointInfo:
+    """One checkpoint unit. ``verdict``, ``reason``, ``step`` and ``step_source`` are ``check``'s; where check
+    finds no step, ``step`` is the log's (the save line that names the unit) or the unit's mtime on the log's
+    wall clock, and ``step_source`` says so. ``step_groups``: a torn unit's optimizer steps and how many
+    tensors hold each."""
+
+    path: str
+    relpath: str
+    step: int | None
+    step_source: str
+    verdict: str
+    reason: str
+    nonfinite: list[dict[str, Any]]
+    framework: str = "file"
+    format: str | None = None
+    bytes: int = 0
+    mtime: float | None = None
+    step_sources: list[dict[str, Any]] = field(default_factory=list)
+    step_groups: dict[str, int] = field(default_factory=dict)
+    findings: list[str] = field(default_factory=list)  # what check's failed evidence indicates (torn, ...)
+    nonfinite_tensors: int = 0
+    nonfinite_values: int = 0
+    identical_to: list[str] = field(default_factory=list)
+    byte_identical_to: list[str] = field(default_factory=list)
+    saved_at: dict[str, Any] | None = None  # the log's save that names this unit (see SaveMatch)
+
+    @property
+    def step_origin(self) -> str:
+        """Where the step came from, as the reports print it."""
+        return f"step from its {self.step_source}" if self.step is not None else "no step found"
+
+    @property
+    def healthy(self) -> bool:
+        """Read, finite and not torn: the verdicts with exit code 0."""
+        return V.exit_code([self.verdict]) == 0
+
+    @property
+    def torn(self) -> bool:
+        return V.TORN in self.findings
+
+    @property
+    def has_nonfinite(self) -> bool:
+        return V.NONFINITE in self.findings or self.nonfinite_tensors > 0
+
+    @property
+    def optimizer_nonfinite(self) -> list[dict[str, Any]]:
+        return [t for t in self.nonfinite if t.get("optimizer_state")]
+
+    def describe_nonfinite(self, limit: int = 3) -> str:
+        parts = []
+        for t in sorted(self.nonfinite, key=lambda t: not t.get("optimizer_state"))[:limit]:
+            label = f"{t['name']} ({t['param_name']})" if t.get("param_name") else t["name"]
+            counts = ", ".join(
+                f"{t[k]} {name}"
+                for k, name in (("nan", "NaN"), ("posinf", "+Inf"), ("neginf", "−Inf"))
+                if t[k]
+            )
+            parts.append(f"{label}: {counts}")
+        return "; ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "relpath": self.relpath,
+            "framework": self.framework,
+            "format": self.format,
+            "step": self.step,
+            "step_source": self.step_source,
+            "step_sources": self.step_sources,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "findings": self.findings,
+            "step_groups": self.step_groups,
+            "nonfinite_tensors": self.nonfinite,
+            "nonfinite_tensor_count": self.nonfinite_tensors,
+            "nonfinite_values": self.nonfinite_values,
+            "identical_to": self.identical_to,
+            "byte_identical_to": self.byte_identical_to,
+            "saved_at": self.saved_at,
+            "bytes": self.bytes,
+            "mtime": self.mtime,
+        }
+
+
+@dataclass
+class SaveMatch:
+    """A save the log names (its step, wall time, the path its line names) and the unit it wrote: matched by
+    ``path`` (the line names the unit or a file in it), else by ``step``, else by ``time`` (the unit's mtime
+    right after the line); ``unit`` None when no unit on disk is that save."""
+
+    step: float
+    text: str
+    run: str
+    path: str | None
+    wall: float | None
+    stall_s: float | None
+    unit: str | None = None
+    matched_by: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": j(self.step),
+            "text": self.text,
+            "run": self.run,
+            "path": self.path,
+            "wall": self.wall,
+            "stall_s": self.stall_s,
+            "unit": self.unit,
+            "matched_by": self.matched_by,
+        }
+
+
+@dataclass
+class Disagreement:
+    """A unit whose step sources (its files, its name or folder, the log's save line) name different steps;
+    ``trusted`` is the source whose step the report (and ``check``) takes, ``why`` says why."""
+
+    unit: str
+    steps: dict[str, int]
+    trusted: str
+    step: int | None
+    why: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "unit": self.unit,
+            "steps": self.steps,
+            "trusted": self.trusted,
+            "step": self.step,
+            "why": self.why,
+        }
+
+
+@dataclass
+class Duplicate:
+    """Units that hold the same tensors (by ``check``'s fingerprint); ``bytes``: the same bytes too."""
+
+    units: list[str]
+    bytes: bool
+    steps: list[int | None]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"units": self.units, "bytes": self.bytes, "steps": self.steps}
+
+
+@dataclass
+class Anomaly:
+    kind: str
+    severity: str
+    run: str
+    metric: str
+    step: float
+    end_step: float
+    message: str
+    suggestion: str
+    recovered: bool
+
+    @property
+    def lasting(self) -> bool:
+        """Whether the run stays broken after it (no checkpoint after its start is one to resume from)."""
+        return self.kind in ("cliff", "non_finite", "divergence") or (
+            self.kind == "spike" and self.severity == "error" and not self.recovered
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "severity": self.severity,
+            "run": self.run,
+            "metric": self.metric,
+            "step": j(self.step),
+            "end_step": j(self.end_step),
+            "message": self.message,
+            "recovered": self.recovered,
+        }
+
+
+@dataclass
+class Conclusion:
+    """The likely cause of one anomaly (or of a few at the same steps), with the evidence for it."""
+
+    cause: str
+    title: str
+    confidence: str
+    step: float
+    anomalies: list[Anomaly]
+    evidence: list[str]
+    suggestion: str
+    checkpoint: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cause": self.cause,
+            "title": self.title,
+            "confidence": self.confidence,
+            "step": j(self.step),
+            "anomalies": [a.to_json() for a in self.anomalies],
+            "evidence": self.evidence,
+            "suggestion": self.suggestion,
+            "checkpoint": self.checkpoint,
+        }
+
+
+@dataclass
+class TimelineItem:
+    step: float
+    kind: str  # event | anomaly | checkpoint
+    type: str
+    text: str
+    severity: str | None = None
+    path: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": j(self.step),
+            "kind": self.kind,
+            "type": self.type,
+            "text": self.text,
+            "severity": self.severity,
+            "path": self.path,
+        }
+
+
+@dataclass
+class Problem:
+    """Something triage could not read (a log, a checkpoint unit): listed first, never taken as healthy."""
+
+    kind: str  # log-not-read | unit-not-read
+    path: str
+    why: str
+
+    def text(self) -> str:
+        return f"{self.path}: not read — {self.why}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "path": self.path, "why": self.why, "text": self.text()}
+
+
+@dataclass
+class TriageReport:
+    run_dir: str
+    target: str | None
+    host: str
+    log_files: list[str]
+    logs_skipped: list[dict[str, str]]
+    logs: dict[str, Any] | None
+    checkpoints: list[CheckpointInfo]
+    timeline: list[TimelineItem]
+    conclusions: list[Conclusion]
+    resume_from: CheckpointInfo | None
+    resume_reason: str
+    seconds: float
+    near_steps: float
+    anomalies: list[Anomaly] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    saves: list[SaveMatch] = field(default_factory=list)
+    disagreements: list[Disagreement] = field(default_factory=list)
+    duplicates: list[Duplicate] = field(default_factory=list)
+    answers: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        """1 for an anomaly or a finding in a unit; else 2 when a log or a unit could not be read; else 0."""
+        if self.anomalies:
+            return 1
+        unread: list[str] = [V.UNREADABLE for p in self.problems if p.kind == "log-not-read"]
+        return V.exit_code([c.verdict for c in self.checkpoints] + unread)
+
+    @property
+    def verdict(self) -> str:
+        return {0: "healthy", 1: "problems"}.get(self.exit_code, "not read")
+
+    def to_json(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for c in self.checkpoints:
+            counts[c.verdict] = counts.get(c.verdict, 0) + 1
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "verdict": self.verdict,
+            "exit_code": self.exit_code,
+            "run_dir": self.run_dir,
+            "target": self.target,
+            "host": self.host,
+            "problems": [p.to_json() for p in self.problems],
+            "answers": self.answers,
+            "summary": {
+                "anomalies": len(self.anomalies),
+                "checkpoints": counts,
+                "causes": [c.cause for c in self.conclusions],
+                "duplicates": len(self.duplicates),
+                "disagreements": len(self.disagreements),
+            },
+            "resume_from": None
+            if self.resume_from is None
+            else {
+                "path": self.resume_from.path,
+                "relpath": self.resume_from.relpath,
+                "step": self.resume_from.step,
+                "why": self.resume_reason,
+            },
+            "conclusions": [c.to_json() for c in self.conclusions],
+            "checkpoints": [c.to_json() for c in self.checkpoints],
+            "saves": [s.to_json() for s in self.saves],
+            "disagreements": [d.to_json() for d in self.disagreements],
+            "duplicates": [d.to_json() for d in self.duplicates],
+            "timeline": [t.to_json() for t in self.timeline],
+            "log_files": self.log_files,
+            "logs_skipped": self.logs_skipped,
+            "near_steps": j(self.near_steps),
+            "seconds": self.seconds,
+            "logs": self.logs,
+        }
