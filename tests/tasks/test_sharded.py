@@ -1,8 +1,11 @@
-"""``scan --on FLEET --sharded PATH`` on real parts: a DCP checkpoint written by 4 ranks (gloo, FSDP2) and a
-DeepSpeed ZeRO-2 checkpoint of 2 ranks, their files spread over the node-local directories (the homes) of 4
-loopback sshd users, each a target with a Python that has only numpy. One rank file holds a NaN, one file
+"""``scan|check --on FLEET --sharded PATH`` on real parts: a DCP checkpoint written by 4 ranks (gloo, FSDP2)
+and a DeepSpeed ZeRO-2 checkpoint of 2 ranks, their files spread over the node-local directories (the homes)
+of 4 loopback sshd users, each a target with a Python that has only numpy. One rank file holds a NaN, one file
 is on no target: the merged report equals the scan of all the files in one place, names the NaN by tensor
-and rank file, and names the missing file."""
+and rank file, and names the missing file. ``check --sharded`` through the CLI: a DeepSpeed checkpoint whose
+rank-1 partition is another save's is torn exactly as a check of all files in one place says it; the DCP
+checkpoint's NaN and missing file are found as in one place, and the checks that relate its rank files are
+named as not made."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from fixtures.frameworks import damage
 from fixtures.frameworks.node_local import spread_over_nodes
 from fixtures.sshd import SshServer, SshSetup
 from trainprobe.checkpoint import scan
+from trainprobe.checkpoint.check import check_paths
 from trainprobe.tasks import ShareProgress, scan_sharded
 
 pytestmark = pytest.mark.ssh
@@ -124,3 +128,58 @@ def test_deepspeed_partitions_and_the_cli(
         "zero_pp_rank_0_mp_rank_00_optim_states.pt": nodes[0][0],
     }
     assert f"✓ {nodes[0][0]}: 2/2 file(s)" in proc.stderr  # progress: files and bytes per target
+
+
+def local_check(gathered: Path, path: str) -> dict[str, Any]:
+    here = os.getcwd()
+    os.chdir(gathered)
+    try:
+        return check_paths([path]).to_json()
+    finally:
+        os.chdir(here)
+
+
+def check_cli(targets: list[str], path: str) -> tuple[int, dict[str, Any], str]:
+    argv = [TRAINPROBE, "check", "--json", "--sharded", path]
+    for target in targets:
+        argv += ["--on", target]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env={**os.environ})
+    return proc.returncode, json.loads(proc.stdout), proc.stderr
+
+
+def test_a_stale_deepspeed_partition_on_another_node_is_torn(
+    framework_units: Any, nodes: list[tuple[str, Path]], tmp_path: Path
+) -> None:
+    zero2 = framework_units.path("deepspeed/zero2")
+    torn = damage.stale_optimizer(zero2 / "global_step4", zero2 / "global_step2", tmp_path / "src")
+    place(torn.root, nodes[:2], None, tmp_path / "gathered")
+    code, document, stderr = check_cli([t for t, _h in nodes], "ckpt/global_step4")
+    assert code == 1, stderr
+    sharded = document.pop("sharded")
+    assert document == local_check(tmp_path / "gathered", "ckpt/global_step4")
+    (result,) = document["checkpoints"]
+    assert result["verdict"] == "torn"
+    assert any(e["check"] == "step-counters" and e["outcome"] == "fail" for e in result["evidence"])
+    assert sharded["readers"]["zero_pp_rank_1_mp_rank_00_optim_states.pt"] == nodes[1][0]
+    assert f"✓ {nodes[1][0]}: 1/1 file(s)" in stderr  # progress: files and bytes per target
+
+
+def test_a_dcp_checkpoint_on_4_nodes_finds_the_nan_and_the_missing_file(
+    framework_units: Any, nodes: list[tuple[str, Path]], tmp_path: Path
+) -> None:
+    hurt = damage.nan_in_exp_avg_sq(framework_units.path("dcp/fsdp2-4ranks/step_3"), tmp_path / "src", rank=2)
+    place(hurt.root, nodes, "__3_0.distcp", tmp_path / "gathered")
+    code, document, stderr = check_cli([t for t, _h in nodes], "ckpt/step_3")
+    assert code == 1, stderr
+    (result,) = document["checkpoints"]
+    (whole,) = local_check(tmp_path / "gathered", "ckpt/step_3")["checkpoints"]
+    assert result["verdict"] == whole["verdict"] == "nonfinite"
+    assert result["nonfinite"] == whole["nonfinite"]
+    assert result["nonfinite"][0]["name"] == "optimizer.state.0.weight.exp_avg_sq@8,0"
+    same = {e["check"]: e for e in whole["evidence"] if e["check"] in ("dcp-coverage", "non-finite")}
+    assert {e["check"]: e for e in result["evidence"] if e["check"] in same} == same
+    assert "data file __3_0.distcp (holding optimizer.param_groups.0.eps) is missing" in result[
+        "reason"
+    ] + str(result["evidence"])
+    assert any(e["check"] == "sharded" and e["outcome"] == "skip" for e in result["evidence"])
+    assert document["sharded"]["missing"] == {"ckpt/step_3": ["__3_0.distcp"]}

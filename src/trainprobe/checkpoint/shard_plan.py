@@ -168,7 +168,7 @@ def _unit(path: str, held: Mapping[str, list[Held]]) -> Unit:
 
 
 @dataclass(frozen=True)
-class _PartFiles:
+class PartFiles:
     """A part's data files relative to the unit (``files``), the folder they are named from (``folder``,
     relative to the unit: a DCP directory, an index's folder) and the part's description (``.metadata`` or
     index bytes; None for a one-file part, which is its own data file)."""
@@ -181,7 +181,7 @@ class _PartFiles:
         return [os.path.relpath(r, self.folder) if self.folder else r for r in rels]
 
 
-def _part_files(part: Part, path: str, held: Mapping[str, list[Held]]) -> _PartFiles:
+def part_files(part: Part, path: str, held: Mapping[str, list[Held]]) -> PartFiles:
     rel = os.path.normpath(os.path.relpath(part.path, path))
     rel = "" if rel == "." else rel
     index, folder = (
@@ -192,22 +192,34 @@ def _part_files(part: Part, path: str, held: Mapping[str, list[Held]]) -> _PartF
     )
     described = data_files(part.path, description=description) if description is not None else None
     if described is None:
-        return _PartFiles([rel])
-    return _PartFiles([os.path.join(folder, f) for f in described.files], folder, description)
+        return PartFiles([rel])
+    return PartFiles([os.path.join(folder, f) for f in described.files], folder, description)
 
 
-def plan_shards(path: str, inventories: Mapping[str, dict[str, Any]]) -> ShardPlan:
+def plan_shards(path: str, inventories: Mapping[str, dict[str, Any]], *, whole: bool = False) -> ShardPlan:
     """Who reads what (see the module doc); ``inventories``: each target's
-    :func:`~trainprobe.checkpoint.shards.inventory` of ``path``."""
+    :func:`~trainprobe.checkpoint.shards.inventory` of ``path``. ``whole`` (check): a multi-file part goes
+    whole to one target where one holds all its data files (its checks relate tensors of different data
+    files), split only where none does."""
     held, conflicts = _held(inventories)
     plan = ShardPlan(path, _unit(path, held), conflicts=conflicts)
     plan.holders = held
     plan.trainer_state = next(
         (h[0].global_step for rel, h in held.items() if rel == "trainer_state.json"), None
     )
-    parts = [(part, _part_files(part, path, held)) for part in plan.unit.parts]
+    parts = [(part, part_files(part, path, held)) for part in plan.unit.parts]
     load = dict.fromkeys(inventories, 0)
-    wanted = [rel for _p, pf in parts for rel in pf.files if rel in held]
+    if whole:
+        described = [pf for _p, pf in parts if pf.description is not None]
+        for pf in sorted(described, key=lambda pf: -sum(held[r][0].size for r in pf.files if r in held)):
+            here = [r for r in pf.files if r in held]
+            everywhere = set(inventories).intersection(*({h.target for h in held[r]} for r in here))
+            if here and everywhere:
+                target = min(everywhere, key=lambda t: (load[t], list(load).index(t)))
+                for rel in here:
+                    plan.reader[rel] = target
+                    load[target] += held[rel][0].size
+    wanted = [rel for _p, pf in parts for rel in pf.files if rel in held and rel not in plan.reader]
     for rel in sorted(wanted, key=lambda r: (len(held[r]) > 1, -held[r][0].size, r)):
         target = min((h.target for h in held[rel]), key=lambda t: (load[t], list(load).index(t)))
         plan.reader[rel] = target
@@ -283,7 +295,7 @@ def merge_shards(
                 reads_of.setdefault(request["part"], []).append(PartRead.from_json(read))
     reads: list[PartRead] = []
     for part in plan.unit.parts:
-        pf = _part_files(part, plan.path, plan.holders)
+        pf = part_files(part, plan.path, plan.holders)
         errors: list[tuple[str, str]] = []
         missing = plan.missing.get(part.path, [])
         described = data_files(part.path, description=pf.description) if pf.description is not None else None

@@ -95,7 +95,7 @@ def inventory(path: str) -> dict[str, Any]:
     return out
 
 
-class _Progress:
+class Progress:
     """A share's progress on stderr (``trainprobe-progress FILES/TOTAL BYTES/TOTAL``), at most twice a second
     and once per finished part: the coordinator shows it per target."""
 
@@ -131,19 +131,10 @@ def scan_share(
     """Read the parts of ``requests`` (from the plan) here: one read per request, in order, and how much
     was read (``files``, ``bytes``, ``seconds``)."""
     started = time.perf_counter()
-    parsed = [
-        PartRequest(
-            Part(r["part"], r["role"]),
-            r["unit"],
-            r["framework"],
-            tuple(r["files"]) if r.get("files") is not None else None,
-            base64.b64decode(r["description"]) if r.get("description") else None,
-        )
-        for r in requests
-    ]
-    sizes = [_request_bytes(r) for r in parsed]
+    parsed = [part_request(r) for r in requests]
+    sizes = [request_bytes(r) for r in parsed]
     counts = [len(r.files) if r.files is not None else 1 for r in parsed]
-    progress = _Progress(sum(counts), sum(sizes))
+    progress = Progress(sum(counts), sum(sizes))
     reads = []
     for request, size, count in zip(parsed, sizes, counts, strict=True):
         progress.start(size)
@@ -157,7 +148,18 @@ def scan_share(
     }
 
 
-def _request_bytes(request: PartRequest) -> int:
+def part_request(r: dict[str, Any]) -> PartRequest:
+    """One request of the plan (:func:`trainprobe.checkpoint.shard_plan.plan_shards`) as a PartRequest."""
+    return PartRequest(
+        Part(r["part"], r["role"]),
+        r["unit"],
+        r["framework"],
+        tuple(r["files"]) if r.get("files") is not None else None,
+        base64.b64decode(r["description"]) if r.get("description") else None,
+    )
+
+
+def request_bytes(request: PartRequest) -> int:
     """The bytes a request reads here: its file, or its data files."""
     path = request.part.path
     if request.files is None:

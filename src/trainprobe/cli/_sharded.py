@@ -1,5 +1,6 @@
-"""``scan --on FLEET --sharded PATH``: one unit scanned on the targets that hold its files, one report.
-Progress per target (files and bytes) on stderr; the report, then who read what and what was not read."""
+"""``scan|check --on FLEET --sharded PATH``: one unit scanned (or checked) on the targets that hold its files,
+one report. Progress per target (files and bytes) on stderr; the report, then who read what and what was not
+read."""
 
 from __future__ import annotations
 
@@ -43,7 +44,11 @@ def render_sharded(console: Console, data: dict[str, Any]) -> None:
     from trainprobe.checkpoint.scan_report import ScanReport
 
     render_scan_report(console, ScanReport.from_json(data))
-    sharded = data["sharded"]
+    render_shares(console, data["sharded"])
+
+
+def render_shares(console: Console, sharded: dict[str, Any]) -> None:
+    """Who read what, the files no target holds, conflicts and failed targets."""
     table = Table("target", "status", "files", "bytes", "seconds", "read", title="who read what")
     for t in sharded["targets"]:
         style = "green" if t["status"] == "ok" else "bold red"
@@ -85,3 +90,25 @@ def scan_sharded(
     data = result.to_json()
     out.result(data, lambda console: render_sharded(console, data))
     return result.exit_code
+
+
+def check_sharded(
+    out: Output, targets: list[str], path: str, *, strict: bool, timeout: float, connect_timeout: float,
+    parallel: int,
+) -> int:  # fmt: skip
+    from trainprobe.cli.check import exit_code, render_check_report
+    from trainprobe.tasks import check_sharded as run
+
+    progress = None if out.quiet else _Progress(out)
+    result = run(
+        targets, path, parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
+        on_progress=progress,
+    )  # fmt: skip
+    data = result.to_json()
+
+    def render(console: Console) -> None:
+        render_check_report(console, data)
+        render_shares(console, data["sharded"])
+
+    out.result(data, render)
+    return 1 if result.failed else exit_code(data, strict)

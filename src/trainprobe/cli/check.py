@@ -35,8 +35,17 @@ _CHECK_EPILOG = (
     "  trainprobe check out/                         every unit below (checkpoint-N/ ...)\n"
     "  trainprobe check 'runs/*/last.ckpt' --json    JSON, schema_version 2\n"
     "  trainprobe check /data/ckpt --on ssh=user@gpu01   where the files are\n"
-    "  trainprobe check /ckpt/step_4000 --on 'ssh=node[01-08]'   on each node of a fleet\n\n"
+    "  trainprobe check /ckpt/step_4000 --on 'ssh=node[01-08]'   on each node of a fleet\n"
+    "  trainprobe check --on 'ssh=login//slurm=812345' --sharded /local/ckpt/global_step4000\n"
+    "                                                one unit whose files are spread over the nodes:\n"
+    "                                                each node checks what it holds, one verdict\n\n"
     f"{EXIT_CODES}\n\n"
+    "--sharded: each target lists what it has of PATH; a part is checked whole by a target that holds all "
+    "its files (a DeepSpeed partition, an optimizer.pt, a DCP directory on storage one target sees): that "
+    "evidence is exactly a check in one place. A DCP directory whose rank files no one target holds is "
+    "checked in shares: NaN/Inf, CRC32s, chunk coverage and missing files exactly; the checks that relate "
+    "its rank files (param_groups, Adam pairs, master weights...) are listed as not made (verdict at best "
+    "unknown). A target that fails: its files are reported as not read (exit 1).\n\n"
     f"--strict: unknown exits 1 too. {FLEET_EXIT_CODES}"
 )
 
@@ -81,7 +90,8 @@ def render_check_report(console: Console, report: dict[str, Any]) -> None:
     console.print(f"{len(report['checkpoints'])} checkpoint(s): {summary}")
 
 
-def _exit_code(report: dict[str, Any], strict: bool) -> int:
+def exit_code(report: dict[str, Any], strict: bool) -> int:
+    """A check report's exit code (the report's, from the one verdict rule); ``strict``: unknown is 1."""
     code = int(report["exit_code"])
     if strict and code == 0 and any(c["verdict"] == "unknown" for c in report["checkpoints"]):
         return 1
@@ -101,6 +111,12 @@ def add_arguments(parser: CommandParser) -> None:
     remote.add_argument(
         "--on", action="append", metavar="TARGET",
         help="Check on a remote target (ssh=user@host...); repeat, or a range/name/group, for a fleet.",
+    )  # fmt: skip
+    remote.add_argument(
+        "--sharded", action="store_true",
+        help="With a fleet: PATH is one checkpoint unit whose files are spread over the targets (node-local "
+        "disks, or storage several see): each target checks the parts it holds, and one verdict comes back "
+        "(see below for what a part split over targets can and cannot show).",
     )  # fmt: skip
     remote.add_argument(
         "--timeout", type=seconds, default=3600.0, metavar="SECONDS",
@@ -124,8 +140,23 @@ def check(
     connect_timeout: float,
     parallel: int,
     config: Path | None,
+    sharded: bool,
 ) -> int:
     out = Output(json_mode=json_mode, quiet=quiet)
+    if sharded:
+        from trainprobe.errors import UsageError
+
+        if not on or len(paths) != 1:
+            raise UsageError(
+                "--sharded takes --on (the targets that hold the files) and one PATH (the unit)",
+                hint="e.g. trainprobe check --on 'ssh=node[01-04]' --sharded /local/ckpt/global_step4000",
+            )
+        from trainprobe.cli._sharded import check_sharded
+
+        return check_sharded(
+            out, expand_specs(on, config), paths[0], strict=strict, timeout=timeout,
+            connect_timeout=connect_timeout, parallel=parallel,
+        )  # fmt: skip
     if on:
         from trainprobe.tasks import check_on
 
@@ -141,7 +172,7 @@ def check(
 
         report = check_paths(list(paths)).to_json()
     out.result(report, lambda console: render_check_report(console, report))
-    return _exit_code(report, strict)
+    return exit_code(report, strict)
 
 
 def _check_fleet(
@@ -173,7 +204,7 @@ def _check_fleet(
     if progress is not None:
         progress.raise_failure()
     reports = {o.target: o.result for o in fleet.outcomes if o.ok and isinstance(o.result, dict)}
-    codes = [_exit_code(reports[o.target], strict) if o.target in reports else 1 for o in fleet.outcomes]
+    codes = [exit_code(reports[o.target], strict) if o.target in reports else 1 for o in fleet.outcomes]
     code = 1 if 1 in codes else max(codes, default=0)
     summaries = {
         target: ", ".join(f"{n} {verdict}" for verdict, n in report["summary"].items()) or "no checkpoint"

@@ -10,6 +10,7 @@
     report = watch_on("ssh=gpu07", "/runs/3/train.log", print)   # follow it there until Ctrl-C
     fleet = scan_on_fleet(["ssh=node[01-16]"], ["/ckpts"])   # fleet.fleet (FleetResult), fleet.reports
     one = scan_sharded(["ssh=node[01-16]"], "/local/ckpt/step_4000")  # one unit, each node its files
+    verdict = check_sharded(["ssh=node[01-16]"], "/local/ckpt/step_4000")  # its check, one report
     diagnosis = triage_on("ssh=gpu07", "/scratch/exp3")    # a TriageReport, concluded here
 
 A capability's "run it there" is one :class:`~trainprobe.tasks.remote_call.RemoteTask`: the function, the
@@ -31,13 +32,13 @@ from trainprobe.tasks.checkpoints import (
 from trainprobe.tasks.diff import diff_on, diff_on_fleet, diff_task
 from trainprobe.tasks.logs import logs_on, logs_on_fleet, logs_task
 from trainprobe.tasks.remote_call import FleetReports, RemoteTask, raised_far_side
-from trainprobe.tasks.sharded import ShareProgress, scan_sharded
+from trainprobe.tasks.sharded import ShareProgress, check_sharded, scan_sharded
 from trainprobe.tasks.triage import collect_on, collect_task, triage_on
 from trainprobe.tasks.watch import RemoteFollower, watch_on
 
 __all__ = [
     "FleetReports", "RemoteFollower", "RemoteTask", "ShareProgress", "check_on", "check_on_fleet",
-    "check_task", "collect_on", "collect_task", "diff_on", "diff_on_fleet", "diff_task", "logs_on",
-    "logs_on_fleet", "logs_task", "raised_far_side", "scan_on", "scan_on_fleet", "scan_sharded", "scan_task",
-    "triage_on", "watch_on",
+    "check_sharded", "check_task", "collect_on", "collect_task", "diff_on", "diff_on_fleet", "diff_task",
+    "logs_on", "logs_on_fleet", "logs_task", "raised_far_side", "scan_on", "scan_on_fleet", "scan_sharded",
+    "scan_task", "triage_on", "watch_on",
 ]  # fmt: skip

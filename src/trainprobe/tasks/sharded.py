@@ -1,5 +1,5 @@
-"""``scan --on FLEET --sharded PATH``: one checkpoint unit scanned where its files are, by every target that
-holds some of them, as one report.
+"""``scan|check --on FLEET --sharded PATH``: one checkpoint unit scanned (or checked) where its files are, by
+every target that holds some of them, as one report.
 
 Two rounds on the fleet, and the library in between (this module only runs things):
 
@@ -31,6 +31,7 @@ from trainprobe.tasks.remote_call import RemoteTask
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from trainprobe.checkpoint.check.sharded import ShardedCheck
     from trainprobe.checkpoint.shard_plan import ShardedScan, ShardPlan
     from trainprobe.remote.target import Target
 
@@ -69,20 +70,14 @@ def scan_sharded(
     """Scan the unit ``path`` (a directory, the same path on every target) on the targets that hold its
     files; see the module doc. Raises UsageError when no target has a checkpoint unit at ``path``."""
     from trainprobe.checkpoint.shard_plan import merge_shards, plan_shards
-    from trainprobe.checkpoint.shards import inventory
-    from trainprobe.remote.logs import new_run_dir
+    from trainprobe.checkpoint.shards import scan_share
 
     started = time.perf_counter()
-    root = Path(log_dir) if log_dir else new_run_dir("sharded")
-    found = RemoteTask("inventory", inventory, _inventory_report).on_fleet(
-        targets, path, parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
-        log_dir=root / "inventory",
-    )  # fmt: skip
-    failed = {o.target: o.summary or o.status for o in found.fleet.outcomes if o.target not in found.reports}
-    inventories = {t: inv for t, inv in found.reports.items() if inv.get("kind") == "dir"}
+    root = Path(log_dir) if log_dir else _run_dir("sharded")
+    inventories, failed = _inventories(targets, path, parallel, timeout, connect_timeout, root)
     plan = plan_shards(path, inventories)
     results, lost = _run_shares(
-        plan, plan.requests, stats=stats, verify=verify, parallel=parallel, timeout=timeout,
+        plan, scan_share, {"stats": stats, "verify": verify}, "reads", parallel=parallel, timeout=timeout,
         connect_timeout=connect_timeout, on_progress=on_progress, log_dir=root / "scan",
     )  # fmt: skip
     failed.update(lost)
@@ -91,20 +86,77 @@ def scan_sharded(
     )
 
 
+def check_sharded(
+    targets: Sequence[str | Target],
+    path: str,
+    *,
+    parallel: int = 32,
+    timeout: float | None = None,
+    connect_timeout: float = 10.0,
+    on_progress: Callable[[ShareProgress], None] | None = None,
+    log_dir: str | Path | None = None,
+) -> ShardedCheck:
+    """``check`` the unit ``path`` (a directory, the same path on every target) on the targets that hold
+    its files, as :func:`scan_sharded` scans it: one check report
+    (:func:`trainprobe.checkpoint.check.sharded.merge_check_shards`). A multi-file part goes whole to a
+    target that holds all its data files; where none does, it is checked in shares and what cannot be
+    judged in shares is reported as not checked. Raises UsageError when no target has a checkpoint unit
+    at ``path``."""
+    from trainprobe.checkpoint.check.sharded import merge_check_shards
+    from trainprobe.checkpoint.check.share import check_share
+    from trainprobe.checkpoint.shard_plan import plan_shards
+
+    root = Path(log_dir) if log_dir else _run_dir("check-sharded")
+    inventories, failed = _inventories(targets, path, parallel, timeout, connect_timeout, root)
+    plan = plan_shards(path, inventories, whole=True)
+    results, lost = _run_shares(
+        plan, check_share, {}, "checks", parallel=parallel, timeout=timeout,
+        connect_timeout=connect_timeout, on_progress=on_progress, log_dir=root / "check",
+    )  # fmt: skip
+    failed.update(lost)
+    return merge_check_shards(plan, results, failed)
+
+
+def _run_dir(name: str) -> Path:
+    from trainprobe.remote.logs import new_run_dir
+
+    return new_run_dir(name)
+
+
+def _inventories(
+    targets: Sequence[str | Target],
+    path: str,
+    parallel: int,
+    timeout: float | None,
+    connect_timeout: float,
+    root: Path,
+) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Round one: what each target has of ``path`` (the directories), and the targets that failed."""
+    from trainprobe.checkpoint.shards import inventory
+
+    found = RemoteTask("inventory", inventory, _inventory_report).on_fleet(
+        targets, path, parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
+        log_dir=root / "inventory",
+    )  # fmt: skip
+    failed = {o.target: o.summary or o.status for o in found.fleet.outcomes if o.target not in found.reports}
+    return {t: inv for t, inv in found.reports.items() if inv.get("kind") == "dir"}, failed
+
+
 def _run_shares(
     plan: ShardPlan,
-    requests: Mapping[str, list[dict[str, Any]]],
+    share: Callable[..., dict[str, Any]],
+    options: Mapping[str, Any],
+    key: str,
     *,
-    stats: bool,
-    verify: bool,
     parallel: int,
     timeout: float | None,
     connect_timeout: float,
     on_progress: Callable[[ShareProgress], None] | None,
     log_dir: Path,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """Each target's share read where it is, ``parallel`` at once: (results, failed target -> why)."""
-    from trainprobe.checkpoint.shards import scan_share
+    """Each target's share read where it is by ``share`` (:func:`~trainprobe.checkpoint.shards.scan_share`
+    or :func:`~trainprobe.checkpoint.check.share.check_share`, with ``options``; its answer holds ``key``),
+    ``parallel`` at once: (results, failed target -> why)."""
     from trainprobe.remote import api
     from trainprobe.remote.fleet_result import outcome_of
     from trainprobe.remote.shipping import CALL_DRIVER, call_argv
@@ -113,15 +165,15 @@ def _run_shares(
     failed: dict[str, str] = {}
     lock = threading.Lock()
 
-    def one(index: int, target: str, share: list[dict[str, Any]]) -> None:
-        argv, shipped = call_argv(scan_share, (plan.path, share), {"stats": stats, "verify": verify}, ())
+    def one(index: int, target: str, requests: list[dict[str, Any]]) -> None:
+        argv, shipped = call_argv(share, (plan.path, requests), dict(options), ())
         lines = _ProgressLines(target, on_progress)
         run = api.run(
             target, CALL_DRIVER, argv, timeout=timeout, connect_timeout=connect_timeout, need=("numpy",),
             stderr=lines.feed, log_dir=log_dir / f"{index:03d}-{target_slug(target)}", modules=shipped,
         )  # fmt: skip
         outcome = outcome_of(run)
-        ok = outcome.ok and isinstance(outcome.result, dict) and "reads" in outcome.result
+        ok = outcome.ok and isinstance(outcome.result, dict) and key in outcome.result
         with lock:
             if ok:
                 results[target] = outcome.result
@@ -136,8 +188,9 @@ def _run_shares(
                 )
             )  # fmt: skip
 
+    requests = plan.requests
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(parallel, len(requests) or 1))) as pool:
-        futures = [pool.submit(one, i, t, share) for i, (t, share) in enumerate(requests.items())]
+        futures = [pool.submit(one, i, t, reqs) for i, (t, reqs) in enumerate(requests.items())]
         for future in futures:
             future.result()
     return results, failed

@@ -4,7 +4,11 @@ A torn checkpoint mixes optimizer steps: ``torch.save`` copied storages one by o
 training went on, or a unit's files come from different saves. Its bytes are fine; only relations *between*
 tensors and files show the tear. The modules:
 
-- :mod:`.run`: the entry points (:func:`check_paths`, :func:`check_unit`...) and the evidence per unit;
+- :mod:`.run`: the entry points (:func:`check_paths`, :func:`check_unit`...);
+- :mod:`.part`: each part checked where it is read (a JSON-able :class:`~.part.PartCheck`), and
+  :mod:`.unit`: the unit judged from its parts' checks alone (the one place a result is assembled);
+- :mod:`.share` and :mod:`.sharded`: a unit checked on several machines (``check --on FLEET --sharded``):
+  what each target runs, and the pure merge into one report;
 - :mod:`.report`: :class:`Evidence`, :class:`CheckResult`, :class:`CheckReport` and the verdict rule;
 - :mod:`.structure`: param_groups, per-parameter step counters, state shapes;
 - :mod:`.master`: bf16/fp16 copies equal the cast of their fp32 masters;

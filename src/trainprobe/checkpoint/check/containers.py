@@ -9,7 +9,9 @@ unpickler; stdlib + numpy only."""
 
 from __future__ import annotations
 
+import io
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from trainprobe.checkpoint.base import Opaque
@@ -36,13 +38,17 @@ def _volume(sizes: tuple[int, ...]) -> int:
     return n
 
 
-def dcp_coverage_problems(path: str) -> tuple[list[str], int] | None:
-    """(problems, tensors checked) for a DCP directory; None when ``path`` is not one."""
+def dcp_coverage_problems(
+    path: str, *, metadata: bytes | None = None, sizes: Mapping[str, int] | None = None
+) -> tuple[list[str], int] | None:
+    """(problems, tensors checked) for a DCP directory; None when ``path`` is not one. ``metadata`` (the
+    ``.metadata`` bytes) and ``sizes`` (data file name -> its size) when the directory is not here (a unit
+    spread over machines: the sizes its holders listed)."""
     meta_path = os.path.join(path, METADATA)
-    if not (os.path.isdir(path) and os.path.isfile(meta_path)):
+    if metadata is None and not (os.path.isdir(path) and os.path.isfile(meta_path)):
         return None
     try:
-        with open(meta_path, "rb") as fh:
+        with io.BytesIO(metadata) if metadata is not None else open(meta_path, "rb") as fh:
             meta = SafeUnpickler(fh, source=METADATA).load()
     except UNPICKLE_ERRORS as exc:
         return [f"{METADATA} cannot be unpickled safely ({exc})"], 0
@@ -53,7 +59,7 @@ def dcp_coverage_problems(path: str) -> tuple[list[str], int] | None:
         return [f"{METADATA} lacks state_dict_metadata or storage_data"], 0
     problems: list[str] = []
     stored: set[tuple[str, tuple[int, ...] | None]] = set()
-    sizes: dict[str, int] = {}
+    seen: dict[str, int] = {}
     for index, info in storage.items():
         idx, where = _fields(index), _fields(info)
         stored.add((str(idx.get("fqn")), _ints(idx.get("offset"))))
@@ -61,12 +67,15 @@ def dcp_coverage_problems(path: str) -> tuple[list[str], int] | None:
         if not isinstance(rel, str) or not isinstance(offset, int) or not isinstance(length, int):
             problems.append(f"malformed storage entry for {idx.get('fqn')}")
             continue
-        if rel not in sizes:
-            file = os.path.join(path, rel)
-            sizes[rel] = os.path.getsize(file) if os.path.isfile(file) else -1
-            if sizes[rel] < 0:
+        if rel not in seen:
+            if sizes is not None:
+                seen[rel] = sizes.get(rel, -1)
+            else:
+                file = os.path.join(path, rel)
+                seen[rel] = os.path.getsize(file) if os.path.isfile(file) else -1
+            if seen[rel] < 0:
                 problems.append(f"data file {rel} (holding {idx.get('fqn')}) is missing")
-        if sizes[rel] >= 0 and offset + length > sizes[rel]:
+        if seen[rel] >= 0 and offset + length > seen[rel]:
             problems.append(f"{rel} is truncated: {idx.get('fqn')} needs bytes up to {offset + length}")
     checked = 0
     for fqn, tmeta in tensors.items():

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
-from trainprobe.checkpoint.base import TensorRecord
+from trainprobe.checkpoint.base import Checkpoint, TensorRecord
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.frameworks.base import Opened
 from trainprobe.checkpoint.optimizers import family_of
@@ -62,47 +62,74 @@ def _state_shape(entry: Any) -> tuple[int, ...] | None:
     return None
 
 
+def _shape_list(entry: Any) -> list[int] | None:
+    shape = _state_shape(entry)
+    return list(shape) if shape is not None else None
+
+
 def _base(name: str) -> str:
     return name.rsplit("@", 1)[0]  # a DCP chunk's tensor
+
+
+def cover_facts(path: str, role: str, ckpt: Checkpoint) -> dict[str, Any]:
+    """What ``optimizer-covers-model`` needs of one part (JSON-able: read where the part is): its weights
+    (name, shape) and, for a part that may hold optimizer state, each optimizer's state keys (by name) or
+    state shapes and parameter count (by index)."""
+    weights = [[r.name, list(r.shape)] for r in ckpt.records if _is_weight(r)]
+    optimizers: list[dict[str, Any]] = []
+    if role in ("optimizer", "state"):
+        for label, opt in find_optimizers(ckpt.objects):
+            state = opt["state"]
+            by_name = bool(state) and all(isinstance(k, str) and not k.isdigit() for k in state)
+            optimizers.append(
+                {
+                    "label": label,
+                    "by_name": by_name,
+                    "keys": [str(k) for k in state] if by_name else [],
+                    "shapes": [] if by_name else [[str(pid), _shape_list(e)] for pid, e in state.items()],
+                    "params": 0 if by_name else _param_count(opt),
+                }
+            )
+    return {"path": path, "role": role, "weights": weights, "optimizers": optimizers}
 
 
 def cover_evidence(opened: Sequence[Opened], framework: str) -> list[Evidence]:
     """The ``optimizer-covers-model`` evidence of a unit (nothing when it has no optimizer state or no
     weights beside it)."""
+    return cover_from_facts([cover_facts(path, role, ckpt) for path, role, ckpt in opened], framework)
+
+
+def cover_from_facts(parts: Sequence[dict[str, Any]], framework: str) -> list[Evidence]:
+    """:func:`cover_evidence` from each part's :func:`cover_facts` (pure: the parts may have been read on
+    other machines)."""
     if framework == "deepspeed":
         return []  # flat partitions: the framework's zero-partitions evidence
     out: list[Evidence] = []
-    for path, role, ckpt in opened:
-        if role not in ("optimizer", "state"):
-            continue
-        for label, opt in find_optimizers(ckpt.objects):
-            state = opt["state"]
-            where = f"{os.path.basename(path)}: {label}"
-            if state and all(isinstance(k, str) and not k.isdigit() for k in state):
-                out.extend(_by_name(where, state, ckpt.records))
-            elif role == "optimizer":
-                weights = [r for p, rl, c in opened if rl == "weights" for r in c.records if _is_weight(r)]
-                files = ", ".join(os.path.basename(p) for p, rl, _c in opened if rl == "weights")
+    for part in parts:
+        for opt in part["optimizers"]:
+            where = f"{os.path.basename(part['path'])}: {opt['label']}"
+            if opt["by_name"]:
+                out.extend(_by_name(where, opt["keys"], part["weights"]))
+            elif part["role"] == "optimizer":
+                weights = [tuple(s) for p in parts if p["role"] == "weights" for _n, s in p["weights"]]
+                files = ", ".join(os.path.basename(p["path"]) for p in parts if p["role"] == "weights")
                 if weights:
                     out.append(_by_shape(where, opt, weights, files))
     return out
 
 
-def _by_name(where: str, state: dict[str, Any], records: list[TensorRecord]) -> list[Evidence]:
+def _by_name(where: str, state: list[str], records: list[list[Any]]) -> list[Evidence]:
     state_names = {f".state.{k}." for k in state}
     weights: dict[str, str] = {}  # parameter name -> the record name it was found under
-    for rec in records:
-        name = _base(rec.name)
-        if (
-            _is_weight(rec)
-            and ".state." not in f".{name}."
-            and not any(s in f".{name}." for s in state_names)
-        ):
+    for record_name, _shape in records:
+        name = _base(record_name)
+        if ".state." not in f".{name}." and not any(s in f".{name}." for s in state_names):
             weights.setdefault(name.split(".", 1)[1] if "." in name else name, name)
     if not weights:
         return []
     extra = [k for k in state if k not in weights]
-    missing = [n for n in weights if n not in state]
+    keys = set(state)
+    missing = [n for n in weights if n not in keys]
     if extra:
         return [
             Evidence(
@@ -133,12 +160,12 @@ def _by_name(where: str, state: dict[str, Any], records: list[TensorRecord]) -> 
     ]
 
 
-def _by_shape(where: str, opt: dict[str, Any], weights: list[TensorRecord], files: str) -> Evidence:
-    have = Counter(r.shape for r in weights)
-    shapes = {pid: _state_shape(entry) for pid, entry in opt["state"].items()}
+def _by_shape(where: str, opt: dict[str, Any], weights: list[tuple[int, ...]], files: str) -> Evidence:
+    have = Counter(weights)
+    shapes = {pid: tuple(s) if s is not None else None for pid, s in opt["shapes"]}
     want = Counter(s for s in shapes.values() if s is not None)
     misfit = {shape: n - have[shape] for shape, n in want.items() if n > have[shape]}
-    params = _param_count(opt)
+    params = opt["params"]
     if misfit:
         examples = [f"state {pid}: {list(s)}" for pid, s in shapes.items() if s in misfit]
         described = ", ".join(f"{n} more of shape {list(s)}" for s, n in list(misfit.items())[:3])

@@ -63,24 +63,27 @@ def check_step_counters(
                 written.append((position, value, label_of(pid, entry)))
     if len(counters) < 2:
         return
+    ev.append(disagreeing_counters(label, counters, write_boundary(written, records or [])))
+
+
+def disagreeing_counters(label: str, counters: dict[float, list[str]], boundary: str | None) -> Evidence:
+    """The torn evidence of per-parameter step counters that disagree (``counters``: value -> the parameters
+    that say so, two values or more); ``boundary``: where the write order splits them, when known."""
     parts = sorted(counters.items(), key=lambda kv: -len(kv[1]))
     desc = ", ".join(f"step {fmt_step(k)} in {len(v)} (e.g. {v[0]})" for k, v in parts[:4])
-    boundary = write_boundary(written, records or [])
-    ev.append(
-        Evidence(
-            "step-counters",
-            "fail",
-            f"{label}: per-parameter step counters disagree: {desc} — the file mixes optimizer steps"
-            + (f"; {boundary}" if boundary else ""),
-            indicates="torn",
-            tensors=[v[0] for _k, v in parts[:MAX_NAMES]],
-            values={
-                "counters": {fmt_step(k): len(v) for k, v in parts},
-                # every parameter of each step group, not a few examples
-                "groups": {fmt_step(k): v for k, v in parts},
-                "boundary": boundary,
-            },
-        )
+    return Evidence(
+        "step-counters",
+        "fail",
+        f"{label}: per-parameter step counters disagree: {desc} — the file mixes optimizer steps"
+        + (f"; {boundary}" if boundary else ""),
+        indicates="torn",
+        tensors=[v[0] for _k, v in parts[:MAX_NAMES]],
+        values={
+            "counters": {fmt_step(k): len(v) for k, v in parts},
+            # every parameter of each step group, not a few examples
+            "groups": {fmt_step(k): v for k, v in parts},
+            "boundary": boundary,
+        },
     )
 
 
