@@ -115,3 +115,23 @@ def test_bfloat16_and_nan_compare_by_value(tmp_path: Path) -> None:
     tensors = _by_name(diff_paths(str(a), str(b)))
     assert tensors["n"].status == "identical"  # NaN in the same place is not a change
     assert tensors["w"].status == "changed"
+
+
+def test_two_runs_with_other_optimizer_settings_are_not_called_torn(tmp_path: Path) -> None:
+    paths = []
+    for name, optimizer in (("adam", torch.optim.Adam), ("adamw", torch.optim.AdamW)):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(4, 2)
+        opt = optimizer(model.parameters(), lr=1e-2)
+        for _ in range(3):
+            opt.zero_grad()
+            model(torch.randn(8, 4)).pow(2).mean().backward()
+            opt.step()
+        paths.append(tmp_path / f"{name}.pt")
+        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, paths[-1])
+    report = diff_paths(*map(str, paths))  # both at step 3, the weights apart: two runs, not a torn save
+    assert report.weights_without_step == []
+    assert report.exit_code == 0
+    (note,) = [n.message for n in report.notes if n.kind == "not-one-run"]
+    assert note.startswith("the optimizer settings differ (")
+    assert "weight_decay 0 -> 0.01" in note

@@ -389,3 +389,18 @@ def test_diff_of_consecutive_healthy_units_exits_0(framework_units: Any, a: str,
         assert not any("@" in n for n in names)  # whole tensors, not chunk by chunk
         weight = next(t for t in report.tensors if t.name == "model.0.weight")
         assert (weight.shape, weight.chunks, weight.status) == ([16, 8], 2, "changed")
+
+
+def test_a_deepspeed_model_states_file_given_alone_is_judged_alone(framework_units: Any) -> None:
+    """Its partitions are beside it but not what was asked about: their absence from the unit is a note."""
+    lone = [
+        str(framework_units.path(f"deepspeed/zero2/global_step{s}") / "mp_rank_00_model_states.pt")
+        for s in (2, 4)
+    ]
+    (unit,) = scan([lone[0]]).units
+    (result,) = check_paths([lone[0]]).results
+    diffed = diff_paths(*lone)
+    assert exit_code([unit.verdict]) == exit_code([result.verdict]) == diffed.exit_code == 0
+    zero = next(e for e in unit.evidence if e.check == "zero-partitions")
+    assert zero.outcome == "note"
+    assert "only this file was given: give its folder" in zero.message

@@ -274,8 +274,54 @@ def diff_checkpoints(a: Checkpoint, b: Checkpoint) -> DiffReport:
         if tb.name not in seen:
             seen.add(tb.name)
             report.tensors.append(TensorDiff(tb.name, "added", tb.dtype, list(tb.shape)))
-    _same_run(a, b, report)
+    changed = _settings_changed(a, b)
+    if changed:
+        report.notes.append(
+            Note(
+                "not-one-run",
+                f"the optimizer settings differ ({'; '.join(changed[:4])}): two runs, not two saves of one, "
+                "so optimizer steps and weights are not compared",
+            )
+        )
+    else:
+        _same_run(a, b, report)
     return report
+
+
+#: param_group entries a run changes as it goes (a scheduler's lr) or that only name things
+_RUN_VARYING = frozenset({"lr", "initial_lr", "params", "param_names", "step"})
+
+
+def _settings(ckpt: Checkpoint) -> list[dict[str, str]]:
+    """Each param_group's fixed hyperparameters (betas, eps, weight_decay, ...), as text."""
+    out = []
+    for _where, opt in find_optimizers(ckpt.objects):
+        for group in opt.get("param_groups") or []:
+            if isinstance(group, dict):
+                out.append(
+                    {
+                        str(k): repr(v)
+                        for k, v in group.items()
+                        if k not in _RUN_VARYING and isinstance(v, (bool, int, float, str, tuple, type(None)))
+                    }
+                )
+    return out
+
+
+def _settings_changed(a: Checkpoint, b: Checkpoint) -> list[str]:
+    """``key a -> b`` for each fixed hyperparameter that differs between the optimizers of ``a`` and ``b``;
+    empty when they agree or cannot be paired group by group."""
+    sa, sb = _settings(a), _settings(b)
+    if not sa or len(sa) != len(sb):
+        return []
+    return sorted(
+        {
+            f"{k} {ga[k]} -> {gb[k]}"
+            for ga, gb in zip(sa, sb, strict=True)
+            for k in ga.keys() & gb.keys()
+            if ga[k] != gb[k]
+        }
+    )
 
 
 def _optimizer_steps(ckpt: Checkpoint) -> dict[str, float]:

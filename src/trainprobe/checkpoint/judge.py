@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
@@ -101,14 +101,39 @@ def metadata_notes(report: FileReport) -> None:
 
 
 def unit_evidence(
-    unit: Unit, framework: Framework, facts: Sequence[PartFacts], sources: Sequence[StepSource]
+    unit: Unit,
+    framework: Framework,
+    facts: Sequence[PartFacts],
+    sources: Sequence[StepSource],
+    *,
+    alone: bool | None = None,
 ) -> list[Evidence]:
     """What a unit says as a whole, the same for ``scan``, ``check`` and ``diff``: whether its step sources
     agree (:func:`trainprobe.checkpoint.identity.judge_steps`) and what its framework knows about its parts
-    (a DeepSpeed rank's optimizer partition missing)."""
+    (a DeepSpeed rank's optimizer partition missing). ``alone``: the unit is one file given by itself
+    (default: ``unit.framework == "file"``); what its framework says of the other parts is then a note."""
     scaler = has_grad_scaler([p.path for p in unit.parts], facts)
     out = judge_steps(sources, framework, scaler=scaler, skipped=skipped_steps(facts))
-    out.extend(framework.parts_evidence(unit.parts, facts))
+    whole = framework.parts_evidence(unit.parts, facts)
+    if alone is None:
+        alone = unit.framework == "file"
+    if alone:
+        # One file of a framework's unit, given alone (a DeepSpeed mp_rank_00_model_states.pt): the other
+        # parts are not part of what was asked about, so their absence decides nothing.
+        folder = os.path.dirname(unit.path) or "."
+        whole = [
+            replace(
+                e,
+                outcome="note",
+                indicates=None,
+                message=f"{e.message} (only this file was given: "
+                f"give its folder {folder} to judge the whole checkpoint)",
+            )
+            if e.failed
+            else e
+            for e in whole
+        ]
+    out.extend(whole)
     return out
 
 

@@ -77,7 +77,7 @@ def check_checkpoint(ckpt: Checkpoint) -> CheckResult:
     add_part(result, pc, "", saved_step(sources) is not None)
     pickle_evidence(result)
     unit = Unit(ckpt.path, framework.name, [Part(ckpt.path, "state")])
-    result.evidence.extend(unit_evidence(unit, framework, facts, sources))
+    result.evidence.extend(unit_evidence(unit, framework, facts, sources, alone=True))
     return decide(result)
 
 

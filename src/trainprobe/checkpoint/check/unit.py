@@ -99,7 +99,8 @@ def judge_check(
     opened = [pc for pc in checks if pc.opened]
     facts = [pc.facts for pc in opened if pc.facts is not None]
     framework = unit_framework(unit, facts)
-    if unit.framework == "file":
+    alone = unit.framework == "file"
+    if alone:
         unit.framework = result.framework = framework.name
     sources = collect_step_sources(unit.path, framework, facts, trainer_state=trainer_state, is_file=is_file)
     result.step, result.step_source = chosen_step(sources)
@@ -109,7 +110,7 @@ def judge_check(
         add_part(result, pc, _rel(pc.path, unit.path), stated)
     ev.extend(cover_from_facts([pc.cover for pc in opened if pc.cover is not None], unit.framework))
     pickle_evidence(result)
-    ev.extend(unit_evidence(unit, framework, facts, sources))
+    ev.extend(unit_evidence(unit, framework, facts, sources, alone=alone))
     ev.extend(evidence)
     result.fingerprint = unit_fingerprint(
         (tensor_key(unit.path, path, name), fp) for path, name, fp in result.tensor_fingerprints
