@@ -20,7 +20,6 @@ returned apart, for the reader to check them anyway: nothing the file holds is s
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from trainprobe.checkpoint.base import Opaque, TensorRecord, brief, check_tensor_count
@@ -35,6 +34,8 @@ MAX_NAME = 400
 _SMALL = 16
 
 _LEAVES = (str, bytes, bytearray, int, float, complex, bool, type(None))
+# The exact types of _LEAVES, for the walk's fast path (a subclass goes the long way, with the same result).
+_LEAF_TYPES = frozenset(_LEAVES)
 
 
 class Elided:
@@ -88,13 +89,23 @@ def _pair_state(state: Any) -> bool:
 # A child of a container: (its name relative to the container, or None for the container's own name; value).
 Child = tuple[Any, Any]
 
+_KEY_LABELS: list[str] = []
+
+
+def _key_labels(n: int) -> list[str]:
+    """``<key 0>``, ``<key 1>``, ...: made once, not for every dict of a checkpoint."""
+    if len(_KEY_LABELS) < n:
+        _KEY_LABELS.extend(f"<key {i}>" for i in range(len(_KEY_LABELS), n))
+    return _KEY_LABELS
+
 
 def _children(obj: Any) -> list[Child] | None:
     """What ``obj`` holds, in the order :func:`_rebuild` expects; None for a leaf."""
     if isinstance(obj, dict):
+        labels = _key_labels(len(obj))
         out: list[Child] = []
-        for i, (k, v) in enumerate(obj.items()):
-            out.append((f"<key {i}>", k))
+        for label, (k, v) in zip(labels, obj.items()):
+            out.append((label, k))
             out.append((k, v))
         return out
     if isinstance(obj, (list, tuple)):
@@ -154,17 +165,19 @@ def _rebuild(obj: Any, results: list[Any]) -> Any:
     return obj
 
 
-@dataclass(eq=False)
 class _Frame:
     """One container being walked: what it holds, and what that became in the skeleton so far."""
 
-    obj: Any
-    path: str
-    depth: int
-    build: bool  # False below SKELETON_DEPTH: tensors are searched for, nothing is kept
-    children: list[Child]
-    results: list[Any] = field(default_factory=list)
-    nested: bool = False  # a child is a container (then a second reference to this one is elided)
+    __slots__ = ("build", "children", "depth", "nested", "obj", "path", "results")
+
+    def __init__(self, obj: Any, path: str, depth: int, build: bool, children: list[Child]) -> None:
+        self.obj = obj
+        self.path = path
+        self.depth = depth
+        self.build = build  # False below SKELETON_DEPTH: tensors are searched for, nothing is kept
+        self.children = children
+        self.results: list[Any] = []
+        self.nested = False  # a child is a container (then a second reference to this one is elided)
 
 
 def name_tensors(
@@ -212,23 +225,33 @@ def name_tensors(
     def run(value: Any, name: str, depth: int, build: bool) -> Any:
         stack: list[_Frame] = []
         result, _pushed = visit(value, name, depth, build, stack)
+        leaf_types = _LEAF_TYPES
         while stack:
             frame = stack[-1]
-            if len(frame.results) < len(frame.children):
-                label, child = frame.children[len(frame.results)]
+            children, results = frame.children, frame.results
+            # Children that are plain values (most dict keys, ints, strings) are copied without a name
+            # being built for them: only tensors and containers need one.
+            pushed = False
+            for index in range(len(results), len(children)):
+                label, child = children[index]
+                if type(child) in leaf_types:
+                    results.append(child)
+                    continue
                 child_name = frame.path if label is None else _child(frame.path, label, frame.depth + 1)
                 converted, pushed = visit(child, child_name, frame.depth + 1, frame.build, stack)
-                if not pushed:
-                    frame.results.append(converted)
-                    frame.nested = frame.nested or not isinstance(converted, (*_LEAVES, TensorRecord))
+                if pushed:
+                    break
+                results.append(converted)
+                frame.nested = frame.nested or not isinstance(converted, (*_LEAVES, TensorRecord))
+            if pushed:
                 continue
             stack.pop()
             open_ids.discard(id(frame.obj))
             if frame.build:
-                out: Any = _rebuild(frame.obj, frame.results)
+                out: Any = _rebuild(frame.obj, results)
             else:
                 out = Elided(_DEEP) if frame.depth == SKELETON_DEPTH + 1 else None
-            small = frame.build and not frame.nested and len(frame.results) <= _SMALL
+            small = frame.build and not frame.nested and len(results) <= _SMALL
             done[id(frame.obj)] = out if small else Elided(_SHARED)
             if stack:
                 stack[-1].results.append(out)
