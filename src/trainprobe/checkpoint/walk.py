@@ -104,7 +104,7 @@ def _children(obj: Any) -> list[Child] | None:
     if isinstance(obj, dict):
         labels = _key_labels(len(obj))
         out: list[Child] = []
-        for label, (k, v) in zip(labels, obj.items()):
+        for label, (k, v) in zip(labels, obj.items(), strict=False):  # labels: at least as many
             out.append((label, k))
             out.append((k, v))
         return out
