@@ -74,7 +74,11 @@ def _ints(value: Any) -> tuple[int, ...]:
         raise pickle.UnpicklingError(
             f"a tensor of {len(value):,} dimensions (trainprobe reads up to {MAX_NDIM})"
         )
-    return tuple(_int(v) for v in value)
+    try:
+        # int.__index__ takes ints (and bools, as isinstance does) and nothing else: the check in C.
+        return tuple(map(int.__index__, value))
+    except TypeError:
+        return tuple(_int(v) for v in value)  # raises, naming the first value that is not an integer
 
 
 def _storage_dtype(storage: Any) -> str:
