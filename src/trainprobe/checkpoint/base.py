@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import mmap
 import os
 import reprlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -108,6 +107,24 @@ class Storage:
     crc32: int | None = None
 
 
+_T = TypeVar("_T")
+
+
+class _cached(Generic[_T]):
+    """A property computed once per instance and kept in its ``__dict__`` (which then answers: this is a
+    non-data descriptor). For frozen dataclasses, whose fields cannot change under it."""
+
+    def __init__(self, compute: Callable[[Any], _T]) -> None:
+        self.compute = compute
+        self.name = compute.__name__
+        self.__doc__ = compute.__doc__
+
+    def __get__(self, obj: Any, owner: type | None = None) -> _T:
+        value = self.compute(obj)
+        obj.__dict__[self.name] = value
+        return value
+
+
 @dataclass(frozen=True)
 class TensorRecord:
     """One tensor of a checkpoint, described but not loaded.
@@ -133,24 +150,25 @@ class TensorRecord:
         return self.storage.file
 
     # Cached (the record is frozen): the scan asks for these a dozen times per tensor, and for a checkpoint
-    # of 8,000 small tensors recomputing them cost 10% of its time.
-    @functools.cached_property
+    # of 8,000 small tensors recomputing them cost 10% of its time. (Not functools.cached_property: on
+    # Python 3.11 it takes a lock on every first use, which cost as much again.)
+    @_cached
     def dtype_info(self) -> DType | None:
         return lookup(self.dtype)
 
-    @functools.cached_property
+    @_cached
     def numel(self) -> int:
         n = 1
         for s in self.shape:
             n *= s
         return n
 
-    @functools.cached_property
+    @_cached
     def itemsize(self) -> int:
         info = self.dtype_info
         return info.itemsize * element_count_factor(info) if info else 0
 
-    @functools.cached_property
+    @_cached
     def nbytes(self) -> int:
         return self.numel * self.itemsize
 
