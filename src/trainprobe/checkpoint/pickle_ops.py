@@ -71,6 +71,9 @@ _ARGS: dict[bytes, int] = {
 _TABLE: list[int] = [_UNKNOWN] * 256
 for _code, _kind in _ARGS.items():
     _TABLE[_code[0]] = _kind
+# For the walk's fast path: an opcode with a fixed-size argument steps over 1 + that many bytes (> 0); the
+# others are their (negative) kind.
+_STEP: list[int] = [kind + 1 if kind >= 0 else kind for kind in _TABLE]
 _U4 = struct.Struct("<I").unpack_from
 _I4 = struct.Struct("<i").unpack_from
 _U8 = struct.Struct("<Q").unpack_from
@@ -99,18 +102,18 @@ def walk_pickle(data: bytes | bytearray | mmap.mmap, start: int = 0, end: int | 
     opcode that asks for impossible work, or the end when there is no STOP."""
     end = len(data) if end is None else end
     length = end - start
-    table = _TABLE
+    step = _STEP
     u4, i4, u8 = _U4, _I4, _U8
     long_binput, len4 = _LONG_BINPUT, _LEN4  # locals: the hot loop compares against them
     pos = start
     # The most frequent opcodes first: fixed-size arguments, then LONG_BINPUT and the 4-byte lengths.
     while pos < end:
         code = data[pos]
-        kind = table[code]
-        pos += 1
-        if kind >= 0:
+        kind = step[code]
+        if kind > 0:
             pos += kind
             continue
+        pos += 1
         if kind == long_binput:
             if pos + 4 > end:
                 break

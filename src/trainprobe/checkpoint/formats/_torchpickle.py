@@ -8,7 +8,7 @@ from typing import Any
 from trainprobe.checkpoint.base import Note, Storage, TensorRecord, brief
 from trainprobe.checkpoint.dtypes import lookup
 from trainprobe.checkpoint.naming import map_optimizer_params
-from trainprobe.checkpoint.unpickler import StorageType, TensorRef
+from trainprobe.checkpoint.unpickler import StorageType, TensorRef, collector_paused
 from trainprobe.checkpoint.walk import name_tensors
 from trainprobe.errors import CorruptCheckpointError
 
@@ -70,7 +70,8 @@ def build_records(
         rec.check_geometry()
         return rec
 
-    skeleton, records, unreached = name_tensors(root, to_record, built=built or (), path=path)
+    with collector_paused():
+        skeleton, records, unreached = name_tensors(root, to_record, built=built or (), path=path)
     notes: list[Note] = []
     if unreached:
         keys = [str(getattr(ref.storage, "key", "?")) for ref in unreached]
