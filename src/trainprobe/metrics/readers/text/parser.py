@@ -511,20 +511,21 @@ class LineChunks:
                         continue
                     block = block[cut + 1 :]
                     self._skipping = False
-                block = rest + block
                 cut = block.rfind(b"\n")
                 if cut < 0:
-                    rest = block
+                    rest += block
                     if len(rest) > MAX_LINE:
                         rest, self._skipping = b"", True
                         self.overlong += 1
                     continue
+                # the lines up to the block's last newline, copied once (not joined, then sliced)
+                lines = b"".join((rest, memoryview(block)[:cut]))
                 rest = block[cut + 1 :]
                 if len(rest) > MAX_LINE:
                     rest, self._skipping = b"", True
                     self.overlong += 1
-                if cut:
-                    yield block[:cut]
+                if lines:
+                    yield lines
             if rest.strip():
                 yield rest
 
