@@ -22,7 +22,6 @@ from trainprobe.metrics.readers.text.clock import StampLayout
 _POW10 = 10.0 ** np.arange(23)
 _DIGIT0, _DIGIT9, _SPACE, _MINUS, _PLUS, _DOT = 48, 57, 32, 45, 43, 46
 _E = (69, 101)
-_DIFF_BYTES = 1 << 19  # lines compared at once against the first: about this many bytes
 
 
 def slot_spans(line: bytes, pieces: tuple[bytes, ...], start: int) -> list[tuple[int, int]] | None:
@@ -123,15 +122,7 @@ def _column_diff(flat: np.ndarray, lines: int, length: int, row_bytes: int) -> n
     diff = np.bitwise_xor(flat[full : full + length], first)
     if lines > 1:
         rows = flat[:full].reshape(lines - 1, row_bytes)[:, :length]
-        # a few thousand lines at a time into one small buffer: it stays in cache, and no temporary as
-        # large as the text is allocated (and page-faulted in) per block
-        step = max(1, _DIFF_BYTES // row_bytes)
-        scratch = np.empty((min(step, lines - 1), length), dtype=np.uint8)
-        for at in range(0, lines - 1, step):
-            part = rows[at : at + step]
-            xor = scratch[: part.shape[0]]
-            np.bitwise_xor(part, first, out=xor)
-            diff |= np.bitwise_or.reduce(xor, axis=0)
+        diff |= np.bitwise_or.reduce(rows ^ first, axis=0)
     return np.asarray(diff, dtype=np.uint8)
 
 
