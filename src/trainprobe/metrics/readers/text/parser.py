@@ -499,32 +499,37 @@ class LineChunks:
     _skipping: bool = field(default=False, repr=False)
 
     def __iter__(self) -> Iterator[bytes]:
+        # read into one buffer, reused: a fresh 8 MB object per read would be page-faulted in every time;
+        # what is yielded is a copy (the lines of the buffer joined to the line left over from the last)
+        buf = bytearray(self.size)
+        view = memoryview(buf)
         with open(self.path, "rb") as fh:
             rest = b""
             while True:
-                block = fh.read(self.size)
-                if not block:
+                end = fh.readinto(buf)
+                if not end:
                     break
+                start = 0
                 if self._skipping:
-                    cut = block.find(b"\n")
+                    cut = buf.find(b"\n", 0, end)
                     if cut < 0:
                         continue
-                    block = block[cut + 1 :]
+                    start = cut + 1
                     self._skipping = False
-                block = rest + block
-                cut = block.rfind(b"\n")
+                cut = buf.rfind(b"\n", start, end)
                 if cut < 0:
-                    rest = block
+                    rest += view[start:end]
                     if len(rest) > MAX_LINE:
                         rest, self._skipping = b"", True
                         self.overlong += 1
                     continue
-                rest = block[cut + 1 :]
+                lines = b"".join((rest, view[start:cut]))
+                rest = bytes(view[cut + 1 : end])
                 if len(rest) > MAX_LINE:
                     rest, self._skipping = b"", True
                     self.overlong += 1
-                if cut:
-                    yield block[:cut]
+                if lines:
+                    yield lines
             if rest.strip():
                 yield rest
 
