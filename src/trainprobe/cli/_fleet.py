@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainprobe.cli._command import at_least
+from trainprobe.cli._command import at_least, seconds
 from trainprobe.cli._output import Console, LiveOutput, Table, escape
 
 if TYPE_CHECKING:
@@ -46,6 +46,19 @@ CONFIG_HELP = (
 )
 
 _STATUS_STYLE = {"ok": "green", "failed": "red", "exception": "red", "timeout": "yellow", "killed": "yellow"}
+
+
+def add_remote_timeouts(group: Any, work: str) -> None:
+    """--timeout (for ``work``, e.g. "the remote scan") and --connect-timeout of a command that reads files
+    where they are."""
+    group.add_argument(
+        "--timeout", type=seconds, default=3600.0, metavar="SECONDS",
+        help=f"Seconds before {work} is killed (per target; default: %(default)g).",
+    )  # fmt: skip
+    group.add_argument(
+        "--connect-timeout", type=seconds, default=20.0, metavar="SECONDS",
+        help="Seconds to connect (default: %(default)g).",
+    )  # fmt: skip
 
 
 def add_fleet_options(group: Any, *, prefix: str = "") -> None:

@@ -5,8 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from trainprobe.cli._command import Command, CommandParser, add_output_options, seconds
-from trainprobe.cli._fleet import add_fleet_options, expand_specs, is_fleet, live_reporter, render_fleet
+from trainprobe.cli._command import Command, CommandParser, add_output_options
+from trainprobe.cli._fleet import (
+    add_fleet_options,
+    add_remote_timeouts,
+    expand_specs,
+    is_fleet,
+    live_reporter,
+    render_fleet,
+)
 from trainprobe.cli._output import Console, Output, escape
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
 
@@ -118,14 +125,7 @@ def add_arguments(parser: CommandParser) -> None:
         "disks, or storage several see): each target checks the parts it holds, and one verdict comes back "
         "(see below for what a part split over targets can and cannot show).",
     )  # fmt: skip
-    remote.add_argument(
-        "--timeout", type=seconds, default=3600.0, metavar="SECONDS",
-        help="Seconds before the remote check is killed (per target; default: %(default)g).",
-    )  # fmt: skip
-    remote.add_argument(
-        "--connect-timeout", type=seconds, default=20.0, metavar="SECONDS",
-        help="Seconds to connect (default: %(default)g).",
-    )  # fmt: skip
+    add_remote_timeouts(remote, "the remote check")
     add_fleet_options(remote)
 
 

@@ -5,8 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from trainprobe.cli._command import Command, CommandParser, add_output_options, at_least, seconds
-from trainprobe.cli._fleet import add_fleet_options, expand_specs, is_fleet, live_reporter, render_fleet
+from trainprobe.cli._command import Command, CommandParser, add_output_options, at_least
+from trainprobe.cli._fleet import (
+    add_fleet_options,
+    add_remote_timeouts,
+    expand_specs,
+    is_fleet,
+    live_reporter,
+    render_fleet,
+)
 from trainprobe.cli._output import Console, Output, Table, escape
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
 
@@ -187,14 +194,7 @@ def add_arguments(parser: CommandParser) -> None:
         "--on", action="append", metavar="TARGET",
         help="Compare on a remote target (ssh=user@host...); repeat, or a range/name/group, for a fleet.",
     )  # fmt: skip
-    remote.add_argument(
-        "--timeout", type=seconds, default=3600.0, metavar="SECONDS",
-        help="Seconds before the remote diff is killed (per target; default: %(default)g).",
-    )  # fmt: skip
-    remote.add_argument(
-        "--connect-timeout", type=seconds, default=20.0, metavar="SECONDS",
-        help="Seconds to connect (default: %(default)g).",
-    )  # fmt: skip
+    add_remote_timeouts(remote, "the remote diff")
     add_fleet_options(remote)
 
 

@@ -13,9 +13,15 @@ from trainprobe.cli._command import (
     at_least,
     non_negative_seconds,
     positive_number,
-    seconds,
 )
-from trainprobe.cli._fleet import add_fleet_options, expand_specs, is_fleet, live_reporter, render_fleet
+from trainprobe.cli._fleet import (
+    add_fleet_options,
+    add_remote_timeouts,
+    expand_specs,
+    is_fleet,
+    live_reporter,
+    render_fleet,
+)
 from trainprobe.cli._output import Console, Output
 from trainprobe.errors import UsageError
 
@@ -173,14 +179,7 @@ def add_arguments(parser: CommandParser) -> None:
         "--on", action="append", metavar="TARGET",
         help="Read the logs on a remote target (ssh=user@host...); repeat, or a range/name/group: a fleet.",
     )  # fmt: skip
-    remote.add_argument(
-        "--timeout", type=seconds, default=3600.0, metavar="SECONDS",
-        help="Seconds before the remote analysis is killed (per target; default: %(default)g).",
-    )  # fmt: skip
-    remote.add_argument(
-        "--connect-timeout", type=seconds, default=20.0, metavar="SECONDS",
-        help="Seconds to connect (default: %(default)g).",
-    )  # fmt: skip
+    add_remote_timeouts(remote, "the remote analysis")
     add_fleet_options(remote)
 
 

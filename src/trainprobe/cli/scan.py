@@ -5,8 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainprobe.cli._command import Command, CommandParser, add_output_options, at_least, seconds
-from trainprobe.cli._fleet import add_fleet_options, expand_specs, is_fleet, live_reporter, render_fleet
+from trainprobe.cli._command import Command, CommandParser, add_output_options, at_least
+from trainprobe.cli._fleet import (
+    add_fleet_options,
+    add_remote_timeouts,
+    expand_specs,
+    is_fleet,
+    live_reporter,
+    render_fleet,
+)
 from trainprobe.cli._output import Console, Output
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
 
@@ -278,14 +285,7 @@ def add_arguments(parser: CommandParser) -> None:
         "disks, or storage several see): each target scans the files it holds (shared ones split by size), "
         "and one report comes back, as a scan of all files in one place would give it.",
     )  # fmt: skip
-    remote.add_argument(
-        "--timeout", type=seconds, default=3600.0, metavar="SECONDS",
-        help="Seconds before the remote scan is killed (per target; default: %(default)g).",
-    )  # fmt: skip
-    remote.add_argument(
-        "--connect-timeout", type=seconds, default=20.0, metavar="SECONDS",
-        help="Seconds to connect (default: %(default)g).",
-    )  # fmt: skip
+    add_remote_timeouts(remote, "the remote scan")
     add_fleet_options(remote)
 
 

@@ -11,8 +11,8 @@ from trainprobe.cli._command import (
     at_least,
     non_negative_seconds,
     positive_number,
-    seconds,
 )
+from trainprobe.cli._fleet import add_remote_timeouts
 from trainprobe.cli._output import Console, Output, Table, escape
 from trainprobe.errors import UsageError
 
@@ -135,14 +135,7 @@ def add_arguments(parser: CommandParser) -> None:
     add_output_options(output)
     remote = parser.add_argument_group("where the files are (--on)")
     remote.add_argument("--on", metavar="TARGET", help="Triage on a remote target (ssh=user@host...).")
-    remote.add_argument(
-        "--timeout", type=seconds, default=3600.0, metavar="SECONDS",
-        help="Seconds before the remote work is killed (default: %(default)g).",
-    )  # fmt: skip
-    remote.add_argument(
-        "--connect-timeout", type=seconds, default=20.0, metavar="SECONDS",
-        help="Seconds to connect (default: %(default)g).",
-    )  # fmt: skip
+    add_remote_timeouts(remote, "the remote work")
 
 
 def triage(
