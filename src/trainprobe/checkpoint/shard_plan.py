@@ -27,7 +27,7 @@ import base64
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.fingerprint import mark_identical
@@ -247,12 +247,22 @@ def plan_shards(path: str, inventories: Mapping[str, dict[str, Any]], *, whole: 
     return plan
 
 
-@dataclass
-class ShardedScan:
-    """The one report of a unit scanned on several machines, and how: which target read which file, the
-    files nobody holds, conflicts, and targets that failed (their files reported as not read)."""
+class _Report(Protocol):
+    @property
+    def exit_code(self) -> int: ...
+    def to_json(self) -> dict[str, Any]: ...
 
-    report: ScanReport
+
+R = TypeVar("R", bound=_Report)
+
+
+@dataclass
+class ShardedReport(Generic[R]):
+    """The one report (a scan's or a check's) of a unit read on several machines, and how: which target read
+    which file, the files nobody holds, conflicts, and targets that failed (their files reported as not
+    read)."""
+
+    report: R
     plan: ShardPlan
     targets: list[dict[str, Any]] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
@@ -275,6 +285,9 @@ class ShardedScan:
             "targets": self.targets,
         }
         return data
+
+
+ShardedScan = ShardedReport[ScanReport]
 
 
 def merge_shards(

@@ -8,7 +8,6 @@ check in one place. Pure: nothing is read and nothing runs here."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
@@ -17,37 +16,9 @@ from trainprobe.checkpoint.check.report import CheckReport, Evidence
 from trainprobe.checkpoint.check.share import merge_part_shares
 from trainprobe.checkpoint.check.unit import judge_check
 from trainprobe.checkpoint.parts import DCP, data_files
-from trainprobe.checkpoint.shard_plan import ShardPlan, part_files
+from trainprobe.checkpoint.shard_plan import ShardedReport, ShardPlan, part_files
 
-
-@dataclass
-class ShardedCheck:
-    """The check report of a unit checked on several machines, and how: which target read which file,
-    the files nobody holds, conflicts, and targets that failed (their files reported as not read)."""
-
-    report: CheckReport
-    plan: ShardPlan
-    targets: list[dict[str, Any]] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def exit_code(self) -> int:
-        """The report's (the one rule), and 1 when a target could not run (the fleet rule)."""
-        return 1 if self.failed else self.report.exit_code
-
-    def to_json(self) -> dict[str, Any]:
-        data = self.report.to_json()
-        data["exit_code"] = self.exit_code
-        data["sharded"] = {
-            "path": self.plan.path,
-            "readers": dict(sorted(self.plan.reader.items())),
-            "holders": {rel: [h.target for h in hs] for rel, hs in sorted(self.plan.holders.items())},
-            "missing": {p: list(fs) for p, fs in self.plan.missing.items()},
-            "conflicts": list(self.plan.conflicts),
-            "failed": dict(self.failed),
-            "targets": self.targets,
-        }
-        return data
+ShardedCheck = ShardedReport[CheckReport]
 
 
 def merge_check_shards(
