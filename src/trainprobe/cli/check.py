@@ -186,24 +186,16 @@ def _check_fleet(
     parallel: int,
 ) -> int:
     """One check report per target, then the table of targets; the exit code summarises the fleet."""
-    from trainprobe.checkpoint.check import check_paths_json
-    from trainprobe.remote.fanout import call_fleet
+    from trainprobe.tasks import check_on_fleet
 
     progress = None if out.quiet or out.json_mode else out.live(stderr=True)
     _, _, on_done = live_reporter(targets, None, progress)
-    fleet = call_fleet(
-        targets,
-        check_paths_json,
-        paths,
-        parallel=parallel,
-        timeout=timeout,
-        connect_timeout=connect_timeout,
-        need=("numpy",),
-        on_done=on_done,
+    checked = check_on_fleet(
+        targets, paths, parallel=parallel, timeout=timeout, connect_timeout=connect_timeout, on_done=on_done
     )
     if progress is not None:
         progress.raise_failure()
-    reports = {o.target: o.result for o in fleet.outcomes if o.ok and isinstance(o.result, dict)}
+    fleet, reports = checked.fleet, checked.reports
     codes = [exit_code(reports[o.target], strict) if o.target in reports else 1 for o in fleet.outcomes]
     code = 1 if 1 in codes else max(codes, default=0)
     summaries = {

@@ -212,26 +212,17 @@ def _scan_fleet(
     connect_timeout: float,
     parallel: int,
 ) -> int:
-    from trainprobe.checkpoint.scan import ScanReport, scan
-    from trainprobe.remote.fanout import call_fleet
+    from trainprobe.tasks import scan_on_fleet
 
     progress = None if out.quiet or out.json_mode else out.live(stderr=True)
     _, _, on_done = live_reporter(targets, None, progress)
-    fleet = call_fleet(
-        targets,
-        scan,
-        paths,
-        stats=stats,
-        verify=verify,
-        parallel=parallel,
-        timeout=timeout,
-        connect_timeout=connect_timeout,
-        need=("numpy",),
-        on_done=on_done,
-    )
+    scanned = scan_on_fleet(
+        targets, paths, stats=stats, verify=verify, parallel=parallel, timeout=timeout,
+        connect_timeout=connect_timeout, on_done=on_done,
+    )  # fmt: skip
     if progress is not None:
         progress.raise_failure()
-    reports = {o.target: ScanReport.from_json(o.result) for o in fleet.outcomes if o.ok and o.result}
+    fleet, reports = scanned.fleet, scanned.reports
     code = fleet_scan_exit_code(fleet, reports)
     summaries = {}
     for target, report in reports.items():
