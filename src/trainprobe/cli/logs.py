@@ -237,7 +237,7 @@ def logs(
         from trainprobe.metrics.html import render_html
 
         try:
-            html.write_text(render_html(report), encoding="utf-8")
+            html.write_text(render_html(report), encoding="utf-8", errors="backslashreplace")
         except OSError as exc:
             raise UsageError(f"--html {html}: cannot write ({exc.strerror or exc})") from None
         out.note(f"HTML report written to {html}")

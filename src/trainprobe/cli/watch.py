@@ -49,7 +49,7 @@ def finding_env(f: Finding) -> dict[str, str]:
     """What ``--exec`` gets: the finding in environment variables (and as JSON on stdin)."""
     from trainprobe.metrics.findings import fmt_step
 
-    return {
+    got = {
         "TRAINPROBE_FINDING_KIND": f.kind,
         "TRAINPROBE_FINDING_SEVERITY": f.severity,
         "TRAINPROBE_FINDING_RUN": f.run,
@@ -58,6 +58,13 @@ def finding_env(f: Finding) -> dict[str, str]:
         "TRAINPROBE_FINDING_MESSAGE": f.message,
         "TRAINPROBE_FINDING_SUGGESTION": f.suggestion,
     }
+    return {k: env_text(v) for k, v in got.items()}
+
+
+def env_text(text: str) -> str:
+    """``text`` as an environment value can hold it: a NUL (which ends a C string) and what UTF-8 cannot
+    encode (a lone surrogate from a JSON key) written as backslash escapes, ``\\x00`` and ``\\ud800``."""
+    return text.replace("\0", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def run_exec(argv: list[str], f: Finding) -> int:

@@ -68,8 +68,14 @@ def _chart(
     shades: list[tuple[float, float, str, str]],
     marks: list[tuple[float, str, str]],
 ) -> str:
-    steps = series["steps"]
-    values = series["values"]
+    # A step that is no finite number (a logged ``1e999``: JSON carries it as text) has no place on an axis.
+    kept = [
+        (s, v)
+        for s, v in zip(series["steps"], series["values"], strict=True)
+        if isinstance(s, (int, float)) and math.isfinite(s)
+    ]
+    steps = [s for s, _ in kept]
+    values = [v for _, v in kept]
     finite = [v for v in values if v is not None]
     x0, x1 = (min(steps), max(steps)) if steps else (0, 1)
     if x1 <= x0:
@@ -86,6 +92,8 @@ def _chart(
 
     parts: list[str] = []
     for start, end, color, title in shades:
+        if not (math.isfinite(start) and math.isfinite(end)):
+            continue
         a, b = sx(max(start, x0)), sx(min(max(end, start), x1))
         parts.append(
             f'<rect class="anomaly" x="{a - 2:.1f}" y="{_PAD_T}" width="{max(b - a, 0) + 4:.1f}" '
