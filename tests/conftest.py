@@ -4,6 +4,88 @@ Fixtures for real components live in tests/fixtures/, registered here so any tes
 ``sshd`` and ``ssh_setup`` (a real OpenSSH server on loopback with bash/zsh/fish/dash/tcsh users) and
 ``numpy_venv`` (a system-Python venv with numpy and without trainprobe), ``framework_units`` (checkpoints
 written by the real frameworks, cached per framework versions: tests/fixtures/frameworks/plugin.py).
+
+``--load N`` runs N busy processes per core for the whole session (a machine that also runs other work);
+.ci/run runs the ``timing`` tests (the slow, timing-sensitive ones: :data:`TIMING_TESTS` and the tests marked
+in place) under ``--load 1`` after the normal suite.
 """
 
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
 pytest_plugins = ["fixtures.sshd", "fixtures.venvs", "fixtures.frameworks.plugin"]
+
+#: tests of other directories that are timing-sensitive (marked ``timing`` here, so that their files stay
+#: as they are): node id prefixes, relative to tests/. The remote engine's mark theirs in place.
+TIMING_TESTS = (
+    "cli/test_scan_demo.py",  # the demo's story
+    "cli/test_watch.py",
+    "tasks/test_watch_on.py",
+    "cli/test_triage_cli.py::test_html_report_renders_in_headless_chromium",
+)
+
+#: one busy process: spins until killed, or until its parent (this pytest) is gone, so that even a pytest
+#: killed with SIGKILL leaves none behind
+_HOG = """
+import os, sys
+parent = int(sys.argv[1])
+while os.getppid() == parent:
+    for _ in range(200000):
+        pass
+"""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--load",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run N busy processes per CPU core for the whole session (tests must hold on a busy machine)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        nodeid = item.nodeid.removeprefix("tests/")
+        if nodeid.startswith(TIMING_TESTS):
+            item.add_marker(pytest.mark.timing)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cpu_load(request: pytest.FixtureRequest) -> Iterator[int]:
+    """``--load N``: N busy processes on every core, from the first test to the end of the session (killed
+    then, whatever the outcome). Yields how many run."""
+    per_core = int(request.config.getoption("load"))
+    if per_core < 0:
+        raise pytest.UsageError("--load takes a number of busy processes per core (0 or more)")
+    hogs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _HOG, str(os.getpid())],
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C of the session does not hit them; the finally below does
+        )
+        for _ in range(per_core * _cores())
+    ]
+    try:
+        yield len(hogs)
+    finally:
+        for hog in hogs:
+            if hog.poll() is None:
+                hog.send_signal(signal.SIGKILL)
+        for hog in hogs:
+            hog.wait()

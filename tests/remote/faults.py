@@ -1,19 +1,23 @@
 """Helpers for the fault tests: login scripts per shell, the fixture sshd's port cut with iptables, and what
 is left running on either side after a run.
 
-"Left" means: on the far side, any process of the test user but sshd's own (a kept ControlMaster connection
-has one); on the local side, any process below this test process but a ControlMaster (``[mux]``), which
-trainprobe keeps on purpose, and the fixture's sshd (the far side).
+"Left" means: on the far side, any live process of the test user but sshd's own (a kept ControlMaster
+connection has one); on the local side, any live process below this test process but a ControlMaster
+(``[mux]``), which trainprobe keeps on purpose, and the fixture's sshd (the far side). A zombie whose parent
+is alive is not left running: its parent reaps it (the machine may be too busy to have done so yet).
+:func:`assert_nothing_left` is the one check, used by every test that checks for leftovers.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import pwd
+import re
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -54,30 +58,70 @@ def port_cut(port: int) -> Iterator[None]:
             subprocess.run(["iptables", "-D", *rule], capture_output=True)
 
 
-def descendants(root: int) -> dict[int, str]:
-    """Every process below ``root`` (from /proc's parent links): pid -> command line."""
-    parent, cmdline = {}, {}
+def _read_proc(pid: int) -> tuple[int, str, int, str] | None:
+    """``(parent, state, uid, command line)`` of ``pid`` from /proc, None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+        uid = os.stat(f"/proc/{pid}").st_uid
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except (OSError, ValueError):
+        return None
+    comm = stat[stat.find("(") + 1 : stat.rfind(")")]
+    fields = stat.rsplit(")", 1)[1].split()
+    return int(fields[1]), fields[0], uid, cmdline or f"[{comm}]"
+
+
+def processes() -> dict[int, tuple[int, str, int, str]]:
+    """Every process: pid -> ``(parent, state, uid, command line)`` (``[comm]`` when it has none)."""
+    table = {}
     for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                parent[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmdline[int(name)] = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-        except (OSError, ValueError, IndexError):
-            continue
+        if name.isdigit() and (entry := _read_proc(int(name))) is not None:
+            table[int(name)] = entry
+    return table
+
+
+def _reaped_soon(pid: int, table: dict[int, tuple[int, str, int, str]]) -> bool:
+    """A zombie whose parent is alive (not a zombie itself): it is about to be reaped, not left running."""
+    entry = table.get(pid)
+    if entry is None or entry[1] != "Z":
+        return False
+    parent = table.get(entry[0])
+    return parent is not None and parent[1] != "Z"
+
+
+def dead(pid: int) -> bool:
+    """``pid`` is gone or a zombie (it runs no more; whether its parent has reaped it yet does not matter)."""
+    entry = _read_proc(pid)
+    return entry is None or entry[1] == "Z"
+
+
+def descendants(root: int) -> dict[int, str]:
+    """Every live process below ``root`` (from /proc's parent links): pid -> command line. Zombies about
+    to be reaped are not counted."""
+    table = processes()
     found: set[int] = set()
     frontier = {root}
     while frontier:
-        frontier = {pid for pid, ppid in parent.items() if ppid in frontier} - found
+        frontier = {pid for pid, entry in table.items() if entry[0] in frontier} - found
         found |= frontier
-    return {pid: cmdline.get(pid, "") for pid in found}
+    return {pid: table[pid][3] for pid in sorted(found) if not _reaped_soon(pid, table)}
 
 
-def far_leftovers(user: str) -> list[str]:
-    found = subprocess.run(["pgrep", "-a", "-u", user], capture_output=True, text=True).stdout
-    return [line for line in found.splitlines() if not line.split(None, 1)[-1].startswith("sshd")]
+def far_leftovers(user: str, pattern: str = "") -> list[str]:
+    """``pid command line`` of each live process of ``user`` but sshd's own, whose command line matches
+    the regular expression ``pattern`` (any when empty). Zombies about to be reaped are not counted."""
+    uid = pwd.getpwnam(user).pw_uid
+    table = processes()
+    return [
+        f"{pid} {entry[3]}"
+        for pid, entry in sorted(table.items())
+        if entry[2] == uid
+        and not entry[3].startswith("sshd")
+        and not _reaped_soon(pid, table)
+        and re.search(pattern, entry[3])
+    ]
 
 
 #: processes below the test session that were there before the current test (session fixtures' daemons)
@@ -97,25 +141,40 @@ def local_leftovers() -> list[str]:
     return [f"{pid} {cmd}" for pid, cmd in below if cmd and "[mux]" not in cmd and not cmd.startswith("sshd")]
 
 
-def assert_nothing_left(*users: str, within: float = 2.0) -> None:
-    """Nothing of the run on either side ``within`` seconds from now (processes the test started itself
-    have to be gone too)."""
+#: how long a leftover check looks again before it fails: generous, for a machine under load (a clean run
+#: passes at the first look; only a real leftover waits this long)
+LEFTOVER_DEADLINE_S = 30.0
+#: how long a test waits for an event it caused (a line, a file, a process state) before it fails
+EVENT_DEADLINE_S = 60.0
+#: between two looks at /proc or a file while polling for an event: polling interval, not a wait for time
+POLL_S = 0.05
+
+
+def assert_nothing_left(
+    *users: str, within: float = LEFTOVER_DEADLINE_S, pattern: str = "", local: bool = True
+) -> None:
+    """The one check for leftovers: looks again until nothing of the run is left, on either side (the far
+    users' processes matching ``pattern``; with ``local``, what this test started below it), and fails with
+    the list once ``within`` seconds pass. Zombies whose parent is about to reap them are not leftovers."""
+
+    def left() -> list[str]:
+        far = [line for user in users for line in far_leftovers(user, pattern)]
+        return [*(local_leftovers() if local else []), *far]
+
     deadline = time.monotonic() + within
-    while True:
-        left = [*local_leftovers(), *(line for user in users for line in far_leftovers(user))]
-        if not left:
-            return
+    while found := left():
         if time.monotonic() > deadline:
-            raise AssertionError(f"left running: {left}")
-        time.sleep(0.1)
+            raise AssertionError(f"left running after {within:g} s: {found}")
+        time.sleep(POLL_S)  # polling interval
 
 
-def wait_for(check: object, seconds: float, what: str) -> None:
+def wait_for(check: Callable[[], object], seconds: float = EVENT_DEADLINE_S, what: str = "the event") -> None:
+    """Poll ``check`` until it is true; fail once ``seconds`` pass (a generous deadline, not a pause)."""
     deadline = time.monotonic() + seconds
-    while not check():  # type: ignore[operator]
+    while not check():
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {seconds} s")
-        time.sleep(0.05)
+            raise AssertionError(f"{what} did not happen within {seconds:g} s")
+        time.sleep(POLL_S)  # polling interval
 
 
 def kill_user_processes(user: str, pattern: str) -> None:

@@ -12,10 +12,11 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 from trainprobe.remote.probe import probe
+
+from .faults import EVENT_DEADLINE_S
 
 TRAINPROBE = str(Path(sys.executable).with_name("trainprobe"))
 
@@ -97,12 +98,15 @@ def test_probe_leaves_out_trainprobes_own_processes(tmp_path: Path) -> None:
     ]
     user = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "eval.py"], env=env)
     cancel = threading.Event()
+    up = threading.Event()  # the other run's script has started: its agent is up
     other = threading.Thread(
-        target=run, args=("local", "import time; time.sleep(60)"), kwargs={"cancel": cancel}
+        target=run,
+        args=("local", "import time; print('up', flush=True); time.sleep(60)"),
+        kwargs={"cancel": cancel, "stdout": lambda _: up.set()},
     )
     other.start()
     try:
-        time.sleep(1.0)  # the other run's agent is up
+        assert up.wait(EVENT_DEADLINE_S), "the other run's script did not start"
         report = probe("local", cuda=False)
         started_by_this_test = descendants(os.getpid())
     finally:
