@@ -92,8 +92,12 @@ def render_report(report: LogReport, console: Console) -> None:
 
     for run in report.runs:
         console.print(_run_line(run, fmt_step, escape))
+    render_not_read(report, console)
     if not report.findings:
-        console.print("[green]no findings: the log looks healthy[/]")
+        if report.not_read:
+            console.print("[yellow]no findings in what was read: the report is incomplete[/]")
+        else:
+            console.print("[green]no findings: the log looks healthy[/]")
         return
     table = Table(show_header=True, header_style="bold", expand=False, show_lines=False)
     for col in ("severity", "run", "metric", "step", "what happened / next step"):
@@ -133,9 +137,23 @@ def _run_line(run: RunLog, fmt_step: Callable[[float], str], escape: Callable[[s
     return line + (f"[dim]; {escape('; '.join(rest))}[/]" if rest else "")
 
 
+def render_not_read(report: LogReport, console: Console, *, shown: int = 20) -> None:
+    """The paths that could not be read (a report with any is incomplete: exit 2)."""
+    from trainprobe.cli._output import escape
+
+    for n in report.not_read[:shown]:
+        console.print(f"[bold red]not read[/] {escape(n.path)}: {escape(n.why)}", soft_wrap=True)
+    if len(report.not_read) > shown:
+        console.print(f"[bold red]not read[/] … and {len(report.not_read) - shown} more (see --json)")
+
+
 def exit_code_for(report: LogReport, fail_on: str) -> int:
+    """0 nothing at ``fail_on`` or worse, 1 findings, 2 when a path could not be read (whatever was found
+    in the rest: an incomplete report is never healthy)."""
     from trainprobe.metrics.findings import SEVERITY_RANK
 
+    if report.not_read:
+        return 2
     if fail_on == "never" or report.worst is None:
         return 0
     return 1 if SEVERITY_RANK[report.worst] <= SEVERITY_RANK[fail_on] else 0
@@ -276,7 +294,7 @@ def _logs_fleet(
     codes = [
         exit_code_for(reports[o.target], fail_on) if o.target in reports else 1 for o in fleet.fleet.outcomes
     ]
-    code = 1 if 1 in codes else 0
+    code = 2 if 2 in codes else 1 if 1 in codes else 0
     summaries = {
         target: f"{len(r.runs)} run(s): "
         + (

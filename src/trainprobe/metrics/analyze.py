@@ -46,6 +46,7 @@ __all__ = [
     "rows_to_run",
 ]  # fmt: skip
 from trainprobe.metrics.table import ColumnBuilder, RunLog, finish_run
+from trainprobe.metrics.walk import NotRead
 
 SCHEMA_VERSION = 1
 
@@ -94,6 +95,9 @@ class LogReport:
     runs: list[RunLog]
     findings: list[Finding]
     events: dict[str, list[Event]]
+    # paths under a directory read that could not be opened (trainprobe.metrics.walk): a report with any is
+    # incomplete (``logs`` exits 2), never healthy
+    not_read: list[NotRead] = field(default_factory=list)
 
     @property
     def worst(self) -> str | None:
@@ -127,6 +131,7 @@ class LogReport:
                 for r in self.runs
             ],
             "findings": [f.to_json() for f in self.findings],
+            "not_read": [n.to_json() for n in self.not_read],
         }
         if series:
             out["series"] = {r.name: downsample(r, max_points) for r in self.runs}
@@ -150,6 +155,7 @@ class LogReport:
             runs=[RunLog.from_json(entry["data"]) for entry in entries],
             findings=[Finding.from_json(f) for f in document["findings"]],
             events={str(e["name"]): [Event.from_json(x) for x in e["events"]] for e in entries},
+            not_read=[NotRead.from_json(n) for n in document.get("not_read", [])],
         )
 
 
@@ -391,11 +397,14 @@ def analyze(
     if isinstance(sources, (str, Path, RunLog)):
         sources = [sources]
     runs: list[RunLog] = []
+    not_read: list[NotRead] = []
     for src in sources:
         if isinstance(src, RunLog):
             runs.append(src)
         elif isinstance(src, (str, Path)):
-            runs.extend(read_logs(Path(src), event_patterns=patterns, line_pattern=line_pattern))
+            runs.extend(
+                read_logs(Path(src), event_patterns=patterns, line_pattern=line_pattern, not_read=not_read)
+            )
         else:
             runs.append(rows_to_run(src, name=f"run{len(runs)}"))
     if not runs or all(len(r) == 0 or not r.metrics for r in runs):
@@ -417,7 +426,7 @@ def analyze(
         findings.extend(run_findings)
     findings.extend(_recurring(findings, runs))
     findings.sort(key=lambda f: (SEVERITY_RANK[f.severity], f.run, f.step))
-    return LogReport(runs=runs, findings=findings, events=all_events)
+    return LogReport(runs=runs, findings=findings, events=all_events, not_read=not_read)
 
 
 def analyze_json(paths: Sequence[str], options: Mapping[str, Any] | None = None) -> dict[str, Any]:

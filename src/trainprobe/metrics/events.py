@@ -241,7 +241,13 @@ def events_from_checkpoint_dir(directory: Path, steps: np.ndarray, wall: np.ndar
     """Checkpoint saves from the files/dirs in ``directory``: the step in the name, else the modification time
     placed on the wall clock."""
     found: list[Event] = []
-    for entry in sorted(directory.iterdir()):
+    try:
+        entries = sorted(directory.iterdir())
+    except OSError as exc:
+        from trainprobe.errors import LogError
+
+        raise LogError(str(directory), f"cannot list the checkpoints ({exc.strerror or exc})") from None
+    for entry in entries:
         try:
             mtime = entry.stat().st_mtime
         except OSError:

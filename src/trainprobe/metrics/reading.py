@@ -3,6 +3,7 @@ and one clear error for a log that gives no metric rows, with the first lines an
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 from trainprobe.errors import LogError, UsageError
 from trainprobe.metrics.readers import DIR_READERS, READERS, LogReader, ReadOptions
 from trainprobe.metrics.table import RunLog, Unread
+from trainprobe.metrics.walk import NotRead, regular_file, walk
 
 LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".md", ".err", ".wandb")
 _HEAD = 65536
@@ -17,6 +19,9 @@ _SHOWN = 6
 
 
 def pick_reader(path: Path) -> LogReader:
+    why = regular_file(path)
+    if why is not None:
+        raise LogError(str(path), why)
     with open(path, "rb") as fh:
         head = fh.read(_HEAD)
     for reader in READERS:
@@ -56,21 +61,27 @@ def with_side_runs(runs: list[RunLog]) -> list[RunLog]:
     return out
 
 
-def _walk(root: Path, options: ReadOptions) -> list[RunLog]:
-    """Run directories a directory reader claims, read whole; every other log file by itself."""
+def _walk(root: Path, options: ReadOptions, not_read: list[NotRead]) -> list[RunLog]:
+    """Run directories a directory reader claims, read as a run (the files it reads and the folders it owns
+    taken out of the walk); every other log file by itself. What cannot be opened goes to ``not_read``."""
     runs: list[RunLog] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        here = Path(dirpath)
-        claimed = next((r for r in DIR_READERS if r.claims(here)), None)
+    owned: set[Path] = set()
+    for node in walk(root, not_read):
+        claimed = next((r for r in DIR_READERS if r.claims(node.path)), None)
         if claimed is not None:
-            runs.extend(with_side_runs(claimed.read_dir(here, options)))
-            dirnames[:] = []
-            continue
-        dirnames.sort()
-        for name in sorted(filenames):
-            path = here / name
-            if _is_log_name(path) and path.is_file():
-                runs.extend(_read_file(path, options))
+            files, dirs = claimed.owns(node.path)
+            owned.update(files)
+            node.dirs[:] = [d for d in node.dirs if d not in dirs]
+            runs.extend(with_side_runs(claimed.read_dir(node.path, options, not_read)))
+        for name in node.files:
+            path = node.path / name
+            if path in owned or not _is_log_name(path):
+                continue
+            why = regular_file(path)
+            if why is not None:
+                not_read.append(NotRead(str(path), why))
+                continue
+            runs.extend(_read_file(path, options))
     return runs
 
 
@@ -79,15 +90,30 @@ def read_logs(
     *,
     event_patterns: list[re.Pattern[str]] | None = None,
     line_pattern: re.Pattern[str] | None = None,
+    not_read: list[NotRead] | None = None,
 ) -> list[RunLog]:
     """Read one log file (format detected from its content), a run directory, or every log under a
-    directory. Runs with no rows are left out of a directory's list."""
+    directory. Runs with no rows are left out of a directory's list. Paths under a directory that could not
+    be opened go to ``not_read`` (given: the caller reports them; not given: any makes a LogError)."""
     options = ReadOptions(tuple(event_patterns or ()), line_pattern)
     path = Path(path)
-    if not path.exists():
-        raise UsageError(f"{path}: no such file or directory", hint="check the path")
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT and not os.path.islink(path):
+            raise UsageError(f"{path}: no such file or directory", hint="check the path") from None
     if path.is_dir():
-        runs = _walk(path, options)
+        missed: list[NotRead] = [] if not_read is None else not_read
+        before = len(missed)
+        runs = _walk(path, options, missed)
+        if not_read is None and missed:
+            raise LogError(f"{missed[0].path}", f"not read: {missed[0].why}")
+        if not runs and len(missed) > before:
+            raise LogError(
+                str(path),
+                f"no log could be read; {len(missed) - before} path(s) not read, the first: "
+                f"{missed[before].path} ({missed[before].why})",
+            )
         if not runs:
             raise LogError(
                 str(path),

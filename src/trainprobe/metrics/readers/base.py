@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Protocol
 
 from trainprobe.metrics.table import RunLog
+from trainprobe.metrics.walk import NotRead
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,14 @@ class RunDirReader(Protocol):
         """True when ``directory`` is a run directory of this kind (read as a whole, not file by file)."""
         ...
 
-    def read_dir(self, directory: Path, options: ReadOptions) -> list[RunLog]: ...
+    def owns(self, directory: Path) -> tuple[frozenset[Path], frozenset[str]]:
+        """What reading ``directory`` takes: the files it reads (or knows as its own bookkeeping) and the
+        sub-directories it reads whole. Everything else in the tree is still walked for logs."""
+        ...
+
+    def read_dir(self, directory: Path, options: ReadOptions, not_read: list[NotRead]) -> list[RunLog]:
+        """The runs of ``directory``; what could not be read goes to ``not_read``."""
+        ...
 
 
 __all__ = ["LogReader", "ReadOptions", "RunDirReader"]

@@ -11,16 +11,15 @@ import numpy as np
 
 from trainprobe.metrics.readers.base import ReadOptions
 from trainprobe.metrics.table import ABSENT, ColumnBuilder, RunLog, Unread, finish_run
+from trainprobe.metrics.walk import NotRead, files_under
 
 _MAX_VALUES = 50_000_000
+# What MLflow keeps of a run besides files the user logged (``artifacts/`` is walked for logs as any folder).
+_OWN_DIRS = ("metrics", "params", "tags", "inputs", "outputs")
 
 
-def _metric_files(metrics: Path) -> list[tuple[str, Path]]:
-    return sorted(
-        (p.relative_to(metrics).as_posix(), p)
-        for p in metrics.rglob("*")
-        if p.is_file() and not p.name.startswith(".")
-    )
+def _metric_files(metrics: Path, not_read: list[NotRead]) -> list[tuple[str, Path]]:
+    return sorted((p.relative_to(metrics).as_posix(), p) for p in files_under(metrics, not_read))
 
 
 def _read_metric(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -71,8 +70,11 @@ class MlflowReader:
     def claims(self, directory: Path) -> bool:
         return (directory / "metrics").is_dir() and (directory / "meta.yaml").is_file()
 
-    def read_dir(self, directory: Path, options: ReadOptions) -> list[RunLog]:
-        per_key = {key: _read_metric(path) for key, path in _metric_files(directory / "metrics")}
+    def owns(self, directory: Path) -> tuple[frozenset[Path], frozenset[str]]:
+        return frozenset({directory / "meta.yaml"}), frozenset(_OWN_DIRS)
+
+    def read_dir(self, directory: Path, options: ReadOptions, not_read: list[NotRead]) -> list[RunLog]:
+        per_key = {key: _read_metric(path) for key, path in _metric_files(directory / "metrics", not_read)}
         bad = sum(got[3] for got in per_key.values())
         all_steps = (
             np.unique(np.concatenate([got[2] for got in per_key.values()])) if per_key else np.empty(0)
