@@ -5,17 +5,24 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from trainprobe.errors import LogError
 from trainprobe.metrics.analyze import LogReport, Options, analyze
 from trainprobe.metrics.findings import CLIFF, SPIKE, Finding
 from trainprobe.metrics.readers.jsonl import flatten
 from trainprobe.metrics.readers.text import LineParser
 from trainprobe.metrics.table import RunLog
+from trainprobe.metrics.walk import why_not
+
+_CHUNK = 64 << 20  # the most one poll reads (the rest comes on the next polls)
+_MAX_LINE = 1 << 20  # a partial line longer than this is dropped, not buffered
+_SEEK_DATA: int | None = getattr(os, "SEEK_DATA", None)
 
 
 class FileFollower:
@@ -31,8 +38,17 @@ class FileFollower:
         self._buf = b""
         self.offset = 0
         self.rotations = 0
+        self.behind = False  # the last poll read a full chunk: more is there already
 
     def _open(self) -> bool:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise LogError(str(self.path), why_not(exc)) from None
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block the open and every poll
+            raise LogError(str(self.path), "not a regular file (a FIFO, socket or device is not followed)")
         try:
             fh = open(self.path, "rb")  # noqa: SIM115 - kept open across polls on purpose
         except FileNotFoundError:
@@ -44,9 +60,24 @@ class FileFollower:
     def _read_rest(self) -> bytes:
         fh = self._fh
         assert fh is not None
-        data = fh.read()
+        self._skip_hole(fh)
+        data = fh.read(_CHUNK)
         self.offset += len(data)
+        self.behind = len(data) == _CHUNK
         return data
+
+    def _skip_hole(self, fh: BinaryIO) -> None:
+        """Seek past a hole (a sparse run of NULs: no line is in it) rather than read it."""
+        if _SEEK_DATA is None:
+            return
+        try:
+            at = os.lseek(fh.fileno(), self.offset, _SEEK_DATA)
+        except OSError:  # ENXIO: nothing but a hole to the end (or no SEEK_DATA support here)
+            return
+        if at > self.offset:
+            fh.seek(at)
+            self.offset = at
+            self._buf = b""
 
     def poll(self) -> list[str]:
         if self._fh is None and not self._open():
@@ -78,7 +109,8 @@ class FileFollower:
         data = self._buf + data
         cut = data.rfind(b"\n")
         if cut < 0:
-            self._buf = data
+            # a "line" past the cap is no metric line (a run of NULs, a binary blob): dropped, not kept
+            self._buf = data if len(data) <= _MAX_LINE else b""
             return []
         self._buf = data[cut + 1 :]
         return data[:cut].decode("utf-8", errors="replace").split("\n")
@@ -167,7 +199,8 @@ def watch_file(
                 online.feed(lines)
                 for f in online.new_findings():
                     on_finding(f)
-            time.sleep(interval)
+            if not follower.behind:
+                time.sleep(interval)
     except KeyboardInterrupt:
         pass
     finally:

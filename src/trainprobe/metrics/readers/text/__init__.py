@@ -9,11 +9,14 @@ rows.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from trainprobe.metrics.readers.base import ReadOptions
 from trainprobe.metrics.readers.text.parser import LineParser, iter_line_chunks, read_text_file
 from trainprobe.metrics.table import RunLog
+
+_NUL_RUN = re.compile(rb"\x00{64,}")
 
 
 class TextReader:
@@ -22,7 +25,9 @@ class TextReader:
     name = "text"
 
     def sniff(self, path: Path, head: bytes) -> bool:
-        return b"\x00" not in head
+        # NULs only in long runs (a hole a crash or a preallocation left) still make a text log; scattered
+        # NULs make a binary file
+        return b"\x00" not in head or b"\x00" not in _NUL_RUN.sub(b"", head)
 
     def read(self, path: Path, options: ReadOptions) -> list[RunLog]:
         return [

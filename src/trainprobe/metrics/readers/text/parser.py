@@ -9,10 +9,13 @@ keep their line number, so bulk blocks and single rows interleave as they did in
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -506,6 +509,8 @@ class LineChunks:
         with open(self.path, "rb") as fh:
             rest = b""
             while True:
+                if _skip_hole(fh):
+                    rest, self._skipping = b"", True  # the hole is NULs: the line it is in is no metric line
                 end = fh.readinto(buf)
                 if not end:
                     break
@@ -532,6 +537,31 @@ class LineChunks:
                     yield lines
             if rest.strip():
                 yield rest
+
+
+_SEEK_DATA: int | None = getattr(os, "SEEK_DATA", None)
+
+
+def _skip_hole(fh: BinaryIO) -> bool:
+    """Seek past a hole of a sparse file (NULs the file system does not store, a terabyte read in no time);
+    True when one was skipped."""
+    if _SEEK_DATA is None:
+        return False
+    at = fh.tell()
+    try:
+        data = os.lseek(fh.fileno(), at, _SEEK_DATA)
+    except OSError as exc:
+        if exc.errno != errno.ENXIO:  # a file system without SEEK_DATA: read it all
+            return False
+        end = os.fstat(fh.fileno()).st_size  # ENXIO: only a hole from here to the end
+        if end > at:
+            fh.seek(end)
+            return True
+        return False
+    if data > at:
+        fh.seek(data)
+        return True
+    return False
 
 
 def iter_line_chunks(path: Path, size: int = _CHUNK) -> Iterator[bytes]:
