@@ -65,6 +65,17 @@ class _Record:
     last_order: int
 
 
+# What a line needs to be anything but prose: a digit (a value, a step), or a word of a NaN report, a save,
+# an epoch line or an eval banner (trainprobe.metrics.events, splits.EVAL_WORDS); a superset, checked first.
+_MAY_MATTER = re.compile(
+    rb"[0-9]|nan|inf|sav|wrot|writ|stor|dump|export|checkpoint|ckpt|persist|epoch|val|test|dev|heldout"
+)
+
+
+def may_matter(raw: bytes) -> bool:
+    return _MAY_MATTER.search(raw.lower()) is not None
+
+
 def why_not_metrics(fields: Fields, body: str) -> str | None:
     """None for a metric row; else why the message is not one."""
     values = {k: v for k, v in fields.values.items() if not k.startswith("#") or k == COUNTER_KEY}
@@ -368,7 +379,20 @@ class LineParser:
         self._read_lines(lines, base)
 
     def _read_raw(self, raw: bytes, order: int) -> None:
-        self._read_line(raw.decode("utf-8", "replace"), order, raw if raw.isascii() else None)
+        text = raw.decode("utf-8", "replace")
+        if (
+            len(raw) <= MAX_LINE
+            and not may_matter(raw)
+            and not self._event_patterns
+            and self._line_pattern is None
+            and header_names(text) is None
+        ):
+            # prose: no number (so no row), no word an event or an eval banner needs, not a table header —
+            # rejected at about the cost of a metric line, not read field by field
+            if text.strip():
+                self._skip(order, text, "no numbers")
+            return
+        self._read_line(text, order, raw if raw.isascii() else None)
 
     def _read_lines(self, lines: list[bytes], base: int) -> None:
         owner = [-1] * len(lines)
