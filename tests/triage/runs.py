@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 STEPS, SAVE_EVERY, BLOWUP = 200, 50, 180
-STALL_FLOOR = 0.5  # the story's stalls are compressed to about a second
+STALL_FLOOR = 0.5  # the story's stalls are compressed to 2 s on its simulated clock (steps: 20 ms)
 
 
 def _readable(root: Path) -> None:

@@ -11,14 +11,19 @@ from trainprobe.cli.triage import render_triage
 _HELP = (
     "A small model trains with the naive background-thread save on (simulated) slow storage: torn "
     "checkpoints, loss spikes after saves that stall logging, and a late corrupt batch that blows up the "
-    "optimizer state. Then `triage` diagnoses the run from its own log and checkpoints and writes the HTML "
-    "report; the same training saved with trainprobe.save.CheckpointWriter comes out with no stall and no "
-    "torn checkpoint. When `ssh localhost` accepts your key, the triage also runs through `--on`.\n\n"
-    "Needs torch (pip install 'trainprobe[torch]'). Everything is kept in the directory it prints, so you "
+    "optimizer state. All of it is staged at fixed steps (the log is stamped with the run's simulated "
+    "clock), so the story is the same on every run, however busy the machine. Then `triage` diagnoses the "
+    "run from its own log and checkpoints and writes the HTML report; the same training saved with "
+    "trainprobe.save.CheckpointWriter comes out with no stall and no torn checkpoint. When `ssh localhost` "
+    "accepts your key, the triage also runs through `--on`.\n\n"
+    "Needs torch (pip install 'trainprobe[demo]'). Everything is kept in the directory it prints, so you "
     "can run `trainprobe triage`, `scan`, `check` and `logs` on it yourself."
 )
 
-_EPILOG = "Exit codes: 0 when triage found the story the demo planted; 1 when it did not; 2 without torch."
+_EPILOG = (
+    "Exit codes: 0 when triage found exactly the story the demo planted (which saves tore, the spike after "
+    "each, the blow-up, where to resume); 1 when it did not; 2 without torch."
+)
 
 
 def add_arguments(parser: CommandParser) -> None:

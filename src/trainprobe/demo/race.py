@@ -99,7 +99,7 @@ class TearGate:
         self.raw.flush()
 
 
-def _tensor_bytes(state: Any, torch: Any) -> int:
+def tensor_bytes(state: Any, torch: Any) -> int:
     """The bytes of the distinct tensor storages in a (nested) state dict: what torch.save writes as data."""
     seen: dict[int, int] = {}
     stack = [state]
@@ -115,8 +115,10 @@ def _tensor_bytes(state: Any, torch: Any) -> int:
     return sum(seen.values())
 
 
-def _naive_save(torch: Any, state: dict[str, Any], path: Path, gate_half: int) -> TearGate:
-    """Start ``torch.save(state, path)`` on a background thread, writing through a :class:`TearGate`."""
+def naive_save(torch: Any, state: dict[str, Any], path: Path, gate_half: int) -> TearGate:
+    """Start ``torch.save(state, path)`` on a background thread, writing through a :class:`TearGate`; the
+    caller waits for its :attr:`~TearGate.mid_write` before the next optimizer step and sets its
+    :attr:`~TearGate.stepped` after it (or at once, for a save that must come out whole)."""
     raw = open(path, "wb")  # noqa: SIM115 - closed by the save thread
     gate = TearGate(raw, gate_half)
 
@@ -312,7 +314,7 @@ def _train(
             elif mode == "background":
                 # The bug this module exists to show: the state dicts hold the live tensors.
                 state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
-                gate = _naive_save(torch, state, path, _tensor_bytes(state, torch) // 2)
+                gate = naive_save(torch, state, path, tensor_bytes(state, torch) // 2)
                 gates.append(gate)
                 if torn is not None and not torn(step):
                     gate.stepped.set()  # this one is written whole before the next step

@@ -1,21 +1,30 @@
 """The seed's story as a real (small, CPU) training run, for ``trainprobe demo`` and the triage tests.
 
-A residual MLP (:func:`trainprobe.demo.race.build_model`) learns to classify a data stream that drifts in
-real time (an online-learning feed: the decision boundary rotates with the wall clock, ``drift_per_step``
-radians per typical step time). It logs one line per step in a text format ``trainprobe logs`` reads (UTC
-timestamps, ``step N | loss X | acc Y | lr Z``, accuracy on a fresh held-out batch) and one line per save.
-It saves every ``save_every`` steps in one of two ways:
+Everything staged here is a function of the step number and fixed sizes, never of how fast this machine is
+right now: the same seed writes the same log lines (but for the time of day), the same checkpoints and the
+same tears in every run, on a quiet laptop or a CPU shared with other work. The log's clock is the run's
+*simulated* clock, counted in whole milliseconds: it starts at the real time the run starts and then moves
+``step_ms`` per training step plus each save's stall (what the simulated machine spends), so the gaps triage
+reads from the timestamps do not depend on this machine's load. Real time is only measured
+(:attr:`StoryRun.seconds`), never acted on.
 
-- ``"naive"``: the seed's save on the seed's slow shared storage. The loop first blocks on the storage (for
-  as long as ``stall_steps`` training steps take, at least ``min_stall_s``), then ``torch.save`` of the
-  *live* model and optimizer state dicts runs in a background thread while training goes on (as in
-  ``trainprobe.demo.race``'s ``mode="background"``), slowly enough to span ``write_steps`` steps, so the
-  file mixes optimizer steps. While the loop is stalled the stream drifts on: the loss spikes when
-  training resumes, and recovers. The slow storage is simulated (``time.sleep`` in the training thread before
-  the save, and per write in the save thread).
+A residual MLP (:func:`trainprobe.demo.race.build_model`) learns to classify a data stream that drifts with
+that clock (an online-learning feed: the decision boundary rotates ``drift_per_step`` radians per
+``step_ms``). It logs one line per step in a text format ``trainprobe logs`` reads (UTC timestamps,
+``step N | loss X | acc Y | lr Z``, accuracy on a fresh held-out batch) and one line per save. It saves every
+``save_every`` steps in one of two ways:
+
+- ``"naive"``: the seed's save on the seed's slow shared storage. The loop first blocks on the storage for
+  as long as ``stall_steps`` training steps take (``stall_steps * step_ms`` on the clock); the stream drifts
+  on meanwhile (``stall_steps * drift_per_step``), so the loss spikes when training resumes, and recovers.
+  Then ``torch.save`` of the *live* model and optimizer state dicts runs in a background thread while
+  training goes on (as in ``trainprobe.demo.race``'s ``mode="background"``). The tear is caused, not hoped
+  for: the save thread stops half-way through the tensor bytes until the loop's next optimizer step has
+  mutated the live tensors (:class:`trainprobe.demo.race.TearGate`), so every naive save that a step follows
+  mixes two optimizer steps (the last save of the run, with no step after it, comes out whole).
 - ``"writer"``: the same loop saving through :class:`trainprobe.save.CheckpointWriter`, which copies the
-  state before it returns and does all file I/O in its own thread (on the real disk: slow storage, being off
-  the training thread and after the copy, could change neither the stall nor the snapshot).
+  state before it returns and does all file I/O in its own thread. Its stall on the clock is that copy at
+  ``copy_bytes_per_s``.
 
 ``blowup_at`` feeds one adversarial batch at that step: a corrupt record of Inf features, so Inf - Inf = NaN
 in the first layer, the loss and every gradient are NaN, and AdamW writes NaN into its moments and the
@@ -26,16 +35,12 @@ torch is imported only when :func:`train_story` runs."""
 
 from __future__ import annotations
 
-import collections
 import datetime as _dt
-import io
 import math
-import statistics
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Literal
 
 StoryMode = Literal["naive", "writer"]
 # The boundary sits 1.2 sigma off the origin: 88 % of samples are positive, so a model that outputs NaN (which
@@ -50,36 +55,28 @@ class StoryRun:
     log_path: Path
     steps: int
     checkpoints: list[Path] = field(default_factory=list)
+    #: seconds each save blocked the loop on the simulated clock (what the log's timestamps show)
     stalls: list[float] = field(default_factory=list)
+    #: real seconds the whole run took on this machine (shown, never acted on)
     seconds: float = 0.0
     blowup_at: int | None = None
 
 
-def _stamp() -> str:
-    now = _dt.datetime.now(_dt.timezone.utc)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}"
+class StepClock:
+    """The simulated clock the log is stamped with: the real time it was made at, then only what
+    :meth:`advance` adds (whole milliseconds, so no rounding drifts between runs)."""
 
+    def __init__(self, start: _dt.datetime | None = None) -> None:
+        began = start or _dt.datetime.now(_dt.timezone.utc)
+        self._start = began.replace(microsecond=began.microsecond // 1000 * 1000)
+        self.ms = 0
 
-class _SlowStorage(io.RawIOBase):
-    """A file that takes ``len(data) / rate`` seconds per write: the stand-in for the seed's slow shared
-    filesystem (the time is spent in ``time.sleep``)."""
+    def advance(self, ms: int) -> None:
+        self.ms += ms
 
-    def __init__(self, fh: BinaryIO, bytes_per_s: float) -> None:
-        super().__init__()
-        self._fh = fh
-        self._rate = bytes_per_s
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        time.sleep(len(data) / self._rate)
-        return self._fh.write(data)
-
-
-def _save_slowly(torch: Any, state: Any, path: Path, bytes_per_s: float) -> None:
-    with open(path, "wb") as fh, _SlowStorage(fh, bytes_per_s) as slow:
-        torch.save(state, slow)
+    def stamp(self) -> str:
+        now = self._start + _dt.timedelta(milliseconds=self.ms)
+        return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}"
 
 
 def train_story(
@@ -89,7 +86,7 @@ def train_story(
     steps: int = 250,
     save_every: int = 50,
     stall_steps: int = 100,
-    min_stall_s: float = 1.0,
+    step_ms: int = 20,
     blowup_at: int | None = 230,
     layers: int = 24,
     width: int = 64,
@@ -97,13 +94,15 @@ def train_story(
     eval_batch: int = 512,
     lr: float = 3e-3,
     drift_per_step: float = 0.03,
-    write_steps: int = 8,
+    copy_bytes_per_s: float = 1e9,
     seed: int = 0,
 ) -> StoryRun:
     """Train and save as the module docstring says: ``run_dir/train.log`` and ``run_dir/ckpt/``."""
-    from trainprobe.demo.race import build_model
+    from trainprobe.demo.race import GATE_TIMEOUT_S, TearGate, build_model, naive_save, tensor_bytes
     from trainprobe.save.writer import CheckpointWriter, checkpoint_name, import_torch
 
+    if steps < 1 or save_every < 1 or step_ms < 1 or stall_steps < 0:
+        raise ValueError("steps, save_every and step_ms must be at least 1, stall_steps at least 0")
     torch = import_torch("the demo's training")
     run_dir = Path(run_dir)
     ckpt_dir = run_dir / "ckpt"
@@ -117,23 +116,24 @@ def train_story(
     b -= (a @ b) / (a @ a) * a
     a, b = a / a.norm(), b / b.norm()
     writer = CheckpointWriter(ckpt_dir) if mode == "writer" else None
-    threads: list[threading.Thread] = []
+    # Weights and AdamW's two moments: the bytes the writer copies, give or take the step counters.
+    state_bytes = 3 * sum(p.numel() * p.element_size() for p in model.parameters())
+    copy_ms = max(1, round(1000 * state_bytes / copy_bytes_per_s))
+    gates: list[TearGate] = []
+    clock = StepClock()
     threads_before = torch.get_num_threads()
-    # One intra-op thread: on a small model more threads only contend (10x slower on a busy 2-core machine).
+    # One intra-op thread: on a small model more threads only contend (10x slower on a busy 2-core machine),
+    # and one thread keeps every float bit-identical from run to run.
     torch.set_num_threads(1)
-    durations: collections.deque[float] = collections.deque(maxlen=20)
     started = time.perf_counter()
     try:
         with open(run.log_path, "w", encoding="utf-8", buffering=1) as log:
-            log.write(f"{_stamp()} starting run: {mode} saves every {save_every} steps, AdamW lr {lr:g}\n")
-            angle, last = 0.0, time.perf_counter()
+            log.write(
+                f"{clock.stamp()} starting run: {mode} saves every {save_every} steps, AdamW lr {lr:g}\n"
+            )
             for step in range(1, steps + 1):
-                now = time.perf_counter()
-                typical = statistics.median(durations) if durations else now - last
-                # The stream moves with the wall clock, measured in the loop's own typical step time so the
-                # story is the same on a fast laptop and a loaded CI machine.
-                angle += drift_per_step * (now - last) / max(typical, 1e-6)
-                last = now
+                # The stream moves with the simulated clock: drift_per_step per step_ms, a stall included.
+                angle = drift_per_step * clock.ms / step_ms
                 boundary = math.cos(angle) * a + math.sin(angle) * b
                 x = torch.randn(batch, width, generator=gen)
                 y = (x @ boundary > -_OFFSET).float().unsqueeze(1)
@@ -145,39 +145,45 @@ def train_story(
                 loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, y)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
+                # A naive save still being written is half-way through the live tensors before this step
+                # changes them, and resumes only after it: the tear is the same bytes on every run.
+                pending = [g for g in gates if not g.stepped.is_set()]
+                for gate in pending:
+                    gate.mid_write.wait(GATE_TIMEOUT_S)
                 optimizer.step()
+                for gate in pending:
+                    gate.stepped.set()
                 loss_value = loss.item()
                 with torch.no_grad():  # accuracy on a fresh held-out batch of the current stream
                     x_eval = torch.randn(eval_batch, width, generator=gen)
                     y_eval = x_eval @ boundary > -_OFFSET
                     acc = ((model(x_eval)[:, 0] > 0) == y_eval).float().mean().item()
-                durations.append(time.perf_counter() - now)
-                log.write(f"{_stamp()} step {step} | loss {loss_value:.4f} | acc {acc:.4f} | lr {lr:g}\n")
+                clock.advance(step_ms)
+                log.write(
+                    f"{clock.stamp()} step {step} | loss {loss_value:.4f} | acc {acc:.4f} | lr {lr:g}\n"
+                )
                 if step % save_every:
                     continue
                 path = ckpt_dir / checkpoint_name(step)
-                log.write(f"{_stamp()} Saving checkpoint to {path.relative_to(run_dir)} (step {step})\n")
-                began = time.perf_counter()
+                log.write(f"{clock.stamp()} Saving checkpoint to {path.relative_to(run_dir)} (step {step})\n")
                 if writer is not None:
                     writer.save(step, model=model, optimizer=optimizer)
+                    stall_ms = copy_ms
                 else:
-                    typical = statistics.median(durations)
-                    stall = max(min_stall_s, stall_steps * typical)
-                    # Weights and AdamW's two moments: the bytes the save writes, give or take the pickle.
-                    state_bytes = 3 * sum(p.numel() * p.element_size() for p in model.parameters())
-                    rate = state_bytes / (write_steps * typical)
-                    time.sleep(stall)
+                    # The slow storage blocks the loop on the simulated clock only: sleeping for real would
+                    # change nothing the run writes, only how long the demo takes.
+                    stall_ms = stall_steps * step_ms
                     state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
-                    thread = threading.Thread(
-                        target=_save_slowly, args=(torch, state, path, rate), daemon=True
-                    )
-                    thread.start()
-                    threads.append(thread)
-                run.stalls.append(time.perf_counter() - began)
+                    gates.append(naive_save(torch, state, path, tensor_bytes(state, torch) // 2))
+                clock.advance(stall_ms)
+                run.stalls.append(stall_ms / 1000)
                 run.checkpoints.append(path)
     finally:
-        for thread in threads:
-            thread.join()
+        for gate in gates:
+            gate.stepped.set()  # the last save has no step after it: it finishes whole
+        for gate in gates:
+            if gate.thread is not None:
+                gate.thread.join()
         if writer is not None:
             writer.close()
         torch.set_num_threads(threads_before)
