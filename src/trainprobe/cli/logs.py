@@ -176,7 +176,9 @@ def add_arguments(parser: CommandParser) -> None:
     options.add_argument(
         "--pattern", metavar="REGEX",
         help="Read each line of a text log with REGEX, named groups the step and the metrics, e.g. "
-        "'it (?P<step>\\d+) loss=(?P<loss>\\S+)': for a line shape trainprobe does not know.",
+        "'it (?P<step>\\d+) loss=(?P<loss>\\S+)': for a line shape trainprobe does not know. A REGEX "
+        "that repeats a repeat or an alternation ((a+)+, (a|ab)*: it could run for minutes on one line) is "
+        "refused, and lines over 4096 characters are not tried (also for --event).",
     )  # fmt: skip
     add_detector_options(options)
     output = parser.add_argument_group("output")

@@ -46,6 +46,7 @@ __all__ = [
     "rows_to_run",
 ]  # fmt: skip
 from trainprobe.metrics.table import ColumnBuilder, RunLog, finish_run
+from trainprobe.metrics.user_regex import compile_user_regex
 from trainprobe.metrics.walk import NotRead
 
 SCHEMA_VERSION = 1
@@ -389,10 +390,7 @@ def analyze(
     options = options or Options()
     if options.checkpoints is not None and not Path(options.checkpoints).is_dir():
         raise UsageError(f"--checkpoints {options.checkpoints}: not a directory")
-    try:
-        patterns = [re.compile(p) for p in options.event_patterns]
-    except re.error as exc:
-        raise UsageError(f"--event: not a valid regular expression ({exc})") from None
+    patterns = [compile_user_regex("--event", p) for p in options.event_patterns]
     line_pattern = _line_pattern(options.pattern)
     if isinstance(sources, (str, Path, RunLog)):
         sources = [sources]
@@ -499,10 +497,7 @@ def _clip(text: str, limit: int) -> str:
 def _line_pattern(pattern: str | None) -> re.Pattern[str] | None:
     if pattern is None:
         return None
-    try:
-        compiled = re.compile(pattern)
-    except re.error as exc:
-        raise UsageError(f"--pattern: not a valid regular expression ({exc})") from None
+    compiled = compile_user_regex("--pattern", pattern)
     if not compiled.groupindex:
         raise UsageError(
             "--pattern: the regex names no group",

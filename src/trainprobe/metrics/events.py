@@ -76,6 +76,7 @@ _CKPT_SUFFIXES = (
     ".pdparams",
 )
 _CKPT_NAME_STEP = re.compile(r"(\d+)")
+_MAX_USER_LINE = 4096  # a user's --event regex is not tried on a longer line (trainprobe.metrics.user_regex)
 
 
 @dataclass
@@ -193,7 +194,7 @@ def save_step(line: str, path: str | None) -> float | None:
 def classify_line(line: str, custom: list[re.Pattern[str]] | None = None) -> tuple[str, float | None] | None:
     """An event kind for a non-metric log line (and a step it names), or None."""
     for pattern in custom or ():
-        if pattern.search(line):
+        if len(line) <= _MAX_USER_LINE and pattern.search(line):
             return CUSTOM, _step_named(line)
     if _NONFINITE_LINE.search(line):
         return NONFINITE_LINE, None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from trainprobe.metrics.findings import CLIFF, SPIKE, Finding
 from trainprobe.metrics.readers.jsonl import flatten
 from trainprobe.metrics.readers.text import LineParser
 from trainprobe.metrics.table import RunLog
+from trainprobe.metrics.user_regex import compile_user_regex
 from trainprobe.metrics.walk import why_not
 
 _CHUNK = 64 << 20  # the most one poll reads (the rest comes on the next polls)
@@ -133,7 +133,7 @@ class OnlineAnalyzer:
     settle_rows: int = 5
 
     def __post_init__(self) -> None:
-        patterns = [re.compile(p) for p in self.options.event_patterns]
+        patterns = [compile_user_regex("--event", p) for p in self.options.event_patterns]
         self.parser = LineParser(self.name, self.name, event_patterns=patterns)
         self.json_rows = 0
         self.seen: set[tuple[str, str, str, float]] = set()

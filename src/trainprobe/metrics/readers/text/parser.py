@@ -29,6 +29,7 @@ from trainprobe.metrics.readers.text.tokens import to_float
 from trainprobe.metrics.roles import metric_kind
 from trainprobe.metrics.splits import EVAL, EVAL_PREFIX, EVAL_WORDS, is_epoch_key, is_step_key, split_of
 from trainprobe.metrics.table import WALL_KEY, ColumnBuilder, RunLog, Unread, finish_run
+from trainprobe.metrics.user_regex import MAX_USER_LINE
 
 MAX_LINE = 1 << 16  # longer lines are skipped: no metric line is this long, and a hostile one costs time
 _CHUNK = 8 << 20
@@ -212,6 +213,9 @@ class LineParser:
 
     def _read_with_pattern(self, text: str, order: int) -> None:
         assert self._line_pattern is not None
+        if len(text) > MAX_USER_LINE:  # a user regex's time stays bounded on a line this long
+            self._skip(order, text, f"longer than {MAX_USER_LINE} characters: --pattern not tried")
+            return
         m = self._line_pattern.search(text)
         if m is None:
             event = event_from_line(text, self._event_patterns, order=order)
