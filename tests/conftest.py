@@ -26,6 +26,7 @@ pytest_plugins = ["fixtures.sshd", "fixtures.venvs", "fixtures.frameworks.plugin
 #: as they are): node id prefixes, relative to tests/. The remote engine's mark theirs in place.
 TIMING_TESTS = (
     "cli/test_scan_demo.py",  # the demo's story
+    "demo/",
     "cli/test_watch.py",
     "tasks/test_watch_on.py",
     "cli/test_triage_cli.py::test_html_report_renders_in_headless_chromium",

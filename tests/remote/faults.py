@@ -97,15 +97,18 @@ def dead(pid: int) -> bool:
     return entry is None or entry[1] == "Z"
 
 
-def descendants(root: int) -> dict[int, str]:
+def descendants(root: int, prune: str = "") -> dict[int, str]:
     """Every live process below ``root`` (from /proc's parent links): pid -> command line. Zombies about
-    to be reaped are not counted."""
+    to be reaped are not counted. With ``prune``, what runs below a process whose command line starts so
+    is left out (below the fixture's sshd is the far side, checked by user)."""
     table = processes()
     found: set[int] = set()
     frontier = {root}
     while frontier:
         frontier = {pid for pid, entry in table.items() if entry[0] in frontier} - found
         found |= frontier
+        if prune:
+            frontier = {pid for pid in frontier if not table[pid][3].startswith(prune)}
     return {pid: table[pid][3] for pid in sorted(found) if not _reaped_soon(pid, table)}
 
 
@@ -137,7 +140,7 @@ def remember_processes() -> None:
 def local_leftovers() -> list[str]:
     """Processes below this test that it started (not the session's daemons) but ControlMasters and the
     fixture's sshd (the far side, checked by user)."""
-    below = [(pid, cmd) for pid, cmd in descendants(os.getpid()).items() if pid not in _before]
+    below = [(pid, cmd) for pid, cmd in descendants(os.getpid(), prune="sshd").items() if pid not in _before]
     return [f"{pid} {cmd}" for pid, cmd in below if cmd and "[mux]" not in cmd and not cmd.startswith("sshd")]
 
 
@@ -164,7 +167,8 @@ def assert_nothing_left(
     deadline = time.monotonic() + within
     while found := left():
         if time.monotonic() > deadline:
-            raise AssertionError(f"left running after {within:g} s: {found}")
+            shown = [line if len(line) < 300 else line[:300] + "..." for line in found]
+            raise AssertionError(f"left running after {within:g} s: {shown}")
         time.sleep(POLL_S)  # polling interval
 
 

@@ -42,6 +42,7 @@ def blackhole() -> Iterator[str]:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
+@pytest.mark.timing
 @pytest.mark.netns
 def test_connect_timeout_fires_against_a_silent_address(
     blackhole: str, monkeypatch: pytest.MonkeyPatch
@@ -52,10 +53,11 @@ def test_connect_timeout_fires_against_a_silent_address(
     elapsed = time.monotonic() - start
     assert isinstance(result.error, UnreachableError)
     assert result.exit_code == 255
-    assert 1.5 < elapsed < 4.5
+    assert 1.5 < elapsed < 2 + 8  # the connect timeout, with room for a loaded machine
     assert "2 s" in str(result.error) or "timed out" in str(result.error)
 
 
+@pytest.mark.timing
 @pytest.mark.ssh
 def test_connect_timeout_covers_hanging_login_scripts(
     sshd: SshServer, monkeypatch: pytest.MonkeyPatch
@@ -73,4 +75,4 @@ def test_connect_timeout_covers_hanging_login_scripts(
         subprocess.run(["pkill", "-u", user, "-f", "sleep 27"], capture_output=True)
     assert isinstance(result.error, UnreachableError)
     assert "no answer within the connect timeout (2 s)" in str(result.error)
-    assert 1.8 < elapsed < 4.5
+    assert 1.8 < elapsed < 2 + 8  # the connect timeout, with room for a loaded machine

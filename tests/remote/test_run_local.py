@@ -8,6 +8,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from trainprobe.errors import (
     InterpreterNotFoundError,
     RemoteExceptionError,
@@ -91,6 +93,7 @@ def test_non_utf8_and_large_output_arrive_whole() -> None:
     assert hashlib.sha256(result.stdout_path.read_bytes()).hexdigest() == big_output_digest(8)
 
 
+@pytest.mark.timing
 def test_timeout_kills_the_script_and_its_children() -> None:
     pids: list[bytes] = []
     start = time.monotonic()
@@ -105,6 +108,7 @@ def test_timeout_kills_the_script_and_its_children() -> None:
     assert_nothing_left()
 
 
+@pytest.mark.timing
 def test_cancel_kills_the_run() -> None:
     cancel = threading.Event()
     pids: list[bytes] = []

@@ -137,6 +137,7 @@ def test_100_mib_of_binary_output_arrives_whole(sshd: SshServer) -> None:
 SLEEPER_PROCESSES = "sleep|python"
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_killing_the_local_side_leaves_nothing_running(
     sshd: SshServer, tmp_path: Path, how: signal.Signals
@@ -161,6 +162,7 @@ def test_killing_the_local_side_leaves_nothing_running(
         assert proc.returncode == 130
 
 
+@pytest.mark.timing
 def test_timeout_kills_the_far_side(sshd: SshServer) -> None:
     user = sshd.setup.users["fish"]
     start = time.monotonic()

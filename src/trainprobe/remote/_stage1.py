@@ -62,8 +62,22 @@ def read_program(kind: bytes, filename: str) -> object:
     return compile(zlib.decompress(data[8 + codelen :]), filename, "exec")
 
 
+def too_old(chosen: bool) -> None:
+    """This Python is older than 3.7 (the agent's floor): an ``F`` frame that says so, exit 127. The magic
+    line first unless an earlier interpreter (the one that chose this one) has sent it."""
+    found = sys.executable + " is Python " + sys.version.split()[0]
+    found += "; trainprobe's agent needs Python 3.7 or newer"
+    text = found.replace("\\", "\\\\").replace('"', '\\"')  # a JSON string; json is not imported here
+    data = ('{"error":"old","tried":[],"message":"' + text + '"}').encode()
+    write_all(b"" if chosen else MAGIC)
+    write_all(b"F" + len(data).to_bytes(4, "big") + data)
+    os._exit(127)
+
+
 def main() -> None:
     cfg = marshal.loads(binascii.a2b_base64(sys.argv[2]))
+    if sys.version_info < (3, 7):  # noqa: UP036 -- the far side's Python, not this project's
+        too_old(bool(cfg.get("chosen")))
     try:
         if not cfg.get("chosen"):
             write_all(MAGIC + b"H" + len(PYC_MAGIC).to_bytes(4, "big") + PYC_MAGIC)

@@ -51,6 +51,8 @@ class RunState:
         self.stop_reason: str | None = None
         self.signum = 0
         self.corrupted = ""
+        #: after a connect timeout through ssh: whether ssh was logged in to the host (None: unknown)
+        self.logged_in: bool | None = None
 
     def deadline(self) -> tuple[str, float] | None:
         """The next limit that would stop the run, and why."""
@@ -136,6 +138,12 @@ def settle(run: RunState, result: RunResult, returncode: int | None, transport_t
             result.error = RemoteError(name, run.failure["message"], hint=_CORRUPT_HINT)
             return
         result.exit_code = EXIT_INTERPRETER
+        if run.failure.get("error") == "old":  # stage 1 ran under a Python older than the agent's floor
+            hint = "install Python 3.7 or newer there, or name one with python=, venv= or conda="
+            result.error = InterpreterNotFoundError(
+                name, f"no usable Python: {run.failure['message']}", hint=hint
+            )
+            return
         tried = "; ".join(
             f"{t['python']} ({t.get('version') or '?'}) lacks {', '.join(t['missing'])}"
             for t in run.failure.get("tried", [])
@@ -175,8 +183,16 @@ def _stopped(run: RunState) -> tuple[RemoteError, int] | None:
     name, reason = run.name, run.stop_reason
     if reason == "connect":
         why = f"no answer within the connect timeout ({run.connect_timeout:g} s)"
+        check = ("check with `ssh HOST true </dev/null`: if that works, a login script reads stdin or "
+                 "execs another shell (guard it with `[ -t 0 ]` or `case $- in *i*)`); if it hangs too, a "
+                 "login script hangs; else raise --connect-timeout")  # fmt: skip
+        if run.logged_in:
+            why += (": ssh logged in to the host, but its login shell did not start trainprobe's command "
+                    "(a login script there hangs, reads stdin or execs another shell; one that sleeps runs "
+                    "to its end, as sshd signals nothing to a session without a terminal)")  # fmt: skip
+            return UnreachableError(name, why, hint=check), EXIT_CONNECTION
         hint = ("the host may be down or filtered, or a login script hangs, reads stdin or execs a shell; "
-                "try a longer --connect-timeout")  # fmt: skip
+                + check)  # fmt: skip
         return UnreachableError(name, why, hint=hint), EXIT_CONNECTION
     if reason == "ready":
         why = f"the far side's Python started but the agent was not ready within {run.connect_timeout:g} s"

@@ -249,6 +249,21 @@ def _kill_session(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+def _logged_in(argv: Sequence[str]) -> bool | None:
+    """After a connect timeout through ssh: is ssh logged in to the host (its ControlMaster answers)? Then the
+    host is fine and what hung is the login shell there. None when nobody can tell (no ControlMaster)."""
+    from trainprobe.remote.hops.ssh import SshHop
+
+    check = SshHop.control_check(argv)
+    if check is None:
+        return None
+    try:
+        done = subprocess.run(check, stdin=subprocess.DEVNULL, capture_output=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.returncode == 0
+
+
 def _wait_or_kill(proc: subprocess.Popen[bytes], grace: float) -> None:
     try:
         proc.wait(grace)
@@ -324,6 +339,8 @@ def execute(
             feeder.stop()
             _wait_or_kill(proc, 0.0 if run.stop_reason in ("connect", "ready", "corrupt") else STOP_GRACE_S)
             proc.stdout.close()
+        if run.stop_reason == "connect":
+            run.logged_in = _logged_in(argv)
         transport.seek(0)
         before_agent = parser.before_agent()
         transport_text = (before_agent + transport.read()).decode("utf-8", "replace")

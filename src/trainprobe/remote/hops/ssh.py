@@ -112,6 +112,18 @@ class SshHop:
                 )
         return ["ssh", *self.options(), "--", self.host, shell.join(inner)]
 
+    @staticmethod
+    def control_check(argv: Sequence[str]) -> list[str] | None:
+        """``ssh -O check`` for the ControlMaster that the run's ``argv`` (this hop's :meth:`wrap`, outermost)
+        uses: it answers 0 when ssh is logged in to the host. None when the run uses no ControlMaster."""
+        if not argv or argv[0] != "ssh" or "--" not in argv:
+            return None
+        end = list(argv).index("--")
+        options = [word for word in argv[1:end] if word != "-T"]
+        if not any(word.startswith("ControlPath=") for word in options):
+            return None
+        return ["ssh", *options, "-O", "check", "--", argv[end + 1]]
+
     def explain_failure(self, transport_log: str, returncode: int | None = None) -> HopFailure | None:
         """ssh's own failures, and an account without a login shell. ssh's words count only when it exited
         255: any other status is the remote command's, and ssh's words in the log (a stale ControlMaster
