@@ -10,7 +10,7 @@ from pathlib import Path
 
 from trainprobe.errors import LogError, UsageError
 from trainprobe.metrics.readers import DIR_READERS, READERS, LogReader, ReadOptions
-from trainprobe.metrics.table import RunLog, Unread
+from trainprobe.metrics.table import RunLog, TooSparse, Unread
 from trainprobe.metrics.walk import NotRead, regular_file, walk
 
 LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".md", ".err", ".wandb")
@@ -45,6 +45,8 @@ def _read_file(path: Path, options: ReadOptions) -> list[RunLog]:
         return with_side_runs(reader.read(path, options))
     except OSError as exc:
         raise LogError(str(path), f"cannot read ({exc.strerror or exc})") from None
+    except TooSparse as exc:
+        raise LogError(str(path), str(exc)) from None
     except (MemoryError, RecursionError, OverflowError) as exc:
         raise LogError(
             str(path), f"cannot read ({type(exc).__name__})", hint="is the file damaged?"
@@ -72,7 +74,12 @@ def _walk(root: Path, options: ReadOptions, not_read: list[NotRead]) -> list[Run
             files, dirs = claimed.owns(node.path)
             owned.update(files)
             node.dirs[:] = [d for d in node.dirs if d not in dirs]
-            runs.extend(with_side_runs(claimed.read_dir(node.path, options, not_read)))
+            try:
+                runs.extend(with_side_runs(claimed.read_dir(node.path, options, not_read)))
+            except TooSparse as exc:
+                not_read.append(NotRead(str(node.path), str(exc)))
+            except LogError as exc:
+                not_read.append(NotRead(str(node.path), exc.message))
         for name in node.files:
             path = node.path / name
             if path in owned or not _is_log_name(path):
@@ -81,7 +88,10 @@ def _walk(root: Path, options: ReadOptions, not_read: list[NotRead]) -> list[Run
             if why is not None:
                 not_read.append(NotRead(str(path), why))
                 continue
-            runs.extend(_read_file(path, options))
+            try:
+                runs.extend(_read_file(path, options))
+            except LogError as exc:  # one damaged log is said, and the rest of the tree still read
+                not_read.append(NotRead(str(path), exc.message.removeprefix(f"{path}: ")))
     return runs
 
 

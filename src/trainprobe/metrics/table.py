@@ -144,6 +144,28 @@ def is_absent(col: FloatArray) -> np.ndarray:
     return np.asarray(np.ascontiguousarray(col).view(np.uint64) == _ABSENT_BITS)
 
 
+# A table is held dense (rows x columns); one that would take more than this and be mostly holes is refused
+# with a clear message rather than taken out of the machine's memory.
+DENSE_LIMIT = 1 << 30
+_HOLES_PER_VALUE = 16
+
+
+class TooSparse(ValueError):
+    """The dense table a log makes would be far bigger than its values (thousands of keys logged once)."""
+
+
+def check_dense(n_rows: int, n_cols: int, n_values: int) -> None:
+    """Raise :class:`TooSparse` for a rows x columns table over :data:`DENSE_LIMIT` bytes that is mostly
+    holes (more than 16 cells per value logged)."""
+    dense = n_rows * n_cols * 9  # a float64 and a presence flag per cell
+    if dense > DENSE_LIMIT and n_rows * n_cols > _HOLES_PER_VALUE * max(n_values, 1):
+        raise TooSparse(
+            f"{n_cols:,} metrics over {n_rows:,} rows would take {dense / 2**30:.1f} GiB as a table for "
+            f"{n_values:,} logged values: too sparse to read whole (most metrics are logged at a few rows); "
+            "read a part of it, or drop the keys logged once"
+        )
+
+
 @dataclass
 class Table:
     """What a builder collected, rows in file order: columns (``ABSENT`` where a row has no value), the wall
@@ -208,6 +230,7 @@ class ColumnBuilder:
         keys: dict[str, None] = {}
         for row in self._rows:
             keys.update(dict.fromkeys(row))
+        check_dense(self.n_rows, len(keys | dict.fromkeys(self._parts)), sum(len(r) for r in self._rows))
         for key in keys:
             col = np.full(n, ABSENT)
             for i, row in enumerate(self._rows):
@@ -225,6 +248,8 @@ class ColumnBuilder:
         without it the builder can take more rows and build again (``watch``)."""
         self._flush_rows()
         n = self.n_rows
+        kept = sum(int(part.shape[0]) for parts in self._parts.values() for _, part in parts)
+        check_dense(n, len(self._parts), kept)
         order = np.concatenate(self._orders) if self._orders else np.empty(0)
         perm = None if n < 2 or bool(np.all(order[1:] >= order[:-1])) else np.argsort(order, kind="stable")
         wall = np.full(n, np.nan)
@@ -271,7 +296,9 @@ __all__ = [
     "ColumnBuilder",
     "RunLog",
     "Table",
+    "TooSparse",
     "Unread",
+    "check_dense",
     "finish_run",
     "is_absent",
 ]

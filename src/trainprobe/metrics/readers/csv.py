@@ -14,6 +14,7 @@ import csv
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from trainprobe.metrics.table import ABSENT, ColumnBuilder, RunLog, finish_run
 _CHART_COLUMN = re.compile(r"^(?P<run>.+?) - (?P<metric>.+)$")
 _BATCH = 1 << 15
 _MAX_FIELD = 1 << 16
+_MAX_LINE = 1 << 20  # a CSV line (its cells together) longer than this is skipped
 
 
 def _cell(text: str) -> float | None:
@@ -84,12 +86,28 @@ def looks_like_csv(head: str) -> bool:
     return header_of(head) is not None
 
 
+def _bounded_lines(fh: TextIO) -> Iterator[str]:
+    """The file's lines, a line longer than ``_MAX_LINE`` characters skipped while it is read (not held:
+    a 1.5 GB cell costs a read, not 3 GB of memory; a cell that long is no number)."""
+    while True:
+        line = fh.readline(_MAX_LINE)
+        if not line:
+            return
+        if len(line) >= _MAX_LINE and not line.endswith("\n"):
+            while True:  # the rest of the overlong line, in bounded pieces
+                more = fh.readline(_MAX_LINE)
+                if not more or more.endswith("\n"):
+                    break
+            continue
+        yield line
+
+
 def _batches(path: Path) -> tuple[list[str], Iterator[np.ndarray]]:
     """The header and the data as (rows, columns) float blocks, ``ABSENT`` in blank or non-numeric cells."""
     fh = open(path, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115 - closed by the generator
     first = fh.readline(_MAX_FIELD)
     header = [h.strip() for h in next(csv.reader([first], delimiter=_delimiter(first)), [])]
-    reader = csv.reader(fh, delimiter=_delimiter(first))
+    reader = csv.reader(_bounded_lines(fh), delimiter=_delimiter(first))
     n_cols = len(header)
 
     def blocks() -> Iterator[np.ndarray]:

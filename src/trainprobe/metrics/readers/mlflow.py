@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from trainprobe.metrics.readers.base import ReadOptions
-from trainprobe.metrics.table import ABSENT, ColumnBuilder, RunLog, Unread, finish_run
+from trainprobe.metrics.table import ABSENT, ColumnBuilder, RunLog, Unread, check_dense, finish_run
 from trainprobe.metrics.walk import NotRead, files_under
 
 _MAX_VALUES = 50_000_000
@@ -83,6 +83,7 @@ class MlflowReader:
         n = all_steps.size
         wall = np.full(n, np.inf)
         keys = ("step", *per_key)
+        check_dense(n, len(keys), sum(got[1].size for got in per_key.values()))
         block = np.full((n, len(keys)), ABSENT)
         block[:, 0] = all_steps
         for j, (ts, values, steps, _bad) in enumerate(per_key.values(), start=1):
