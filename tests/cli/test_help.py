@@ -19,7 +19,7 @@ TRAINPROBE = str(Path(sys.executable).with_name("trainprobe"))
 def test_top_help_lists_every_command_with_its_summary(cli: Any) -> None:
     result = cli("--help")
     assert result.exit_code == 0
-    assert result.stdout.startswith("usage: trainprobe COMMAND")
+    assert result.stdout.startswith("usage: trainprobe [--debug] COMMAND")
     said = " ".join(result.stdout.split())
     for name, summary in COMMANDS.items():
         assert f"{name} {summary}" in said
@@ -35,7 +35,7 @@ def test_without_a_command_the_help_goes_to_stderr_and_exits_2(cli: Any) -> None
     result = cli()
     assert result.exit_code == 2
     assert result.stdout == ""
-    assert result.stderr.startswith("usage: trainprobe COMMAND")
+    assert result.stderr.startswith("usage: trainprobe [--debug] COMMAND")
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))

@@ -61,8 +61,10 @@ logs/watch: spikes, cliffs, stalls and NaN in training logs.  triage: all of it 
 _EPILOG = """\
 Run 'trainprobe COMMAND --help' for a command's options, examples and exit codes.
 
-Exit codes: 0 healthy, 1 findings or a failed run, 2 usage error or unreadable input; 141 when the output
-was closed (| head), 130 when interrupted. TRAINPROBE_DEBUG=1 shows a traceback with an error."""
+Exit codes: 0 healthy, 1 findings or a failed run, 2 usage error or unreadable input, 3 trainprobe itself
+failed (a bug: one line names it and where its traceback was kept); 141 when the output was closed (| head),
+130 when interrupted. 'trainprobe --debug COMMAND ...' (or TRAINPROBE_DEBUG=1) shows the traceback with an
+error."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -82,6 +84,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(words: list[str]) -> int:
     from trainprobe.cli._errors import write_stderr, write_stdout
 
+    if words and words[0] == "--debug":  # before the command: every exception with its traceback
+        import os
+
+        os.environ["TRAINPROBE_DEBUG"] = "1"
+        words = words[1:]
     first = words[0] if words else None
     if first is None:
         write_stderr(top_help())
@@ -100,8 +107,13 @@ def _dispatch(words: list[str]) -> int:
         what = "option" if first.startswith("-") else "command"
         raise UsageError(f"no such {what}: {first}", hint=_suggestion(first))
     from trainprobe.cli._command import run_command
+    from trainprobe.cli._errors import EXIT_INTERNAL_ERROR, watch_threads
 
-    return run_command(first, COMMANDS[first], words[1:])
+    crashed = watch_threads()
+    code = run_command(first, COMMANDS[first], words[1:])
+    # a worker thread that died of an exception (a fleet's reader, a progress reporter) left its part of the
+    # answer out: the command did not finish, whatever its own code says
+    return EXIT_INTERNAL_ERROR if crashed and code in (0, 1) else code
 
 
 def _suggestion(word: str) -> str:
@@ -119,13 +131,14 @@ def top_help() -> str:
 
     width = help_width()
     name_width = max(len(name) for name in COMMANDS) + 2
-    lines = ["usage: trainprobe COMMAND [options] ...", "       trainprobe --version", ""]
+    lines = ["usage: trainprobe [--debug] COMMAND [options] ...", "       trainprobe --version", ""]
     lines += [_DESCRIPTION, "", "commands:"]  # as written: its lines pair the commands
     for name, summary in COMMANDS.items():
         text = fill(summary, width - name_width - 2).split("\n")
         lines.append(f"  {name:<{name_width}}{text[0]}")
         lines += [" " * (name_width + 2) + rest for rest in text[1:]]
     lines += ["", "options:", "  -h, --help    Show this help and exit.", "  --version     Show the version."]
+    lines += ["  --debug       Show the traceback with an error (before the command)."]
     lines += ["", fill(_EPILOG, width), ""]
     return "\n".join(lines)
 

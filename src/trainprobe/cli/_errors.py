@@ -7,9 +7,13 @@
     the output cannot be written (ENOSPC) error: cannot write to stdout: ...        2
     another OSError (no such directory)   error: PATH: No such file or directory    2
     Ctrl-C                                error: interrupted                         130
+    any other exception (a bug in us)     error: internal error: ... — where its traceback is kept    3
 
-``TRAINPROBE_DEBUG=1`` lets a TrainprobeError or OSError through with its traceback. Any other exception is
-a bug in trainprobe and keeps its traceback.
+It fails closed: a command that did not finish never exits 0. Any exception that is not one of the above —
+a bug, MemoryError, RecursionError, an exit from deep inside a library — prints one line that names it and the
+file its traceback was written to (``$XDG_STATE_HOME/trainprobe/crashes/``, default
+``~/.local/state/trainprobe/crashes/``), and exits 3. ``--debug`` before the command (``trainprobe --debug
+scan ...``) or ``TRAINPROBE_DEBUG=1`` lets every exception through with its traceback (still never exit 0).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ if TYPE_CHECKING:
 
 EXIT_BROKEN_PIPE = 141
 EXIT_INTERRUPTED = 130
+#: a command that crashed (a bug in trainprobe, memory exhausted): never 0, never a finding's 1 or usage's 2
+EXIT_INTERNAL_ERROR = 3
 
 
 class OutputError(TrainprobeError):
@@ -84,6 +90,66 @@ def guarded(command: Callable[[], int]) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         report(f"{where}{exc.strerror or exc}")
         return 2
+    except SystemExit as exc:  # a library's sys.exit deep inside a command: its code, never a silent 0
+        status = exc.code
+        if isinstance(status, int) and not isinstance(status, bool) and status != 0:
+            return status
+        report(f"internal error: the command stopped early (sys.exit({status!r})) before it finished")
+        return EXIT_INTERNAL_ERROR
+    except BaseException as exc:  # fail closed: whatever else went wrong is not "healthy"
+        if os.environ.get("TRAINPROBE_DEBUG"):
+            raise
+        report(crash_message(exc))
+        return EXIT_INTERNAL_ERROR
+
+
+def watch_threads() -> list[BaseException]:
+    """Have an exception that ends a thread other than the main one recorded (and reported in one line, as
+    in the main thread) rather than only printed; returns the list it is recorded in."""
+    import threading
+
+    crashed: list[BaseException] = []
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is SystemExit:  # how a thread may end itself on purpose
+            return
+        exc = args.exc_value if args.exc_value is not None else args.exc_type()
+        crashed.append(exc)
+        if os.environ.get("TRAINPROBE_DEBUG"):
+            threading.__excepthook__(args)
+        else:
+            report(crash_message(exc))
+
+    threading.excepthook = hook
+    return crashed
+
+
+def crash_message(exc: BaseException) -> str:
+    """The one line for an exception trainprobe did not expect: what it was, where its traceback is kept,
+    what to do. Writing the traceback may itself fail (no memory, a read-only home): the line says so."""
+    kind = type(exc).__name__
+    detail = str(exc).split("\n", 1)[0][:300]
+    what = f"internal error: {kind}{': ' + detail if detail else ''}"
+    where = _keep_traceback(exc)
+    kept = f"traceback in {where}" if where else "rerun with 'trainprobe --debug ...' for the traceback"
+    return f"{what} — a bug in trainprobe, not a verdict on your files; {kept}; please report it"
+
+
+def _keep_traceback(exc: BaseException) -> str | None:
+    try:
+        import time
+        import traceback
+
+        state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+        folder = os.path.join(state, "trainprobe", "crashes")
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt")
+        with open(path, "w", encoding="utf-8", errors="backslashreplace") as out:
+            out.write(f"trainprobe {' '.join(sys.argv[1:])!r}\n")
+            out.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+        return path
+    except BaseException:  # no memory, no writable home: the one line still goes out
+        return None
 
 
 def skip_teardown() -> Callable[[int], None]:
@@ -99,7 +165,9 @@ def skip_teardown() -> Callable[[int], None]:
     exit is kept."""
     import atexit
 
-    recorded = [0]
+    # what the program exits with if the command never returned its code (an exception that escaped even
+    # guarded): a crash, never "healthy"
+    recorded = [EXIT_INTERNAL_ERROR]
 
     def end() -> None:
         if sys.gettrace() is not None or "coverage" in sys.modules:

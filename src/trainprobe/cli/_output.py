@@ -23,6 +23,7 @@ from typing import IO, TYPE_CHECKING, Any, TextIO
 
 from trainprobe.cli._errors import OutputError, write
 from trainprobe.cli._plain import Table, escape, render_markup, sgr
+from trainprobe.visible import visible_lines
 
 if TYPE_CHECKING:
     import threading
@@ -115,7 +116,12 @@ class Console:
 
         try:
             self._rich_console().print(
-                *(to_rich(o) for o in objects), sep=sep, end=end, style=style, markup=markup, soft_wrap=True
+                *(to_rich(visible_lines(o) if isinstance(o, str) else o) for o in objects),
+                sep=sep,
+                end=end,
+                style=style,
+                markup=markup,
+                soft_wrap=True,
             )
         except BrokenPipeError:
             raise
@@ -130,11 +136,13 @@ class Console:
 
 
 def _plain(o: object, markup: bool, ansi: bool) -> str:
+    """``o`` as text for the stream. Whatever reaches the console is inert: a control character that data
+    brought in (ESC, BEL, a carriage return; anything not escaped where it was formatted) is made visible
+    here, before our own styles are added; line breaks are kept (a string may be several lines)."""
     if isinstance(o, Table):
         return "\n".join(o.plain_lines())
-    if isinstance(o, str):
-        return render_markup(o, ansi=ansi) if markup else o
-    return str(o)
+    text = visible_lines(o if isinstance(o, str) else str(o))
+    return render_markup(text, ansi=ansi) if markup else text
 
 
 def json_text(data: Any, *, indent: int | None = 2) -> str:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from trainprobe.visible import visible, visible_lines
+
 #: a markup tag as rich reads it: ``[`` + a lower-case letter, ``#``, ``/`` or ``@`` ... ``]``, with the
 #: backslashes before it (an odd number escapes the tag)
 _TAG = re.compile(r"(\\*)\[([a-z#/@][^[]*?)]")
@@ -23,9 +25,11 @@ _BOX_TOP_WITHOUT_HEADER = "┌─┬┐"
 
 
 def escape(text: str) -> str:
-    """``text`` made literal inside markup: what looks like a tag gets a backslash (rich's own escaping,
-    so rich and :func:`render_markup` both show ``text`` as it is)."""
-    escaped = _TAG.sub(lambda m: f"{m.group(1)}{m.group(1)}\\[{m.group(2)}]", text)
+    """``text`` (data: a name, a path, a message) made literal inside markup and inert on a terminal: what
+    looks like a tag gets a backslash (rich's own escaping, so rich and :func:`render_markup` both show
+    ``text`` as it is), and every control character — a newline too — is written as a visible escape
+    (:func:`trainprobe.visible.visible`)."""
+    escaped = _TAG.sub(lambda m: f"{m.group(1)}{m.group(1)}\\[{m.group(2)}]", visible(text))
     if escaped.endswith("\\") and not escaped.endswith("\\\\"):
         escaped += "\\"
     return escaped
@@ -125,7 +129,7 @@ class Table:
     ) -> None:
         self.columns = [Column(header) for header in headers]
         self.rows: list[tuple[list[str], str | None]] = []
-        self.title = title
+        self.title = None if title is None else visible_lines(title)
         self.show_header = show_header
         self.header_style = header_style
         self.show_edge = show_edge
@@ -152,9 +156,11 @@ class Table:
         )
 
     def add_row(self, *cells: str, style: str | None = None) -> None:
+        """A row of markup cells; a control character in a cell (data that was not escaped) is made visible
+        here, a cell's own line breaks kept."""
         while len(self.columns) < len(cells):
             self.columns.append(Column())
-        self.rows.append((list(cells), style))
+        self.rows.append(([visible_lines(cell) for cell in cells], style))
 
     def plain_lines(self) -> list[str]:
         """The table as lines of plain text: whole rows, a cell's own line breaks kept."""
