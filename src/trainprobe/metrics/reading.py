@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from trainprobe.errors import LogError, UsageError
-from trainprobe.metrics.readers import DIR_READERS, READERS, LogReader, ReadOptions
+from trainprobe.metrics.readers import DIR_READERS, READERS, LogReader, ReadOptions, RunDirReader
 from trainprobe.metrics.table import RunLog, TooSparse, Unread
 from trainprobe.metrics.walk import NotRead, regular_file, walk
 
@@ -63,13 +63,25 @@ def with_side_runs(runs: list[RunLog]) -> list[RunLog]:
     return out
 
 
+def _claimer(directory: Path) -> RunDirReader | None:
+    """The directory reader that claims ``directory`` (one that cannot even look is no claim: its files are
+    then met, and said, one by one)."""
+    for reader in DIR_READERS:
+        try:
+            if reader.claims(directory):
+                return reader
+        except OSError:
+            continue
+    return None
+
+
 def _walk(root: Path, options: ReadOptions, not_read: list[NotRead]) -> list[RunLog]:
     """Run directories a directory reader claims, read as a run (the files it reads and the folders it owns
     taken out of the walk); every other log file by itself. What cannot be opened goes to ``not_read``."""
     runs: list[RunLog] = []
     owned: set[Path] = set()
     for node in walk(root, not_read):
-        claimed = next((r for r in DIR_READERS if r.claims(node.path)), None)
+        claimed = _claimer(node.path)
         if claimed is not None:
             files, dirs = claimed.owns(node.path)
             owned.update(files)

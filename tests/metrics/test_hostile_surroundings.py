@@ -1,0 +1,317 @@
+"""``logs``/``watch`` in hostile surroundings (issue 19): the filesystem around the logs, logs at size, data
+that is not text. Each case runs the CLI in a child process and asserts its exit code, its time and its
+peak RSS (``wait4`` of a forked child, so the test process's own memory is not charged)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL_WANDB = ROOT / "tests/data/real-logs/wandb__offline-run-mlp/wandb"
+
+_LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as fh:
+    fh.write(str(usage.ru_maxrss))
+os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+"""
+
+
+@dataclass
+class Ran:
+    code: int
+    out: str
+    seconds: float
+    rss_mb: float
+
+
+def trainprobe(
+    *args: str | Path, timeout: float = 60, user: int | None = None, cwd: Path | None = None
+) -> Ran:
+    with tempfile.NamedTemporaryFile("r", suffix=".rss", delete=False) as rss:
+        pass
+    os.chmod(rss.name, 0o666)
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    preexec = None
+    if user is not None:
+        env["HOME"] = str(cwd or tempfile.gettempdir())
+
+        def preexec() -> None:
+            os.setgid(user)
+            os.setuid(user)
+
+    argv = [sys.executable, "-c", _LAUNCHER, rss.name, sys.executable, "-m", "trainprobe", *map(str, args)]
+    start = time.monotonic()
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, timeout=timeout, env=env, preexec_fn=preexec, cwd=cwd
+    )
+    seconds = time.monotonic() - start
+    kb = float(Path(rss.name).read_text() or 0)
+    os.unlink(rss.name)
+    return Ran(proc.returncode, proc.stdout + proc.stderr, seconds, kb / 1024)
+
+
+def ok(ran: Ran, code: int | tuple[int, ...], *, seconds: float = 10, rss_mb: float = 400) -> None:
+    codes = (code,) if isinstance(code, int) else code
+    assert ran.code in codes, ran.out
+    assert "internal error" not in ran.out, ran.out
+    assert "Traceback" not in ran.out, ran.out
+    assert ran.seconds < seconds, f"{ran.seconds:.1f} s: {ran.out}"
+    assert ran.rss_mb < rss_mb, f"{ran.rss_mb:.0f} MB: {ran.out}"
+
+
+def nan_log(path: Path) -> Path:
+    path.write_text("".join(f"step {i} loss {'nan' if i == 30 else 1.0 + i / 100}\n" for i in range(60)))
+    return path
+
+
+def jsonl(path: Path, key: str = "loss", n: int = 60) -> Path:
+    with open(path, "w") as fh:
+        for i in range(n):
+            fh.write(json.dumps({"step": i, key: 1.0 if i != 40 else 1e6}) + "\n")
+    return path
+
+
+# -- data that is not text ----------------------------------------------------------------------------------
+def test_a_lone_surrogate_in_a_jsonl_key_reads_and_renders(tmp_path: Path) -> None:
+    log = jsonl(tmp_path / "s.jsonl", "lr\ud800")
+    ok(trainprobe("logs", log), (0, 1))
+    ok(trainprobe("logs", "--json", log), (0, 1))
+    ran = trainprobe("logs", log, "--html", tmp_path / "r.html")
+    ok(ran, (0, 1))
+    assert "ud800" in (tmp_path / "r.html").read_text()
+
+
+def test_a_step_of_1e999_renders_html(tmp_path: Path) -> None:
+    log = tmp_path / "big.log"
+    log.write_text("step 1 loss 1.0\nstep 2 loss 1.0\nstep 1e999 loss 2.0\nstep 3 loss 1.0\n")
+    ok(trainprobe("logs", log, "--html", tmp_path / "r.html"), (0, 1))
+    assert (tmp_path / "r.html").stat().st_size > 0
+
+
+def test_watch_exec_gets_a_nul_and_a_surrogate_escaped(tmp_path: Path) -> None:
+    log = tmp_path / "w.jsonl"
+    with open(log, "w") as fh:
+        for i in range(60):
+            fh.write(json.dumps({"step": i, "lo\u0000ss": 1.0 if i != 40 else 1e6, "x\ud800": 1.0}) + "\n")
+    argv = [sys.executable, "-m", "trainprobe", "watch", "--interval", "0.2"]
+    argv += ["--exec", 'sh -c "echo GOT $TRAINPROBE_FINDING_METRIC"', str(log)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(4)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=20)
+    assert "GOT lo\\x00ss" in out, out
+    assert "internal error" not in out, out
+    assert "Traceback" not in out, out
+
+
+# -- the filesystem around the logs -------------------------------------------------------------------------
+def test_what_a_tree_cannot_open_is_said_and_the_rest_is_read(tmp_path: Path) -> None:
+    nan_log(tmp_path / "a.log")
+    (tmp_path / "dangling.log").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "loop1.log").symlink_to(tmp_path / "loop2.log")
+    (tmp_path / "loop2.log").symlink_to(tmp_path / "loop1.log")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "self").symlink_to(tmp_path / "d")  # a directory link loop: not walked into
+    os.mkfifo(tmp_path / "fifo.log")
+    ran = trainprobe("logs", tmp_path)
+    ok(ran, 2)
+    assert "loss is NaN at step 30" in ran.out
+    for name, why in [
+        ("dangling.log", "dangling"),
+        ("loop1.log", "loop"),
+        ("fifo.log", "not a regular file"),
+    ]:
+        assert f"not read {tmp_path / name}" in ran.out, ran.out
+        assert why in ran.out, ran.out
+    assert "healthy" not in ran.out
+    document = json.loads(trainprobe("logs", "--json", tmp_path).out)
+    assert {n["path"] for n in document["not_read"]} >= {str(tmp_path / "fifo.log")}
+
+
+def test_a_fifo_given_as_the_path_never_blocks(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "f.log")
+    ran = trainprobe("logs", tmp_path / "f.log", timeout=20)
+    ok(ran, 2)
+    assert "not a regular file" in ran.out
+    ok(trainprobe("watch", tmp_path / "f.log", timeout=20), 2)
+
+
+def _deep(root: Path, length: int) -> list[str]:
+    """Directories under ``root`` making a path over ``length`` characters (made through dir fds: the
+    whole path is too long for mkdir)."""
+    parts: list[str] = []
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        while len(str(root)) + sum(len(p) + 1 for p in parts) < length:
+            name = "d" * 200
+            os.mkdir(name, dir_fd=fd)
+            new = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = new
+            parts.append(name)
+        out = os.open("nan.log", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(out, b"".join(f"step {i} loss {'nan' if i == 30 else 1.0}\n".encode() for i in range(60)))
+        os.close(out)
+    finally:
+        os.close(fd)
+    return parts
+
+
+def test_a_path_over_path_max_is_not_read_not_healthy(tmp_path: Path) -> None:
+    tree = tmp_path / "t"
+    tree.mkdir()
+    nan_log(tree / "ok.log")
+    parts = _deep(tree, 4500)
+    ran = trainprobe("logs", tree)
+    ok(ran, 2)
+    assert "not read" in ran.out, ran.out
+    assert "longer than the system takes" in ran.out, ran.out
+    assert "healthy" not in ran.out
+    shutil.rmtree(tree / parts[0], ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs a child as nobody: needs root")
+def test_an_unreadable_directory_is_not_read_for_an_unprivileged_user() -> None:
+    import pwd
+
+    nobody = pwd.getpwnam("nobody").pw_uid
+    top = Path(tempfile.mkdtemp(prefix="tp-unreadable-"))
+    try:
+        os.chmod(top, 0o755)
+        nan_log(top / "a.log")
+        (top / "secret").mkdir()
+        nan_log(top / "secret" / "b.log")
+        os.chmod(top / "secret", 0)
+        try:
+            ran = trainprobe("logs", top, user=nobody, cwd=top)
+        except PermissionError as exc:
+            pytest.skip(f"nobody cannot run this interpreter: {exc}")
+        ok(ran, 2)
+        assert f"not read {top / 'secret'}: permission denied" in ran.out, ran.out
+    finally:
+        os.chmod(top / "secret", stat.S_IRWXU)
+        shutil.rmtree(top)
+
+
+def test_a_wandb_run_directory_claims_only_what_it_reads(tmp_path: Path) -> None:
+    shutil.copytree(REAL_WANDB, tmp_path / "wandb", symlinks=True)
+    run_dir = next((tmp_path / "wandb").iterdir())
+    (run_dir / "files").mkdir(exist_ok=True)
+    nan_log(run_dir / "files" / "train.log")
+    nan_log(run_dir / "beside.log")
+    jsonl(tmp_path / "other.jsonl")
+    for where in (tmp_path, run_dir):
+        ran = trainprobe("logs", "--json", where)
+        ok(ran, 1)
+        names = {r["name"] for r in json.loads(ran.out)["runs"]}
+        assert {run_dir.name, "train", "beside"} <= names, names
+        assert not names & {"debug", "debug-internal", "debug-core", "requirements", "output"}, names
+
+
+def test_an_mlflow_run_claims_only_its_own_folders(tmp_path: Path) -> None:
+    run = tmp_path / "mlruns" / "0" / "abc"
+    (run / "metrics").mkdir(parents=True)
+    (run / "meta.yaml").write_text("run_name: r1\n")
+    (run / "metrics" / "loss").write_text("".join(f"{1000 + i} {1.0 + i / 100} {i}\n" for i in range(50)))
+    (run / "artifacts").mkdir()
+    nan_log(run / "artifacts" / "train.log")
+    ran = trainprobe("logs", "--json", tmp_path)
+    ok(ran, 1)
+    names = {r["name"] for r in json.loads(ran.out)["runs"]}
+    assert {"r1", "train"} <= names, names
+
+
+# -- logs at size -------------------------------------------------------------------------------------------
+def test_a_terabyte_hole_is_skipped(tmp_path: Path) -> None:
+    log = tmp_path / "hole.log"
+    with open(log, "w") as fh:
+        fh.write("".join(f"step {i} loss 1.0\n" for i in range(50)))
+    os.truncate(log, log.stat().st_size + (1 << 40))
+    with open(log, "a") as fh:
+        fh.write("\n" + "".join(f"step {i} loss 1.0\n" for i in range(50, 100)))
+    ran = trainprobe("logs", "--json", log)
+    ok(ran, 0)
+    assert json.loads(ran.out)["runs"][0]["rows"] == 100
+
+
+def test_a_huge_csv_cell_is_not_held(tmp_path: Path) -> None:
+    log = tmp_path / "cell.csv"
+    log.write_text("step,loss\n1,1.0\n2,1.0\n3,")
+    os.truncate(log, 400 << 20)
+    with open(log, "a") as fh:
+        fh.write("\n4,1.0\n5,1.0\n6,1.0\n")
+    ran = trainprobe("logs", "--json", log)
+    ok(ran, 0, rss_mb=300)
+    assert json.loads(ran.out)["runs"][0]["rows"] == 5
+
+
+def test_thousands_of_keys_logged_once_are_refused_not_allocated(tmp_path: Path) -> None:
+    log = tmp_path / "sparse.jsonl"
+    with open(log, "w") as fh:
+        for i in range(100_000):
+            row = {"step": i, "loss": 1.0}
+            if i % 33 == 0 and i // 33 < 3000:
+                row[f"k{i // 33}"] = 1.0
+            fh.write(json.dumps(row) + "\n")
+    ran = trainprobe("logs", log)
+    ok(ran, 2, rss_mb=600)
+    assert "too sparse" in ran.out
+
+
+def test_an_mlflow_run_of_1500_metrics_is_not_a_dense_block(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    (run / "metrics").mkdir(parents=True)
+    (run / "meta.yaml").write_text("run_name: wide\n")
+    for k in range(1500):
+        lines = "".join(f"{1000 + s} 1.0 {k * 300 + s}\n" for s in range(300))
+        (run / "metrics" / f"m{k}").write_text(lines)
+    ran = trainprobe("logs", run, timeout=120)
+    ok(ran, 2, seconds=30, rss_mb=800)
+    assert "too sparse" in ran.out
+
+
+def test_prose_is_rejected_quickly(tmp_path: Path) -> None:
+    words = "the model of training was a very good and data batch loader from which we can see"
+    words_list = words.split(" ")
+    log = tmp_path / "prose.log"
+    with open(log, "w") as fh:
+        for i in range(200_000):
+            fh.write(" ".join(words_list[(i + j) % len(words_list)] for j in range(10)) + "\n")
+        fh.write("step 1 loss 1.0\nstep 2 loss 1.0\nstep 3 loss 1.0\n")
+    ok(trainprobe("logs", log), 0)
+
+
+def test_a_catastrophic_pattern_is_refused(tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_text("a" * 30 + "b\n")
+    ran = trainprobe("logs", log, "--pattern", "(?P<step>a+)+$")
+    ok(ran, 2, seconds=5)
+    assert "--pattern" in ran.out
+    ok(trainprobe("logs", log, "--event", "(a|ab)*c"), 2, seconds=5)
+
+
+def test_many_small_logs_finish(tmp_path: Path) -> None:
+    for d in range(20):
+        sub = tmp_path / f"d{d}"
+        sub.mkdir()
+        for i in range(100):
+            (sub / f"{i}.log").write_text(f"step 1 loss 1.0\nstep 2 loss {1.0 + i}\n")
+    ran = trainprobe("logs", "-q", tmp_path, timeout=120)
+    ok(ran, (0, 1), seconds=60, rss_mb=1500)
