@@ -55,24 +55,40 @@ class TerminalCase:
     shows: str  # a word of the finding that must be on the screen
 
 
-def _case_ids() -> dict[str, TerminalCase]:
-    tensor = lambda d: nan_safetensors(d, "w" + FORGERY)  # noqa: E731 - a table of one-line builders
-    file = lambda d: nan_safetensors(
-        d, "w", "ok" + NEWLINE_VERDICT.replace("/", "_") + FORGERY + ".safetensors"
-    )  # noqa: E731
-    bidi = lambda d: nan_safetensors(d, "w" + BIDI)  # noqa: E731
-    key = lambda d: nan_jsonl(d, "loss" + FORGERY)  # noqa: E731
+def forged_tensor_name(folder: Path) -> Path:
+    return nan_safetensors(folder, "w" + FORGERY)
+
+
+def forged_file_name(folder: Path) -> Path:
+    name = "ok" + NEWLINE_VERDICT.replace("/", "_") + FORGERY + ".safetensors"
+    return nan_safetensors(folder, "w", name)
+
+
+def bidi_tensor_name(folder: Path) -> Path:
+    return nan_safetensors(folder, "w" + BIDI)
+
+
+def forged_jsonl_key(folder: Path) -> Path:
+    return nan_jsonl(folder, "loss" + FORGERY)
+
+
+def _cases() -> dict[str, TerminalCase]:
     cases = {}
-    for label, build in (("tensor-name", tensor), ("file-name", file), ("bidi-name", bidi)):
+    builders = {
+        "tensor-name": forged_tensor_name,
+        "file-name": forged_file_name,
+        "bidi-name": bidi_tensor_name,
+    }
+    for label, build in builders.items():
         cases[f"scan-{label}"] = TerminalCase(build, lambda f, d: ["scan", str(f)], "NaN")
         cases[f"check-{label}"] = TerminalCase(build, lambda f, d: ["check", str(f)], "NaN")
         cases[f"diff-{label}"] = TerminalCase(build, lambda f, d: ["diff", str(f), str(f)], "NaN")
         cases[f"triage-{label}"] = TerminalCase(build, lambda f, d: ["triage", str(d)], "NaN")
-    cases["logs-jsonl-key"] = TerminalCase(key, lambda f, d: ["logs", str(f)], "NaN")
+    cases["logs-jsonl-key"] = TerminalCase(forged_jsonl_key, lambda f, d: ["logs", str(f)], "NaN")
     return cases
 
 
-CASES = _case_ids()
+CASES = _cases()
 
 
 def run_on_terminal(argv: list[str], timeout: float = 60.0) -> tuple[int, bytes]:
