@@ -21,7 +21,7 @@ for i in range(2000):
     print("line", i, "of a long output")
     if sys.argv[1:] == ["slow"]:
         sys.stdout.flush()
-        time.sleep(0.05)
+        time.sleep(0.05)  # paces its own output (a slow run to interrupt): the test waits for lines
 
 def main():
     return {"done": True}

@@ -61,6 +61,25 @@ class Watch:
         return rc, "".join(self.seen + rest)
 
 
+def _wait_until_read(watch: Watch, path: Path, timeout: float = 60.0) -> None:
+    """Wait for the event "the watcher has read ``path`` to its end": its open file's offset (from /proc)
+    is the file's size. Lines appended after it are new growth, on a machine however busy."""
+    target, size = str(path.resolve()), path.stat().st_size
+    fds = Path(f"/proc/{watch.proc.pid}/fd")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for fd in fds.iterdir() if fds.exists() else ():
+            try:
+                if os.readlink(fd) == target:
+                    info = (fds.parent / "fdinfo" / fd.name).read_text()
+                    if int(info.split("pos:")[1].split()[0]) >= size:
+                        return
+            except (OSError, IndexError, ValueError):
+                continue
+        time.sleep(0.05)  # polling interval
+    raise AssertionError(f"the watcher did not read {path} to its end within {timeout:g} s")
+
+
 def _append(path: Path, lines: list[str]) -> None:
     with open(path, "a") as fh:
         fh.write("\n".join(lines) + "\n")
@@ -74,7 +93,7 @@ def test_findings_appear_as_the_log_grows_across_rotation(tmp_path: Path) -> Non
     _append(log, lines[:1500])
     watch = Watch(str(log), cwd=tmp_path)
     try:
-        time.sleep(0.5)
+        _wait_until_read(watch, log)
         _append(log, lines[1500:at])
         found = watch.wait_for("loss step 2029")
         assert "checkpoint save at step 2000" in found
@@ -106,12 +125,12 @@ def test_exec_gets_the_finding_in_env_and_stdin_without_a_shell(tmp_path: Path) 
         str(log), "--event", "operator note", "--exec", f"{sys.executable} {record} {out}", cwd=tmp_path
     )
     try:
-        time.sleep(0.5)
+        _wait_until_read(watch, log)
         _append(log, [f"step {s} loss {1.0 + (6.0 if s == 120 else 0.0):.2f}" for s in range(100, 140)])
         watch.wait_for("loss step 120")
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while not out.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
+            time.sleep(0.1)  # polling interval: waiting for the --exec command's file
     finally:
         watch.interrupt()
     (call,) = [json.loads(line) for line in out.read_text().splitlines()]

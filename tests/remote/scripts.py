@@ -64,5 +64,5 @@ SLEEPER = """
 import os, subprocess, sys, time
 child = subprocess.Popen(["sleep", "300"])
 print(os.getpid(), child.pid, flush=True)
-time.sleep(300)
+time.sleep(300)  # runs until the test kills it
 """

@@ -87,6 +87,7 @@ def test_other_users_running_pythons_are_not_candidates(sshd: SshServer) -> None
     """A zsh user's Python (from its venv) and a root Python with numpy run; the dash user finds neither."""
     zsh_venv = sshd.setup.home("zsh") / "r-venv"
     make_venv(zsh_venv, "tp_zsh_running", owner=sshd.setup.users["zsh"])
+    # each time.sleep here: a process that stays up until the test kills it, not a wait
     others = [
         as_user(
             sshd.setup.users["zsh"], str(zsh_venv / "bin" / "python"), "-c", "import time; time.sleep(60)"
@@ -111,6 +112,7 @@ def test_the_login_users_own_running_python_is_still_found(sshd: SshServer) -> N
     venv = Path(tempfile.mkdtemp(prefix="tp-own-running-"))
     venv.chmod(0o755)
     make_venv(venv / "v", "tp_tcsh_running", owner=user)
+    # time.sleep here: a process that stays up until the test kills it, not a wait
     proc = as_user(user, str(venv / "v" / "bin" / "python"), "-c", "import time; time.sleep(60)")
     try:
         script = "import sys\ndef main():\n    return sys.executable\n"

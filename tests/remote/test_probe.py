@@ -31,6 +31,7 @@ def test_probe_reports_gpus_interpreters_and_training_processes(tmp_path: Path) 
     )
     fake.chmod(0o755)
     trainer = subprocess.Popen(
+        # time.sleep here: a process that stays up until the test kills it, not a wait
         [sys.executable, "-c", "import time; time.sleep(60)", "train.py", "--lr", "3e-4"],
     )
     try:
@@ -90,17 +91,20 @@ def test_probe_leaves_out_trainprobes_own_processes(tmp_path: Path) -> None:
     from trainprobe.remote._probe_script import INSPECT
     from trainprobe.remote.api import run
 
+    # time.sleep here: a process that stays up until the test kills it, not a wait
     (tmp_path / "sitecustomize.py").write_text("import time\ntime.sleep(60)\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     checks = [
         subprocess.Popen([sys.executable, "-c", INSPECT, "--cuda"], env=env),
         subprocess.Popen([sys.executable, "-c", _stage1.NEED_CHECK, "torch"], env=env),
     ]
+    # time.sleep here: a process that stays up until the test kills it, not a wait
     user = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "eval.py"], env=env)
     cancel = threading.Event()
     up = threading.Event()  # the other run's script has started: its agent is up
     other = threading.Thread(
         target=run,
+        # time.sleep here: a process that stays up until the test kills it, not a wait
         args=("local", "import time; print('up', flush=True); time.sleep(60)"),
         kwargs={"cancel": cancel, "stdout": lambda _: up.set()},
     )

@@ -56,7 +56,7 @@ def _slow_copy(writer: CheckpointWriter, monkeypatch: pytest.MonkeyPatch, second
 
     def slow(snapshot: Any) -> None:
         started.set()
-        time.sleep(seconds)
+        time.sleep(seconds)  # a slow copy (the work under test), not a wait for something to happen
         original(snapshot)
 
     monkeypatch.setattr(writer, "_copy_deferred", slow)
@@ -69,7 +69,7 @@ def _copy_tensor_by_tensor(writer: CheckpointWriter, monkeypatch: pytest.MonkeyP
     def slow(snapshot: Any) -> None:
         for buf, tensor in snapshot.deferred:
             buf.copy_(tensor)
-            time.sleep(pause)
+            time.sleep(pause)  # a slow copy (the work under test), not a wait for something to happen
 
     monkeypatch.setattr(writer, "_copy_deferred", slow)
 
@@ -211,7 +211,7 @@ def test_copy_failure_lets_the_step_go_and_surfaces_on_the_next_call(
     writer.wait()
 
     def broken(snapshot: Any) -> None:
-        time.sleep(0.1)
+        time.sleep(0.1)  # the copy fails after a while (the work under test), not a wait for an event
         raise OSError("no memory for the copy")
 
     monkeypatch.setattr(writer, "_copy_deferred", broken)

@@ -52,7 +52,7 @@ def test_sigkill_mid_write_leaves_previous_checkpoint_and_latest_valid(tmp_path:
             temps = _temp_files(tmp_path)
             if any(p.stat().st_size > (4 << 20) for p in temps if p.exists()):
                 break
-            time.sleep(0.001)
+            time.sleep(0.001)  # polling interval: waiting for a temp file past 4 MiB
         else:
             pytest.fail("never caught the writer mid-write")
         os.kill(proc.pid, signal.SIGKILL)

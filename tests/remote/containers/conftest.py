@@ -58,7 +58,7 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str, log: Path |
     while time.monotonic() < deadline:
         if check():
             return
-        time.sleep(0.1)
+        time.sleep(0.1)  # polling interval
     tail = log.read_text(errors="replace")[-3000:] if log and log.exists() else ""
     pytest.fail(f"{what} did not come up within {timeout:.0f} s\n{tail}")
 
