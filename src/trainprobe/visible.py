@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["visible", "visible_lines"]
+__all__ = ["visible", "visible_lines", "visible_surrogates"]
 
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
@@ -57,3 +57,14 @@ def visible(text: str, *, keep: str = "") -> str:
 def visible_lines(text: str) -> str:
     """``text`` of several lines made inert, its newlines kept (a rendered report, a summary)."""
     return visible(text, keep="\n")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def visible_surrogates(text: str) -> str:
+    """``text`` with only its lone surrogates escaped (``\\xNN`` for a byte a file name held that was not
+    UTF-8): what JSON needs to be I-JSON, where every other character is fine as it is."""
+    if not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub(lambda m: _escape(m.group()), text)

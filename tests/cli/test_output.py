@@ -146,3 +146,29 @@ def test_live_output_stops_the_work_on_its_first_failure() -> None:
     closed.write(b"x")
     with pytest.raises(BrokenPipeError):  # the program then exits 141
         closed.raise_failure()
+
+
+def test_json_is_i_json_when_a_name_was_not_utf8() -> None:
+    import json
+
+    from trainprobe.cli._output import json_text
+
+    name = b"model\xff.pt".decode("utf-8", "surrogateescape")
+    text = json_text({"units": [{"path": name}], name: 1, "ok": "\U0001f600"})
+    assert "\\udcff" not in text  # a lone surrogate escape: not I-JSON
+    text.encode("utf-8")  # strict: no lone surrogate left
+    data = json.loads(text)
+    assert data["units"][0]["path"] == "model\\xff.pt"
+    assert data["model\\xff.pt"] == 1
+    assert data["ok"] == "\U0001f600"
+
+
+def test_visible_escapes_controls_bidi_and_lone_surrogates() -> None:
+    from trainprobe.visible import visible, visible_lines
+
+    assert visible("a\x1b]0;t\x07b") == "a\\x1b]0;t\\x07b"
+    assert visible("x\ny\tz\r") == "x\\ny\\tz\\r"
+    assert visible("\u202etp.exe\x9b") == "\\u202etp.exe\\x9b"
+    assert visible(b"a\xff".decode("utf-8", "surrogateescape")) == "a\\xff"
+    assert visible_lines("one\ntwo\x1b[2K") == "one\ntwo\\x1b[2K"
+    assert visible("plain ✓ text \\ kept") == "plain ✓ text \\ kept"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,7 +24,7 @@ from typing import IO, TYPE_CHECKING, Any, TextIO
 
 from trainprobe.cli._errors import OutputError, write
 from trainprobe.cli._plain import Table, escape, render_markup, sgr
-from trainprobe.visible import visible_lines
+from trainprobe.visible import visible_lines, visible_surrogates
 
 if TYPE_CHECKING:
     import threading
@@ -153,12 +154,27 @@ def json_text(data: Any, *, indent: int | None = 2) -> str:
     import json
 
     try:
-        return json.dumps(data, indent=indent, default=str, allow_nan=False)
+        text = json.dumps(data, indent=indent, default=str, allow_nan=False)
     except (ValueError, TypeError):  # TypeError: a key JSON cannot have (a tuple)
         return json.dumps(_json_safe(data), indent=indent, default=str, allow_nan=False)
+    if _LONE_SURROGATE.search(text):
+        return json.dumps(_json_safe(data), indent=indent, default=str, allow_nan=False)
+    return text
+
+
+#: a ``\uXXXX`` escape of half a surrogate pair without its other half: valid JSON syntax, but not I-JSON
+#: (RFC 7493), and many readers refuse it
+_LONE_SURROGATE = re.compile(
+    r"\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2}"
+)
 
 
 def _json_safe(value: Any) -> Any:
+    if isinstance(value, str):
+        # a lone surrogate (a name that was not UTF-8, as os.fsdecode gives it) as its visible escape:
+        # "\\xff" for the byte 0xff (the scheme of docs/names.md); documents that carry a name's bytes have
+        # them in a field of their own
+        return visible_surrogates(value)
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, int) and not isinstance(value, bool):
@@ -175,7 +191,9 @@ def _json_safe(value: Any) -> Any:
 
 
 def _json_key(key: Any) -> Any:
-    if isinstance(key, str) or key is None or isinstance(key, bool):
+    if isinstance(key, str):
+        return visible_surrogates(key)
+    if key is None or isinstance(key, bool):
         return key
     safe = _json_safe(key)
     return safe if isinstance(safe, (int, str)) else str(key)
