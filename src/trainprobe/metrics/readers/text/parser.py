@@ -532,9 +532,13 @@ class LineChunks:
     def __iter__(self) -> Iterator[bytes]:
         # read into one buffer, reused: a fresh 8 MB object per read would be page-faulted in every time;
         # what is yielded is a copy (the lines of the buffer joined to the line left over from the last)
-        buf = bytearray(self.size)
-        view = memoryview(buf)
         with open(self.path, "rb") as fh:
+            try:  # a small file gets a small buffer (zeroing 8 MB per file is most of a small log's cost)
+                size = max(4096, min(self.size, os.fstat(fh.fileno()).st_size + 1))
+            except OSError:
+                size = self.size
+            buf = bytearray(size)
+            view = memoryview(buf)
             rest = b""
             while True:
                 if _skip_hole(fh):
