@@ -3,7 +3,9 @@ tracebacks — and a tool that runs over its timeout is killed."""
 
 from __future__ import annotations
 
+import json
 import os
+import struct
 import subprocess
 import sys
 import time
@@ -90,10 +92,14 @@ def test_an_unreachable_target_is_one_sentence(server: McpSession) -> None:
 
 
 def test_a_tool_that_runs_over_its_timeout_is_killed(server: McpSession, tmp_path: Path) -> None:
-    fifo = tmp_path / "stuck.log"
-    os.mkfifo(fifo)  # opening it blocks until someone writes: the analysis hangs
+    big = tmp_path / "big.safetensors"  # a sparse 10 GB tensor of zeros: reading it takes well over 2 s
+    n = 2_500_000_000
+    head = json.dumps({"w": {"dtype": "F32", "shape": [n], "data_offsets": [0, 4 * n]}}).encode()
+    with open(big, "wb") as fh:
+        fh.write(struct.pack("<Q", len(head)) + head)
+        fh.truncate(8 + len(head) + 4 * n)
     started = time.monotonic()
-    result = server.call("logs", {"paths": [str(fifo)], "timeout_s": 2})
+    result = server.call("scan", {"paths": [str(big)], "timeout_s": 2})
     assert_error(result, "timed out after 2 s; the far side was killed")
     assert time.monotonic() - started < 30
 

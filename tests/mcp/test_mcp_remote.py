@@ -21,8 +21,11 @@ pytestmark = pytest.mark.ssh
 
 @pytest.fixture(scope="module")
 def remote(sshd: SshServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpSession]:
-    """A server started once the sshd fixture has set TRAINPROBE_SSH_CONFIG and the control directory."""
-    session = start_server(tmp_path_factory.mktemp("mcp-remote"))
+    """A server started once the sshd fixture has set TRAINPROBE_SSH_CONFIG and the control directory; it
+    allows interpreter settings (the target names the far side's Python with numpy)."""
+    session = start_server(
+        tmp_path_factory.mktemp("mcp-remote"), ("-m", "trainprobe", "mcp", "--allow-interpreters")
+    )
     try:
         yield session
     finally:

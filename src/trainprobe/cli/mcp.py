@@ -21,18 +21,28 @@ examples:
   claude mcp add --transport stdio trainprobe -- /path/to/venv/bin/trainprobe mcp
   {"mcpServers": {"trainprobe": {"command": "/path/to/venv/bin/trainprobe", "args": ["mcp"]}}}
 
+Read-only tools refuse targets with python=, venv=, conda= or env= unless started with --allow-interpreters.
+
 Exit codes: 0 when the client closed the connection; 2 when the mcp extra is missing."""
 
 
 def add_arguments(parser: CommandParser) -> None:
     options = parser.add_argument_group("options")
+    options.add_argument(
+        "--allow-interpreters",
+        action="store_true",
+        help="let the read-only tools (triage, scan, check, diff, logs, watch_tail, probe) take targets with "
+        "interpreter settings (python=, venv=, conda=, env=). Off by default: those settings choose the "
+        "program that runs, and a client that approves read-only tools without asking would let an injected "
+        "prompt run one. run always takes them; names from the targets file always work",
+    )
     options.add_argument("-h", "--help", action="help")
 
 
-def serve() -> int:
-    from trainprobe.mcp import build_server
+def serve(*, allow_interpreters: bool = False) -> int:
+    from trainprobe.mcp import serve as serve_stdio
 
-    build_server().run("stdio")
+    serve_stdio(allow_interpreters=allow_interpreters)
     return 0
 
 

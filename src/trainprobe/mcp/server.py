@@ -22,6 +22,8 @@ from pydantic import Field
 from trainprobe import __version__
 from trainprobe.errors import TrainprobeError
 from trainprobe.mcp import summary, tasks
+from trainprobe.mcp.safe import sendable, shown
+from trainprobe.visible import visible
 
 TARGET_HELP = """\
 `target` says where the files are and where the work runs (default `local`: this machine). It is one string \
@@ -110,6 +112,7 @@ def triage(
             events=list(events),
             timeout=timeout_s,
         ),
+        target=target,
     )
 
 
@@ -129,7 +132,11 @@ def scan(
     Face sharded checkpoints (*.index.json) and torch.distributed.checkpoint directories, detected by content.
     Per file: verdict (clean, nonfinite, suspicious pickle global, corrupt, unreadable) and each bad tensor's
     counts and first bad index."""
-    return answer("scan", lambda: tasks.scan(target, paths, stats=stats, verify=verify, timeout=timeout_s))
+    return answer(
+        "scan",
+        lambda: tasks.scan(target, paths, stats=stats, verify=verify, timeout=timeout_s),
+        target=target,
+    )
 
 
 def check(paths: Paths, target: Target = tasks.LOCAL, timeout_s: Timeout = 1800) -> CallToolResult:
@@ -141,7 +148,7 @@ def check(paths: Paths, target: Target = tasks.LOCAL, timeout_s: Timeout = 1800)
     |m|/sqrt(v), state shaped like its parameter, bf16/fp16 weights equal the cast of their fp32 master,
     zip CRC32s, DCP chunks tiling each tensor, HF index entries, the CheckpointWriter manifest; and
     NaN/Inf."""
-    return answer("check", lambda: tasks.check(target, paths, timeout=timeout_s))
+    return answer("check", lambda: tasks.check(target, paths, timeout=timeout_s), target=target)
 
 
 def diff(
@@ -154,7 +161,7 @@ def diff(
     change ||A-B||/||A|| and max |A-B|), added, removed, shape or dtype changed; per module; and for two
     checkpoints of one run, parameters that did not move and parameters whose optimizer step moved while
     their weights did not (or the reverse) — what a save that mixed steps leaves behind."""
-    return answer("diff", lambda: tasks.diff(target, a, b, timeout=timeout_s))
+    return answer("diff", lambda: tasks.diff(target, a, b, timeout=timeout_s), target=target)
 
 
 def logs(
@@ -193,7 +200,7 @@ def logs(
         "event_patterns": list(events),
         "checkpoints": checkpoints,
     }
-    return answer("logs", lambda: tasks.logs(target, paths, timeout=timeout_s, **options))
+    return answer("logs", lambda: tasks.logs(target, paths, timeout=timeout_s, **options), target=target)
 
 
 def watch_tail(
@@ -218,7 +225,9 @@ def watch_tail(
         "threshold": threshold,
         "event_patterns": list(events),
     }
-    return answer("watch_tail", lambda: tasks.watch_tail(target, path, timeout=timeout_s, **options))
+    return answer(
+        "watch_tail", lambda: tasks.watch_tail(target, path, timeout=timeout_s, **options), target=target
+    )
 
 
 def probe(
@@ -231,7 +240,7 @@ def probe(
     """What is on a machine: Python interpreters in discovery order (versions; numpy, torch, CUDA), GPUs
     (nvidia-smi), free disk, load, memory, and running Python processes (training ones flagged). Use it first
     on an unknown target to pick the interpreter (then name it in the target: `//venv=...`)."""
-    return answer("probe", lambda: tasks.probe(target, cuda=cuda, timeout=timeout_s))
+    return answer("probe", lambda: tasks.probe(target, cuda=cuda, timeout=timeout_s), target=target)
 
 
 def run(
@@ -260,6 +269,7 @@ def run(
         "run",
         lambda: tasks.run(target, script, list(args), need=list(need), timeout=timeout_s),
         failure=tasks.run_failure,
+        target=target,
     )
 
 
@@ -281,7 +291,9 @@ def description(tool: Callable[..., Any]) -> str:
     return "\n\n".join(parts)
 
 
-def build_server() -> MCPServer:
+def build_server(*, allow_interpreters: bool = False) -> MCPServer:
+    """The server with every tool; ``allow_interpreters`` lets read-only tools take interpreter settings."""
+    Policy.allow_interpreters = allow_interpreters
     server: MCPServer = MCPServer(
         "trainprobe", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
     )
@@ -299,21 +311,68 @@ def build_server() -> MCPServer:
 # -- answering -----------------------------------------------------------------------------------------------
 
 
+class Policy:
+    """How this server was started: ``allow_interpreters`` lets the read-only tools take a target with
+    interpreter settings (``trainprobe mcp --allow-interpreters``)."""
+
+    allow_interpreters = False
+
+
+def refused_target(tool: str, target: str) -> str | None:
+    """Why a read-only tool refuses ``target`` (None when it does not): a read-only tool runs no program the
+    client names, and ``python=``, ``venv=``, ``conda=`` and ``env=`` (``env=LD_PRELOAD=…``) name one. A
+    client that approves read-only tools without asking must not be able to run one through ``scan``."""
+    if Policy.allow_interpreters or tool not in READ_ONLY:
+        return None
+    named = tasks.interpreter_settings(target)
+    if not named:
+        return None
+    return (
+        f"{tool} is read-only and does not take interpreter settings ({', '.join(named)}) in its target: "
+        "they choose the program it runs — use a target without them (discovery picks the interpreter), "
+        "a name from the targets file, or start the server with `trainprobe mcp --allow-interpreters`"
+    )
+
+
+def error_result(message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=visible(message))], is_error=True)
+
+
 def answer(
     tool: str,
     work: Callable[[], dict[str, Any]],
     failure: Callable[[dict[str, Any]], str | None] = lambda _document: None,
+    *,
+    target: str | None = None,
 ) -> CallToolResult:
     """Run one tool's work: its document as structured content, kept in full on disk, and its summary as
     text. A TrainprobeError, or a document that ``failure`` finds failed, is an error result whose text
-    starts with the sentence the CLI prints."""
+    starts with the sentence the CLI prints; a target a read-only tool refuses (:func:`refused_target`) and
+    any other exception are error results too: the server answers every call.
+
+    Every document passes through :func:`trainprobe.mcp.safe.sendable` (lone surrogates escaped, NaN/Inf as
+    null) before it is kept or sent, and the summary is built from its :func:`~trainprobe.mcp.safe.shown`
+    copy (every data string inert: control characters, bidi controls and newlines escaped visibly)."""
     try:
-        document = work()
+        refused = None if target is None else refused_target(tool, target)
+        if refused:
+            return error_result(refused)
+        return _answer(tool, work, failure)
     except TrainprobeError as exc:
-        return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
+        return error_result(str(exc))
+    except Exception as exc:
+        return error_result(
+            f"{tool} failed: {type(exc).__name__}: {exc} (a bug in trainprobe: please report it)"
+        )
+
+
+def _answer(
+    tool: str, work: Callable[[], dict[str, Any]], failure: Callable[[dict[str, Any]], str | None]
+) -> CallToolResult:
+    document = sendable(work())
     report, size, problem = save_report(tool, document)
     try:
-        text = summary.SUMMARIES[tool](document).text(report, size)
+        text = summary.SUMMARIES[tool](shown(document)).text(report, size)
     except Exception as exc:
         # The document is the answer: a summary that trips on a field the library renamed must not lose it.
         note = f"(no summary: {type(exc).__name__}: {exc}; the structured content is complete)"
@@ -323,9 +382,13 @@ def answer(
     failed = failure(document)
     if failed:
         text = f"{failed}\n{text}"
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)], structured_content=document, is_error=bool(failed)
+    result = CallToolResult(
+        content=[TextContent(type="text", text=visible(text, keep="\n"))],
+        structured_content=document,
+        is_error=bool(failed),
     )
+    result.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8")  # it can be sent
+    return result
 
 
 def save_report(tool: str, document: dict[str, Any]) -> tuple[Path | None, int, str | None]:
@@ -333,7 +396,7 @@ def save_report(tool: str, document: dict[str, Any]) -> tuple[Path | None, int, 
     directory (``$TRAINPROBE_RUNS_DIR``, else ``$XDG_STATE_HOME/trainprobe/runs``)."""
     from trainprobe.remote.logs import new_run_dir
 
-    text = json.dumps(document, indent=2, allow_nan=False, default=str) + "\n"
+    text = json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False, default=str) + "\n"
     try:
         path = new_run_dir(f"mcp-{tool}".replace("_", "-")) / "report.json"
         path.write_text(text, encoding="utf-8")

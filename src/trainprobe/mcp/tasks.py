@@ -54,6 +54,30 @@ def targets_of(target: str) -> list[str]:
     return expand_targets([target], load_config(None))
 
 
+INTERPRETER_SETTINGS = ("python", "venv", "conda", "env")
+
+
+def interpreter_settings(target: str) -> list[str]:
+    """The interpreter settings (``python=``, ``venv=``, ``conda=``, ``env=``) the client wrote in ``target``,
+    each hop once, in order: those of every target a range expands to. A name from the targets file (a
+    target or a group) is the user's own configuration and names none here."""
+    from trainprobe.remote import parse_target
+    from trainprobe.remote.fleet import expand_targets, load_config
+
+    spec = target.strip()
+    if spec in ("", LOCAL):
+        return []
+    config = load_config(None)
+    if spec in config.targets or spec in config.groups:
+        return []
+    found: list[str] = []
+    for one in expand_targets([spec], config):
+        for hop in parse_target(one).hops:
+            if hop.kind in INTERPRETER_SETTINGS and hop.spec() not in found:
+                found.append(hop.spec())
+    return found
+
+
 def is_fleet(targets: Sequence[str]) -> bool:
     from trainprobe.remote.fanout import needs_fleet
 
