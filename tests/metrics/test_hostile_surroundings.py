@@ -315,3 +315,13 @@ def test_many_small_logs_finish(tmp_path: Path) -> None:
             (sub / f"{i}.log").write_text(f"step 1 loss 1.0\nstep 2 loss {1.0 + i}\n")
     ran = trainprobe("logs", "-q", tmp_path, timeout=120)
     ok(ran, (0, 1), seconds=60, rss_mb=1500)
+
+
+def test_a_sparse_3_gb_wandb_record_log_is_streamed(tmp_path: Path) -> None:
+    records = next(REAL_WANDB.glob("*/run-*.wandb"))
+    log = tmp_path / "run-big.wandb"
+    shutil.copyfile(records, log)
+    os.truncate(log, 3 << 30)
+    ran = trainprobe("logs", "--json", log)
+    ok(ran, 0, rss_mb=300)
+    assert json.loads(ran.out)["runs"][0]["rows"] == 300

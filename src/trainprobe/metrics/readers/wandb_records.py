@@ -15,13 +15,17 @@ OutputRawRecord: 2 timestamp (Timestamp: 1 seconds, 2 nanos), 3 line. RunRecord:
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import math
+import os
 import struct
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -38,6 +42,8 @@ _RECORD_HEADER = 7
 FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 _TYPE_CRC = {t: zlib.crc32(bytes([t])) for t in (FULL, FIRST, MIDDLE, LAST)}
 _MAX_RECORD = 256 << 20
+_READ = 1 << 20  # bytes read at a time
+_SEEK_DATA: int | None = getattr(os, "SEEK_DATA", None)
 
 
 @dataclass
@@ -50,28 +56,66 @@ class WandbRun:
     problem: str | None = None  # why reading stopped early (a CRC mismatch, a broken record)
 
 
-def iter_records(buf: bytes) -> Iterator[bytes]:
+class _Window:
+    """Bytes of a file by absolute position, read forward in bounded pieces (a record log is streamed, never
+    read whole: memory is the longest record, not the file)."""
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self.fh = fh
+        self.base = 0
+        self.data = b""
+
+    def get(self, start: int, n: int) -> bytes:
+        """Bytes ``[start, start + n)`` (fewer at the end of the file); positions only move forward."""
+        have_end = self.base + len(self.data)
+        if start < self.base or start > have_end:
+            self.fh.seek(start)
+            self.base, self.data = start, b""
+        elif start + n > have_end:
+            self.data = self.data[start - self.base :]
+            self.base = start
+        if start + n > self.base + len(self.data):
+            self.fh.seek(self.base + len(self.data))
+            self.data += self.fh.read(max(start + n - self.base - len(self.data), _READ))
+        return self.data[start - self.base : start - self.base + n]
+
+    def next_data(self, pos: int) -> int:
+        """The first block at or after ``pos`` that the file stores (a sparse hole skipped, not read)."""
+        if _SEEK_DATA is None:
+            return pos
+        try:
+            at = os.lseek(self.fh.fileno(), pos, _SEEK_DATA)
+        except (OSError, io.UnsupportedOperation) as exc:
+            if getattr(exc, "errno", None) == errno.ENXIO:  # nothing but a hole to the end
+                return max(pos, os.fstat(self.fh.fileno()).st_size)
+            return pos
+        return max(pos, at - at % BLOCK)
+
+
+def iter_records(source: bytes | BinaryIO) -> Iterator[bytes]:
     """The data of each whole record; raises ``LogError``-worthy ``ValueError`` on a CRC mismatch."""
-    if not buf.startswith(HEADER[:4]):
+    window = _Window(io.BytesIO(source) if isinstance(source, bytes) else source)
+    if not window.get(0, len(HEADER)).startswith(HEADER[:4]):
         raise ValueError("no W&B header")
     pos = len(HEADER)
     parts: list[bytes] = []
     size = 0
-    end = len(buf)
     while True:
         left = BLOCK - pos % BLOCK
         if left < _RECORD_HEADER:
             pos += left
-        if pos + _RECORD_HEADER > end:
+        head = window.get(pos, _RECORD_HEADER)
+        if len(head) < _RECORD_HEADER:
             return
-        crc, length, kind = struct.unpack_from("<IHB", buf, pos)
+        crc, length, kind = struct.unpack("<IHB", head)
         data_at = pos + _RECORD_HEADER
         if kind == 0 and length == 0 and crc == 0:
-            pos += BLOCK - pos % BLOCK  # zero fill (a preallocated or padded block)
+            # zero fill (a preallocated or padded block, a sparse hole): on to the next block that holds data
+            pos = window.next_data(pos + BLOCK - pos % BLOCK)
             continue
-        if data_at + length > end:
+        data = window.get(data_at, length)
+        if len(data) < length:
             return  # being written right now
-        data = buf[data_at : data_at + length]
         if kind not in _TYPE_CRC or zlib.crc32(data, _TYPE_CRC[kind]) != crc:
             raise ValueError(f"record at byte {pos}: CRC mismatch")
         pos = data_at + length
@@ -150,10 +194,15 @@ def _output(data: bytes) -> tuple[float | None, str]:
 
 
 def read_wandb_records(path: Path) -> WandbRun:
-    buf = path.read_bytes()
     out = WandbRun()
+    with open(path, "rb") as fh:
+        _read_into(out, fh, path)
+    return out
+
+
+def _read_into(out: WandbRun, fh: BinaryIO, path: Path) -> None:
     try:
-        for data in iter_records(buf):
+        for data in iter_records(fh):
             for number, _wire, value in pb.fields(data):
                 if not isinstance(value, bytes):
                     continue
@@ -173,7 +222,6 @@ def read_wandb_records(path: Path) -> WandbRun:
                 str(path), f"not a readable W&B record log ({exc})", hint="is the file damaged?"
             ) from None
         out.problem = str(exc)
-    return out
 
 
 def events_of(
