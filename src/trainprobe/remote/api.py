@@ -156,7 +156,9 @@ def call(
     )
     outcome.raise_for_error()
     if outcome.exit_code:
-        raise RemoteError(outcome.target, f"the call exited with {outcome.exit_code}; see {outcome.log_dir}")
+        why = f"the call exited with {outcome.exit_code}"
+        hint = f"its stdout and stderr are in {outcome.log_dir}"
+        raise RemoteError(outcome.target, why, hint=hint)
     return outcome.result
 
 

@@ -90,7 +90,8 @@ def run_fleet(
     def one(index: int, target: Target) -> Outcome:
         name = str(target)
         if cancel.is_set():
-            error = RemoteKilledError(name, "interrupted before it started")
+            hint = "nothing ran there; run it again"
+            error = RemoteKilledError(name, "interrupted before it started", hint=hint)
             return Outcome(name, "killed", 130, summary=error.reason, error=error)
         sink_out = (lambda data: on_output(name, "stdout", data)) if on_output else None
         sink_err = (lambda data: on_output(name, "stderr", data)) if on_output else None

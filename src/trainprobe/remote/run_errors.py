@@ -97,7 +97,8 @@ def explain_transport(target: Target, returncode: int | None, transport_log: str
         return found.to_error(name), found.exit_code
     said = last_words(transport_log) or "no message"
     if returncode == EXIT_CONNECTION:
-        return UnreachableError(name, f"connection failed: {said}"), EXIT_CONNECTION
+        hint = "check the host, port and network; what the tools said is in transport.log of the run log"
+        return UnreachableError(name, f"connection failed: {said}", hint=hint), EXIT_CONNECTION
     why = f"the far side exited with {returncode} before the agent started: {said}"
     hint = "a ForceCommand or a login script may have replaced the command; see transport.log in the run log"
     return RemoteError(name, why, hint=hint), EXIT_CONNECTION

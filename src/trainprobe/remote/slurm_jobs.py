@@ -109,10 +109,12 @@ def expand_slurm_jobs(
         index, hop = jobs[i]
         if nodes is None:
             error: RemoteError
+            hint = "check the job id (squeue -j JOBID) and that Slurm answers there"
+            silent = "listing the job's nodes gave no answer"
             if why or run is None:
-                error = UnreachableError(str(target), why or "listing the job's nodes gave no answer")
+                error = UnreachableError(str(target), why or silent, hint=hint)
             else:
-                error = run.error or RemoteError(str(target), "listing the job's nodes gave no answer")
+                error = run.error or RemoteError(str(target), silent, hint=hint)
             duration, logs = (run.duration, run.log_dir) if run else (0.0, None)
             failed.append(
                 Outcome(
