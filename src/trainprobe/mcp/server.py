@@ -34,7 +34,9 @@ the interpreter and settings: `venv=/root/venv`, `python=/usr/bin/python3`, `con
 `env=NAME=VALUE`. Examples: `ssh=root@10.1.2.6//venv=/root/venv`, `ssh=gpu07//docker=trainer`, `pct=200`. \
 A name from the targets file ($TRAINPROBE_CONFIG or ~/.config/trainprobe/targets.toml) works too. The far \
 side needs only Python (and numpy for checkpoints and logs); nothing is installed there, no shell quoting is \
-involved, and paths and globs are the far side's (relative to its login directory or cd=)."""
+involved, and paths and globs are the far side's (relative to its login directory or cd=). The read-only \
+tools (all but `run`) refuse `python=`, `venv=`, `conda=` and `env=` unless the server was started with \
+--allow-interpreters: leave them out and discovery picks the interpreter."""
 
 FLEET_HELP = """\
 A fleet runs on many targets at once: a host range (`ssh=node[01-16]`), a group of the targets file, or \
@@ -239,7 +241,7 @@ def probe(
 ) -> CallToolResult:
     """What is on a machine: Python interpreters in discovery order (versions; numpy, torch, CUDA), GPUs
     (nvidia-smi), free disk, load, memory, and running Python processes (training ones flagged). Use it first
-    on an unknown target to pick the interpreter (then name it in the target: `//venv=...`)."""
+    on an unknown target to pick the interpreter (then name it in `run`'s target: `//venv=...`)."""
     return answer("probe", lambda: tasks.probe(target, cuda=cuda, timeout=timeout_s), target=target)
 
 
