@@ -9,17 +9,14 @@ keep their line number, so bulk blocks and single rows interleave as they did in
 
 from __future__ import annotations
 
-import errno
-import os
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 
 from trainprobe.metrics.events import CHECKPOINT_SAVE, Event, event_from_line
+from trainprobe.metrics.readers.text.chunks import MAX_LINE, LineChunks, iter_line_chunks
 from trainprobe.metrics.readers.text.clock import StampLayout
 from trainprobe.metrics.readers.text.columns import HEADER_REACH, header_names, pair_row
 from trainprobe.metrics.readers.text.fields import COUNTER_KEY, Fields, read_fields
@@ -31,8 +28,6 @@ from trainprobe.metrics.splits import EVAL, EVAL_PREFIX, EVAL_WORDS, is_epoch_ke
 from trainprobe.metrics.table import WALL_KEY, ColumnBuilder, RunLog, Unread, finish_run
 from trainprobe.metrics.user_regex import MAX_USER_LINE
 
-MAX_LINE = 1 << 16  # longer lines are skipped: no metric line is this long, and a hostile one costs time
-_CHUNK = 8 << 20
 _MAX_TEMPLATES = 8
 _LEARN_TRIES = 400
 _SAMPLES = 12
@@ -517,87 +512,6 @@ def _merge_saves(events: list[Event]) -> list[Event]:
             continue
         out.append(e)
     return out
-
-
-@dataclass
-class LineChunks:
-    """The file as byte chunks of complete lines (no trailing newline), no line split between two; a line
-    longer than ``MAX_LINE`` is dropped while it is read (counted in ``overlong``): memory stays bounded."""
-
-    path: Path
-    size: int = _CHUNK
-    overlong: int = 0
-    _skipping: bool = field(default=False, repr=False)
-
-    def __iter__(self) -> Iterator[bytes]:
-        # read into one buffer, reused: a fresh 8 MB object per read would be page-faulted in every time;
-        # what is yielded is a copy (the lines of the buffer joined to the line left over from the last)
-        with open(self.path, "rb") as fh:
-            try:  # a small file gets a small buffer (zeroing 8 MB per file is most of a small log's cost)
-                size = max(4096, min(self.size, os.fstat(fh.fileno()).st_size + 1))
-            except OSError:
-                size = self.size
-            buf = bytearray(size)
-            view = memoryview(buf)
-            rest = b""
-            while True:
-                if _skip_hole(fh):
-                    rest, self._skipping = b"", True  # the hole is NULs: the line it is in is no metric line
-                end = fh.readinto(buf)
-                if not end:
-                    break
-                start = 0
-                if self._skipping:
-                    cut = buf.find(b"\n", 0, end)
-                    if cut < 0:
-                        continue
-                    start = cut + 1
-                    self._skipping = False
-                cut = buf.rfind(b"\n", start, end)
-                if cut < 0:
-                    rest += view[start:end]
-                    if len(rest) > MAX_LINE:
-                        rest, self._skipping = b"", True
-                        self.overlong += 1
-                    continue
-                lines = b"".join((rest, view[start:cut]))
-                rest = bytes(view[cut + 1 : end])
-                if len(rest) > MAX_LINE:
-                    rest, self._skipping = b"", True
-                    self.overlong += 1
-                if lines:
-                    yield lines
-            if rest.strip():
-                yield rest
-
-
-_SEEK_DATA: int | None = getattr(os, "SEEK_DATA", None)
-
-
-def _skip_hole(fh: BinaryIO) -> bool:
-    """Seek past a hole of a sparse file (NULs the file system does not store, a terabyte read in no time);
-    True when one was skipped."""
-    if _SEEK_DATA is None:
-        return False
-    at = fh.tell()
-    try:
-        data = os.lseek(fh.fileno(), at, _SEEK_DATA)
-    except OSError as exc:
-        if exc.errno != errno.ENXIO:  # a file system without SEEK_DATA: read it all
-            return False
-        end = os.fstat(fh.fileno()).st_size  # ENXIO: only a hole from here to the end
-        if end > at:
-            fh.seek(end)
-            return True
-        return False
-    if data > at:
-        fh.seek(data)
-        return True
-    return False
-
-
-def iter_line_chunks(path: Path, size: int = _CHUNK) -> Iterator[bytes]:
-    return iter(LineChunks(path, size))
 
 
 def read_text_file(
