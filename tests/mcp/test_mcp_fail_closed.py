@@ -343,3 +343,53 @@ def test_malformed_requests_get_jsonrpc_errors_and_the_server_stays_up(tmp_path:
     finally:
         raw.close()
     assert raw.proc.returncode == 0
+
+
+# -- in process: whatever the work does, the answer is a result ----------------------------------------------
+
+
+def test_an_unexpected_exception_is_an_error_result(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from trainprobe.mcp.server import answer
+
+    monkeypatch.setenv("TRAINPROBE_RUNS_DIR", str(tmp_path))
+
+    def boom() -> dict[str, Any]:
+        raise RuntimeError("bad \udcff\x1b[2J")
+
+    result = answer("scan", boom)
+    assert result.is_error
+    assert (
+        text_of(result)
+        == "scan failed: RuntimeError: bad \\xff\\x1b[2J (a bug in trainprobe: please report it)"
+    )
+    deep: Any = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert answer("scan", lambda: {"files": deep}).is_error  # RecursionError: still a result
+
+
+def test_a_document_is_kept_and_sent_as_sendable_json(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from trainprobe.mcp.server import answer
+
+    monkeypatch.setenv("TRAINPROBE_RUNS_DIR", str(tmp_path))
+    doc = {"verdict": "clean", "files": [{"path": "a\udcff\n.pt", "verdict": "clean", "x": float("nan")}]}
+    result = answer("scan", lambda: doc)
+    assert not result.is_error
+    assert result.structured_content == {
+        "verdict": "clean",
+        "files": [{"path": "a\\xff\n.pt", "verdict": "clean", "x": None}],
+    }
+    text = text_of(result)
+    inert(text)
+    assert "every file clean: a\\xff\\n.pt" in text
+    result.model_dump_json().encode("utf-8")
+
+
+def test_watch_tail_does_not_wait_on_a_fifo(server: McpSession, tmp_path: Path) -> None:
+    fifo = tmp_path / "stuck.log"
+    os.mkfifo(fifo)
+    result = server.call("watch_tail", {"path": str(fifo), "timeout_s": 60}, timeout=90)
+    assert result.is_error
+    assert "not a regular file" in text_of(result)

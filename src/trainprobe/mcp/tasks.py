@@ -301,10 +301,18 @@ def read_tail(path: str, lines: int) -> tuple[list[str], int, int]:
 
     Read backwards a block at a time, so a 450 MB log costs what its tail costs. A last line without its
     newline is still being written and is left for the next look."""
+    import os
+    import stat
+
     from trainprobe.errors import LogError
 
     try:
-        with open(path, "rb") as fh:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; only a regular file is read.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise LogError(path, "not a regular file (a FIFO, socket or device is not read)")
+        with open(fd, "rb") as fh:
             size = fh.seek(0, 2)
             start, blocks, newlines = size, [], 0
             while start > 0 and newlines <= lines:
