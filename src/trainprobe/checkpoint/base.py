@@ -481,6 +481,9 @@ class CheckpointFormat(Protocol):
 def map_file(path: str) -> mmap.mmap | bytes:
     """A read-only memory map of ``path`` (an empty bytes object for an empty file, which cannot be
     mapped)."""
+    from trainprobe.checkpoint.safe_io import require_regular
+
+    require_regular(path)  # a FIFO or a device is never opened
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size == 0:

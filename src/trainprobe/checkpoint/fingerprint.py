@@ -81,7 +81,7 @@ def unit_fingerprint(items: Iterable[tuple[str, str | None]]) -> str | None:
     for name, fp in sorted(items, key=lambda kv: kv[0]):
         if fp is None:
             return None
-        digest.update(f"{name}\0{fp}\n".encode())
+        digest.update(f"{name}\0{fp}\n".encode("utf-8", "surrogatepass"))
         count += 1
     return f"sha256:{digest.hexdigest()[:32]}" if count else None
 

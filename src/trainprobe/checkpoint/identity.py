@@ -36,6 +36,7 @@ from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.frameworks import FRAMEWORKS, Framework, Role
 from trainprobe.checkpoint.frameworks.base import OPTIMIZER_STEPS, SAVES, UNKNOWN_COUNT
 from trainprobe.checkpoint.manifest import read_manifest
+from trainprobe.checkpoint.safe_io import read_side
 from trainprobe.checkpoint.skeleton import fields_of, find_optimizer_states, label_of, scalar
 from trainprobe.errors import CheckpointError
 
@@ -303,8 +304,7 @@ def trainer_state_step(unit_path: str) -> int | None:
     """``global_step`` of the ``trainer_state.json`` beside a unit's files (HF Trainer), or None."""
     folder = unit_path if os.path.isdir(unit_path) else os.path.dirname(unit_path)
     try:
-        with open(os.path.join(folder, "trainer_state.json"), encoding="utf-8") as fh:
-            value = json.load(fh).get("global_step")
+        value = json.loads(read_side(os.path.join(folder, "trainer_state.json"))).get("global_step")
     except (OSError, ValueError, AttributeError):
         return None
     return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from trainprobe.checkpoint.safe_io import read_side
+
 MANIFEST_SUFFIX = ".manifest.json"
 MANIFEST_FORMAT = "trainprobe-checkpoint-writer"
 MANIFEST_SCHEMA_VERSION = 1
@@ -59,8 +61,7 @@ def read_manifest(checkpoint: str) -> Manifest | None:
     if not os.path.isfile(checkpoint) or not os.path.isfile(mpath):
         return None
     try:
-        with open(mpath, encoding="utf-8") as fh:
-            data = json.load(fh)
+        data = json.loads(read_side(mpath))
         if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
             raise ValueError("not a trainprobe manifest")
         return Manifest(mpath, int(data["step"]), data.get("file"), int(data["bytes"]), str(data["sha256"]))

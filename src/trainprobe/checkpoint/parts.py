@@ -19,6 +19,7 @@ from typing import Any
 from trainprobe.checkpoint.base import Checkpoint, Opaque
 from trainprobe.checkpoint.formats.dcp import METADATA, DcpFormat
 from trainprobe.checkpoint.formats.hf_sharded import HfShardedFormat
+from trainprobe.checkpoint.safe_io import read_side
 from trainprobe.checkpoint.unpickler import UNPICKLE_ERRORS, SafeUnpickler
 
 DCP, HF_INDEX = "dcp", "hf-index"
@@ -53,8 +54,9 @@ def dcp_metadata(path: str, metadata: bytes | None = None) -> Any:
         import io
 
         return SafeUnpickler(io.BytesIO(metadata), source=METADATA).load()
-    with open(os.path.join(path, METADATA), "rb") as fh:
-        return SafeUnpickler(fh, source=METADATA).load()
+    import io
+
+    return SafeUnpickler(io.BytesIO(read_side(os.path.join(path, METADATA))), source=METADATA).load()
 
 
 def data_files(path: str, *, description: bytes | None = None) -> DataFiles | None:
@@ -64,8 +66,7 @@ def data_files(path: str, *, description: bytes | None = None) -> DataFiles | No
     if path.endswith(".index.json"):
         try:
             if description is None:
-                with open(path, "rb") as fh:
-                    description = fh.read()
+                description = read_side(path)
             weight_map = json.loads(description)["weight_map"]
         except (OSError, ValueError, KeyError, TypeError, RecursionError, MemoryError):  # the reader says why
             return None

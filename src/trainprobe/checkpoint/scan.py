@@ -226,8 +226,11 @@ _SMALL = 64 << 20  # bytes of checkpoint below which one thread does it all
 
 def _bytes_of(path: str) -> int:
     if os.path.isdir(path):
-        with os.scandir(path) as entries:
-            return sum(e.stat().st_size for e in entries if e.is_file())
+        try:
+            with os.scandir(path) as entries:
+                return sum(e.stat().st_size for e in entries if e.is_file(follow_symlinks=False))
+        except OSError:
+            return 0
     try:
         return os.path.getsize(path)
     except OSError:

@@ -16,6 +16,7 @@ The plan (who reads what) and the merge into one report live in :mod:`trainprobe
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import socket
@@ -26,6 +27,7 @@ from typing import Any
 
 from trainprobe.checkpoint.formats import detect
 from trainprobe.checkpoint.frameworks import Part
+from trainprobe.checkpoint.safe_io import read_side, walk
 from trainprobe.checkpoint.scan import PartRequest, read_parts
 
 _EDGE = 64 << 10
@@ -60,9 +62,9 @@ def inventory(path: str) -> dict[str, Any]:
         out["kind"] = "file" if os.path.exists(path) else "missing"
         return out
     out["kind"] = "dir"
-    for folder, dirs, files in os.walk(path):
-        dirs.sort()
-        for name in sorted(files):
+    not_read: list[tuple[str, str]] = []
+    for folder, _dirs, files in walk(path, not_read):
+        for name in files:
             full = os.path.join(folder, name)
             try:
                 st = os.stat(full, follow_symlinks=False)
@@ -80,18 +82,18 @@ def inventory(path: str) -> dict[str, Any]:
                 "readable": detect(full) is not None,
             }
             if name.endswith(_CONTENT) and st.st_size <= _MAX_CONTENT:
-                with open(full, "rb") as fh:
-                    entry["content"] = base64.b64encode(fh.read()).decode("ascii")
+                with contextlib.suppress(OSError):
+                    entry["content"] = base64.b64encode(read_side(full, _MAX_CONTENT)).decode("ascii")
             if name == "trainer_state.json":
                 try:
-                    with open(full, encoding="utf-8") as fh:
-                        step = json.load(fh).get("global_step")
+                    step = json.loads(read_side(full)).get("global_step")
                     entry["global_step"] = (
                         step if isinstance(step, int) and not isinstance(step, bool) else None
                     )
                 except (OSError, ValueError, AttributeError):
                     entry["global_step"] = None
             out["files"].append(entry)
+    out["not_read"] = [{"path": p, "why": why} for p, why in not_read]
     return out
 
 

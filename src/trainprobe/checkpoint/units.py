@@ -9,6 +9,7 @@ in turn; files that look like checkpoints but no reader claims are units too, re
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import json
 import os
@@ -19,6 +20,7 @@ from typing import Protocol
 from trainprobe.checkpoint.formats import detect
 from trainprobe.checkpoint.frameworks import FRAMEWORKS, Part, role_by_name
 from trainprobe.checkpoint.manifest import MANIFEST_SUFFIX
+from trainprobe.checkpoint.safe_io import read_side, walk
 
 _GLOB_CHARS = set("*?[")
 # Names a checkpoint is usually saved under; such a file that no reader claims is reported, never dropped.
@@ -62,15 +64,17 @@ class LocalFiles:
         return os.path.isdir(path)
 
     def size(self, path: str) -> int:
-        return os.path.getsize(path)
+        try:
+            return os.path.getsize(path)
+        except OSError:
+            return 0
 
     def readable(self, path: str) -> bool:
         return detect(path) is not None
 
     def index_bytes(self, path: str) -> bytes | None:
         try:
-            with open(path, "rb") as fh:
-                return fh.read()
+            return read_side(path)
         except OSError:
             return None
 
@@ -122,9 +126,12 @@ def sort_parts(unit: Unit, probe: Probe | None = None) -> Unit:
 
 def _walk(root: str) -> list[Unit]:
     found: list[Unit] = []
-    for folder, dirs, files in os.walk(root):
-        dirs.sort()
-        files = sorted(f for f in files if not f.startswith(".") or f == ".metadata")
+    not_read: list[tuple[str, str]] = []
+    for folder, dirs, all_files in walk(root, not_read):
+        for path, reason in not_read:
+            found.append(not_read_unit(path, reason))
+        not_read.clear()
+        files = [f for f in all_files if not f.startswith(".") or f == ".metadata"]
         for fw in FRAMEWORKS:
             layout = fw.layout(folder, files, dirs)
             if layout is None:
@@ -143,7 +150,54 @@ def _walk(root: str) -> list[Unit]:
                 found.append(_file_unit(part.path))
             for path in loose.unread:
                 found.append(Unit(path, "file", unread=[path]))
+    found.extend(not_read_unit(path, reason) for path, reason in not_read)
     return found
+
+
+#: How a unit's ``problem`` starts when its path could not be opened at all.
+NOT_READ = "not read"
+
+
+def not_read_unit(path: str, reason: str) -> Unit:
+    """A path the walk could not open (an unreadable directory, a too-long path, a loop, a dangling link):
+    a unit whose verdict is unreadable, never dropped."""
+    return Unit(path, problem=f"{NOT_READ}: {reason}")
+
+
+def _glob(pattern: str) -> list[str]:
+    """``glob.glob(pattern, recursive=True)`` whose ``**`` never enters a directory symlink (``d/a -> .``
+    would never end): the fixed prefix is matched by glob, the rest by an explicit-stack walk."""
+    if "**" not in pattern:
+        return glob.glob(pattern)
+    head, _, _ = pattern.partition("**")
+    roots = glob.glob(head) if _GLOB_CHARS & set(head) else [head or "."]
+    out: list[str] = []
+    ignored: list[tuple[str, str]] = []
+    for root in roots:
+        if not os.path.isdir(root) or os.path.islink(root.rstrip("/") or "/"):
+            continue
+        for folder, dirs, files in walk(root, ignored):
+            for name in [*dirs, *files]:
+                full = os.path.join(folder, name)
+                rel = full if head else os.path.relpath(full, ".")
+                if _glob_match(rel, pattern):
+                    out.append(rel)
+    return out
+
+
+def _glob_match(path: str, pattern: str) -> bool:
+    """``pattern`` matches ``path`` as ``glob`` would (``**/``: any folders, ``*``/``?``: within one)."""
+    rx: list[str] = []
+    for piece in re.split(r"(\*\*/?|\*|\?)", pattern):
+        if piece.startswith("**"):
+            rx.append("(?:.*/)?" if piece.endswith("/") else ".*")
+        elif piece == "*":
+            rx.append("[^/]*")
+        elif piece == "?":
+            rx.append("[^/]")
+        elif piece:
+            rx.append(fnmatch.translate(piece)[4:-3])
+    return re.fullmatch("".join(rx), path, flags=re.S) is not None
 
 
 def discover_units(paths: list[str]) -> list[Unit]:
@@ -160,14 +214,16 @@ def discover_units(paths: list[str]) -> list[Unit]:
 
     for raw in paths:
         if not os.path.lexists(raw) and _GLOB_CHARS & set(raw):
-            matches = sorted(glob.glob(raw, recursive=True))
+            matches = sorted(_glob(raw))
             if not matches:
                 add(Unit(raw, problem="no file matches this pattern"))
             expanded = matches
         else:
             expanded = [raw]
         for path in expanded:
-            if not os.path.exists(path):
+            if os.path.islink(path) and not os.path.exists(path):
+                add(not_read_unit(path, "a dangling symbolic link or a loop"))
+            elif not os.path.exists(path):
                 add(Unit(path, problem="no such file or directory"))
             elif os.path.isdir(path):
                 inside = _walk(path)

@@ -24,7 +24,8 @@ import numpy as np
 
 from trainprobe.checkpoint.check import MANIFEST_SUFFIX, check_unit
 from trainprobe.checkpoint.identity import step_in_path
-from trainprobe.checkpoint.units import Unit, discover_units
+from trainprobe.checkpoint.safe_io import walk_files
+from trainprobe.checkpoint.units import NOT_READ, Unit, discover_units
 from trainprobe.errors import LogError, TrainprobeError, UsageError
 from trainprobe.metrics import Options, RunLog, analyze, read_logs
 
@@ -44,13 +45,14 @@ def is_optimizer_state(name: str, param_name: str | None) -> bool:
 
 def find_run_files(run_dir: str) -> tuple[list[str], list[tuple[str, str | None]]]:
     """(log files, checkpoint units as (path, problem)) under ``run_dir``; checkpoints found by content."""
-    logs, units = find_run_units(run_dir)
+    logs, units, _ = find_run_units(run_dir)
     return logs, [(u.path, u.problem) for u in units]
 
 
-def find_run_units(run_dir: str) -> tuple[list[str], list[Unit]]:
-    """(log files, checkpoint units) under ``run_dir``: a unit is a checkpoint file or a directory a
-    framework writes as one checkpoint (``checkpoint-N/``)."""
+def find_run_units(run_dir: str) -> tuple[list[str], list[Unit], list[tuple[str, str]]]:
+    """(log files, checkpoint units, (path, why) not read) under ``run_dir``: a unit is a checkpoint file or
+    a directory a framework writes as one checkpoint (``checkpoint-N/``); what the walk could not open (an
+    unreadable folder, a too-long path, a loop, a dangling link) is not read, never dropped."""
     root = Path(run_dir)
     if not root.exists():
         raise UsageError(f"{run_dir}: no such file or directory", hint="give the run's directory")
@@ -58,16 +60,21 @@ def find_run_units(run_dir: str) -> tuple[list[str], list[Unit]]:
         raise UsageError(
             f"{run_dir}: not a directory", hint="give the directory that holds the run's logs and checkpoints"
         )
-    units = [u for u in discover_units([str(root)]) if u.problem is None]
+    found = discover_units([str(root)])
+    units = [u for u in found if u.problem is None]
+    not_read = [
+        (u.path, u.problem) for u in found if u.problem is not None and u.problem.startswith(NOT_READ)
+    ]
     taken = {os.path.realpath(u.path) for u in units}
     inside: list[str] = []
     for u in units:
         if os.path.isdir(u.path):
             inside.append(os.path.realpath(u.path) + os.sep)
     logs: list[str] = []
-    for path in sorted(root.rglob("*")):
+    for full in sorted(walk_files(str(root), [])):  # what it cannot open is in not_read already
+        path = Path(full)
         name = path.name
-        if not path.is_file() or name.startswith("."):
+        if name.startswith("."):
             continue
         if not ("tfevents" in name or name.lower().endswith(LOG_SUFFIXES)) or name.endswith(_NOT_LOGS):
             continue
@@ -82,7 +89,7 @@ def find_run_units(run_dir: str) -> tuple[list[str], list[Unit]]:
     if len(states) > 1:
         newest = max(states, key=lambda p: (os.path.getmtime(p), p))
         logs = [p for p in logs if p not in states or p == newest]
-    return logs, units
+    return logs, units, not_read
 
 
 def step_at_wall(runs: list[RunLog], when: float) -> dict[str, Any] | None:
@@ -106,7 +113,7 @@ def step_at_wall(runs: list[RunLog], when: float) -> dict[str, Any] | None:
 def _unit_bytes(path: str) -> int:
     if os.path.isfile(path):
         return os.path.getsize(path)
-    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+    return sum(os.path.getsize(f) for f in walk_files(path, []))
 
 
 def _checkpoint_entry(unit: Unit, root: str) -> dict[str, Any]:
@@ -148,7 +155,7 @@ def _unit_files(path: str) -> list[tuple[str, str]]:
     """(name inside the unit, path) of every file of a unit, in name order."""
     if os.path.isfile(path):
         return [("", path)]
-    return sorted((str(f.relative_to(path)), str(f)) for f in Path(path).rglob("*") if f.is_file())
+    return sorted((os.path.relpath(f, path), f) for f in walk_files(path, []))
 
 
 def byte_identical(a: str, b: str) -> bool:
@@ -200,7 +207,7 @@ def collect(
     except re.error as exc:
         raise UsageError(f"--event: not a valid regular expression ({exc})") from None
     root = str(Path(run_dir).resolve()) if Path(run_dir).exists() else run_dir
-    log_files, targets = find_run_units(run_dir)
+    log_files, targets, not_read = find_run_units(run_dir)
     units = 1 + len(targets)
     lock = threading.Lock()
 
@@ -211,7 +218,7 @@ def collect(
 
     def read_logs_and_analyze() -> tuple[dict[str, Any] | None, list[dict[str, str]], list[RunLog]]:
         runs: list[RunLog] = []
-        skipped: list[dict[str, str]] = []
+        skipped: list[dict[str, str]] = [{"path": p, "why": why} for p, why in not_read]
         for f in log_files:
             try:
                 got = [r for r in read_logs(Path(f), event_patterns=patterns) if len(r) >= 3 and r.columns]

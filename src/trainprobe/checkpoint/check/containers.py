@@ -16,6 +16,7 @@ from typing import Any
 
 from trainprobe.checkpoint.base import Opaque
 from trainprobe.checkpoint.formats.dcp import METADATA, overlapping_chunks
+from trainprobe.checkpoint.safe_io import read_side
 from trainprobe.checkpoint.unpickler import UNPICKLE_ERRORS, SafeUnpickler
 
 _MAX_PROBLEMS = 50
@@ -48,7 +49,7 @@ def dcp_coverage_problems(
     if metadata is None and not (os.path.isdir(path) and os.path.isfile(meta_path)):
         return None
     try:
-        with io.BytesIO(metadata) if metadata is not None else open(meta_path, "rb") as fh:
+        with io.BytesIO(metadata) if metadata is not None else io.BytesIO(read_side(meta_path)) as fh:
             meta = SafeUnpickler(fh, source=METADATA).load()
     except UNPICKLE_ERRORS as exc:
         return [f"{METADATA} cannot be unpickled safely ({exc})"], 0

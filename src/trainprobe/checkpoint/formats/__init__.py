@@ -34,6 +34,9 @@ HEAD_BYTES = 4096
 def read_head(path: str) -> bytes:
     if os.path.isdir(path):
         return b""
+    from trainprobe.checkpoint.safe_io import require_regular
+
+    require_regular(path)  # a FIFO or a device is never opened
     with open(path, "rb") as fh:
         return fh.read(HEAD_BYTES)
 

@@ -25,6 +25,7 @@ from trainprobe.checkpoint.base import (
 )
 from trainprobe.checkpoint.formats.torch_zip import read_torch_zip
 from trainprobe.checkpoint.naming import map_optimizer_params
+from trainprobe.checkpoint.safe_io import read_side
 from trainprobe.checkpoint.unpickler import UNPICKLE_ERRORS, SafeUnpickler
 from trainprobe.errors import CorruptCheckpointError
 
@@ -114,7 +115,7 @@ class DcpFormat:
         bytes when the directory here lacks them."""
         meta_path = os.path.join(path, METADATA)
         try:
-            with io.BytesIO(metadata) if metadata is not None else open(meta_path, "rb") as fh:
+            with io.BytesIO(metadata) if metadata is not None else io.BytesIO(read_side(meta_path)) as fh:
                 unpickler = SafeUnpickler(fh, source=METADATA)
                 meta = unpickler.load()
         except UNPICKLE_ERRORS as exc:

@@ -9,6 +9,7 @@ import os
 from collections.abc import Collection
 
 from trainprobe.checkpoint.base import Checkpoint, ReaderLimitError, TensorRecord, brief, check_tensor_count
+from trainprobe.checkpoint.safe_io import read_side
 from trainprobe.errors import CorruptCheckpointError
 
 # An index lists one line per tensor: 64 MB is several hundred thousand of them.
@@ -32,8 +33,7 @@ class HfShardedFormat:
             raise ReaderLimitError(path, f"an index of more than {_MAX_INDEX >> 20} MB")
         try:
             if index is None:
-                with open(path, "rb") as fh:
-                    index = fh.read()
+                index = read_side(path, _MAX_INDEX)
             document = json.loads(index)
             weight_map = document["weight_map"]
             if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
