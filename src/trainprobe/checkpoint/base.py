@@ -17,6 +17,7 @@ import dataclasses
 import mmap
 import os
 import reprlib
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -488,7 +489,15 @@ def map_file(path: str) -> mmap.mmap | bytes:
         size = os.fstat(fh.fileno()).st_size
         if size == 0:
             return b""
-        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        st = os.fstat(fh.fileno())
+        MAPPED[mapped] = (path, st.st_dev, st.st_ino)
+        return mapped
+
+
+#: The file each map of :func:`map_file` shows (path, device, inode): tensor data is read from it with
+#: ``pread`` (:mod:`trainprobe.checkpoint.stable_read`), so a file truncated while read is never a SIGBUS.
+MAPPED: weakref.WeakKeyDictionary[mmap.mmap, tuple[str, int, int]] = weakref.WeakKeyDictionary()
 
 
 _PAGE = mmap.PAGESIZE

@@ -155,6 +155,14 @@ def block_releaser(record: TensorRecord, arr: Array) -> Callable[[int, int], Non
     return release
 
 
+def stable_blocks(record: TensorRecord, arr: Array, max_elems: int) -> Iterator[tuple[int, Array]]:
+    """:func:`blocks` of a tensor, read so that a file truncated meanwhile is an error, never a SIGBUS
+    (:mod:`trainprobe.checkpoint.stable_read`)."""
+    from trainprobe.checkpoint.stable_read import read_blocks
+
+    return read_blocks(record, arr, max_elems, blocks)
+
+
 def count_nonfinite(
     record: TensorRecord, chunk_bytes: int = CHUNK_BYTES, *, fingerprint: bool = False
 ) -> NonFinite:
@@ -184,7 +192,7 @@ def _count_stored(record: TensorRecord, chunk_bytes: int, hasher: Fingerprinter 
         if hasher is not None:
             arr = record.array()
             release = block_releaser(record, arr)
-            for start, block in blocks(arr, max(1, chunk_bytes // max(1, arr.dtype.itemsize))):
+            for start, block in stable_blocks(record, arr, max(1, chunk_bytes // max(1, arr.dtype.itemsize))):
                 hasher.update(block)
                 release(start, block.size)
         return NonFinite()
@@ -196,7 +204,7 @@ def _count_stored(record: TensorRecord, chunk_bytes: int, hasher: Fingerprinter 
     nan = pinf = ninf = 0
     first: int | None = None
     release = block_releaser(record, arr)
-    for start, block in blocks(arr, max_elems):
+    for start, block in stable_blocks(record, arr, max_elems):
         finite = all_finite(dtype, block)
         if hasher is not None:
             hasher.update(block)
