@@ -195,15 +195,16 @@ def test_when_the_path_drops_the_far_side_kills_the_run(
     runner = threading.Thread(target=lambda: results.append(run(sshd.target("dash"), SLEEPER)))
     runner.start()
     try:
-        wait_for(lambda: any("sleep 300" in line for line in far_leftovers(user)), 20, "the script's start")
+        wait_for(lambda: any("sleep 300" in line for line in far_leftovers(user)), what="the script's start")
         with port_cut(sshd.port):
             start = time.monotonic()
-            wait_for(lambda: not far_leftovers(user), 3.0 + 5, "the far side's kill")
+            wait_for(lambda: not far_leftovers(user), 3.0 + 12, "the far side's kill")
             gone_after = time.monotonic() - start
         runner.join(60)
     finally:
         kill_user_processes(user, "sleep 300")
-    assert 2.0 < gone_after < 3.0 + 5  # killed for the missed heartbeats, not by TCP giving up
+    # killed for the missed heartbeats (3 s, with room for a loaded machine), not by TCP giving up (30 s)
+    assert 2.0 < gone_after < 3.0 + 12
     (result,) = results
     assert isinstance(result.error, RemoteKilledError), result.error  # type: ignore[attr-defined]
     assert "went silent for 3 s; the far side killed the run" in str(result.error)  # type: ignore[attr-defined]
@@ -220,7 +221,7 @@ def test_sigkill_of_the_agent_takes_the_script_and_its_children(sshd: SshServer)
     )
     runner.start()
     try:
-        wait_for(lambda: b"\n" in b"".join(printed), 20, "the script's start")
+        wait_for(lambda: b"\n" in b"".join(printed), what="the script's start")
         script_pid, child_pid = map(int, b"".join(printed).split()[:2])
         with open(f"/proc/{script_pid}/stat") as f:
             agent_pid = int(f.read().rsplit(")", 1)[1].split()[1])
@@ -452,7 +453,7 @@ def test_a_signal_stops_the_run_and_keeps_its_record(
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        wait_for(lambda: any("sleep 300" in line for line in far_leftovers(user)), 20, "the script's start")
+        wait_for(lambda: any("sleep 300" in line for line in far_leftovers(user)), what="the script's start")
         start = time.monotonic()
         proc.send_signal(how)
         out, err = proc.communicate(timeout=15)
