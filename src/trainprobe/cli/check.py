@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from trainprobe.checkpoint.names import i_json
 from trainprobe.cli._command import Command, CommandParser, add_output_options
 from trainprobe.cli._fleet import (
     add_fleet_options,
@@ -171,7 +172,7 @@ def check(
         from trainprobe.checkpoint.check import check_paths
 
         report = check_paths(list(paths)).to_json()
-    out.result(report, lambda console: render_check_report(console, report))
+    out.result(i_json(report), lambda console: render_check_report(console, report))
     return exit_code(report, strict)
 
 
@@ -212,7 +213,7 @@ def _check_fleet(
 
     data: dict[str, Any] = fleet.to_json()
     data["exit_code"] = code
-    out.result(data, render)
+    out.result(i_json(data), render)
     return code
 
 

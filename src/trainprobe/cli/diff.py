@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from trainprobe.checkpoint.names import i_json
 from trainprobe.cli._command import Command, CommandParser, add_output_options, at_least
 from trainprobe.cli._fleet import (
     add_fleet_options,
@@ -227,7 +228,7 @@ def diff(
         from trainprobe.checkpoint.diff import diff_paths
 
         report = diff_paths(a, b).to_json()
-    out.result(report, lambda console: render_diff_report(console, report, show_all, limit))
+    out.result(i_json(report), lambda console: render_diff_report(console, report, show_all, limit))
     return int(report["exit_code"])
 
 
@@ -270,7 +271,7 @@ def _diff_fleet(
 
     data: dict[str, Any] = fleet.fleet.to_json()
     data["exit_code"] = code
-    out.result(data, render)
+    out.result(i_json(data), render)
     return code
 
 

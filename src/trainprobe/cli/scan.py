@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainprobe.checkpoint.names import i_json
 from trainprobe.cli._command import Command, CommandParser, add_output_options, at_least
 from trainprobe.cli._fleet import (
     add_fleet_options,
@@ -248,7 +249,7 @@ def _scan_fleet(
 
     data: dict[str, Any] = fleet.to_json()
     data["exit_code"] = code
-    out.result(data, render)
+    out.result(i_json(data), render)
     return code
 
 
@@ -330,7 +331,7 @@ def scan(
 
         with out.progress("scanning", total=1.0) as advance:
             report = scan_paths(paths, stats=stats, verify=verify, workers=workers, progress=advance)
-    out.result(report.to_json(), lambda console: render_scan_report(console, report))
+    out.result(i_json(report.to_json()), lambda console: render_scan_report(console, report))
     return report.exit_code
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from trainprobe.checkpoint.names import i_json
 from trainprobe.cli._command import (
     Command,
     CommandParser,
@@ -187,7 +188,7 @@ def triage(
             html_path.write_text(render_triage_html(report), encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"--html {html_path}: cannot write ({exc.strerror or exc})") from None
-    out.result(report.to_json(), lambda console: render_triage(console, report))
+    out.result(i_json(report.to_json()), lambda console: render_triage(console, report))
     if html_path is not None:
         out.note(f"HTML report: {html_path}")
     return int(report.exit_code)
