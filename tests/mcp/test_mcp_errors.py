@@ -104,10 +104,12 @@ def test_a_tool_that_runs_over_its_timeout_is_killed(server: McpSession, tmp_pat
     assert time.monotonic() - started < 30
 
 
+#: still running when its 2 s timeout kills it
+OVERRUNNING_SCRIPT = "import time\nprint('started', flush=True)\ntime.sleep(60)"  # sleeps past the timeout
+
+
 def test_a_script_that_runs_over_its_timeout_is_an_error_with_its_document(server: McpSession) -> None:
-    result = server.call(
-        "run", {"script": "import time\nprint('started', flush=True)\ntime.sleep(60)", "timeout_s": 2}
-    )
+    result = server.call("run", {"script": OVERRUNNING_SCRIPT, "timeout_s": 2})
     assert result.is_error
     text = text_of(result)
     assert text.splitlines()[0] == "timed out after 2 s; the far side was killed"
