@@ -113,9 +113,19 @@ def test_watch_exec_gets_a_nul_and_a_surrogate_escaped(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "trainprobe", "watch", "--interval", "0.2"]
     argv += ["--exec", 'sh -c "echo GOT $TRAINPROBE_FINDING_METRIC"', str(log)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    time.sleep(4)
+    assert proc.stdout is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait for the event: the --exec command's line (or the end)
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if line.startswith("GOT"):
+            break
     proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=20)
+    rest, _ = proc.communicate(timeout=20)
+    out = "".join(seen) + rest
     assert "GOT lo\\x00ss" in out, out
     assert "internal error" not in out, out
     assert "Traceback" not in out, out
