@@ -174,7 +174,7 @@ def triage(
             timeout=timeout,
             connect_timeout=connect_timeout,
         )
-    if report.logs is None and not report.checkpoints:
+    if report.logs is None and not report.checkpoints and not report.problems:
         if report.log_files:
             why = "; ".join(f"{s['path']}: {s['why']}" for s in report.logs_skipped[:3])
             raise UsageError(f"{run_dir}: no checkpoint, and no metric rows in its logs ({why})")

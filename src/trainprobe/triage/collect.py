@@ -63,7 +63,9 @@ def find_run_units(run_dir: str) -> tuple[list[str], list[Unit], list[tuple[str,
     found = discover_units([str(root)])
     units = [u for u in found if u.problem is None]
     not_read = [
-        (u.path, u.problem) for u in found if u.problem is not None and u.problem.startswith(NOT_READ)
+        (u.path, u.problem[len(NOT_READ) + 2 :])
+        for u in found
+        if u.problem and u.problem.startswith(NOT_READ)
     ]
     taken = {os.path.realpath(u.path) for u in units}
     inside: list[str] = []
