@@ -20,6 +20,9 @@ import os
 import stat
 from collections.abc import Iterator
 
+#: How the reason of a tensor whose file was cut while it was read starts: unreadable, not corrupt.
+CHANGED_WHILE_READ = "changed while read"
+
 #: The most bytes a side file may hold.
 SIDE_CAP = 64 << 20
 

@@ -11,6 +11,7 @@ from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.base import Note
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.identity import StepSource
+from trainprobe.checkpoint.safe_io import CHANGED_WHILE_READ
 from trainprobe.checkpoint.unpickler import SUSPICIOUS as SUSPICIOUS_NOTE
 from trainprobe.errors import UsageError
 
@@ -137,8 +138,10 @@ class FileReport:
             found.append(SUSPICIOUS)
         if self.nonfinite:
             found.append(NONFINITE)
-        if self.problems or any(t.error for t in self.tensors):
+        if self.problems or any(t.error and not t.error.startswith(CHANGED_WHILE_READ) for t in self.tensors):
             found.append(CORRUPT)
+        if any(t.error and t.error.startswith(CHANGED_WHILE_READ) for t in self.tensors):
+            found.append(UNREADABLE)  # re-saved while read: read it again, it is not damaged
         if self.error is not None:
             found.append(self.error_verdict)
         self.verdict = V.worst(found)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from trainprobe.checkpoint.base import MAPPED, TensorRecord
+from trainprobe.checkpoint.safe_io import CHANGED_WHILE_READ
 from trainprobe.errors import CheckpointError
 
 Array = np.ndarray[Any, Any]
@@ -32,7 +33,7 @@ PREAD_MIN = 1 << 20
 def changed(record: TensorRecord, end: int, now: int) -> CheckpointError:
     return CheckpointError(
         record.file,
-        f"changed while read: tensor {record.name} needs bytes up to {end:,} but the file now holds "
+        f"{CHANGED_WHILE_READ}: tensor {record.name} needs bytes up to {end:,} but the file now holds "
         f"{max(now, 0):,}",
         hint="it was re-saved or truncated while trainprobe read it; read it again once it is whole",
     )
