@@ -180,8 +180,10 @@ def _remove_deep(top: Path) -> None:
     here = str(top)
     while os.path.isdir(here):
         levels.append(here)
-        inner = [e.path for e in os.scandir(here) if e.is_dir(follow_symlinks=False)]
-        for entry in os.scandir(here):
+        with os.scandir(here) as it:
+            entries = list(it)
+        inner = [e.path for e in entries if e.is_dir(follow_symlinks=False)]
+        for entry in entries:
             if not entry.is_dir(follow_symlinks=False):
                 os.unlink(entry.path)
         if not inner:
