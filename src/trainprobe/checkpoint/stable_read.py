@@ -28,6 +28,8 @@ Blocks = Callable[[Array, int], Iterator[tuple[int, Array]]]
 
 #: Tensors of at least this many bytes are read with pread.
 PREAD_MIN = 1 << 20
+#: Bytes per pread: small enough that the copy is still in cache when the NaN pass reads it.
+PREAD_BLOCK = 512 << 10
 
 
 def changed(record: TensorRecord, end: int, now: int) -> CheckpointError:
@@ -91,6 +93,7 @@ def read_blocks(
     try:
         n = arr.size
         itemsize = arr.itemsize
+        max_elems = max(1, min(max_elems, PREAD_BLOCK // itemsize))  # a block the caches hold
         base = record.storage.offset + record.storage_offset * itemsize
         buf = np.empty(min(max_elems, n), dtype=arr.dtype)
         raw = buf.view(np.uint8).data
