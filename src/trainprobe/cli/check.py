@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from trainprobe.checkpoint.names import i_json
 from trainprobe.cli._command import Command, CommandParser, add_output_options
 from trainprobe.cli._fleet import (
     add_fleet_options,
@@ -17,6 +16,7 @@ from trainprobe.cli._fleet import (
 )
 from trainprobe.cli._output import Console, Output, escape
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
+from trainprobe.json_names import i_json
 
 _CHECK_HELP = (
     "A checkpoint is a unit: a file, or a directory a framework writes as one checkpoint (HF Trainer "

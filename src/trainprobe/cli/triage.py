@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainprobe.checkpoint.names import i_json
 from trainprobe.cli._command import (
     Command,
     CommandParser,
@@ -16,6 +15,7 @@ from trainprobe.cli._command import (
 from trainprobe.cli._fleet import add_remote_timeouts
 from trainprobe.cli._output import Console, Output, Table, escape
 from trainprobe.errors import UsageError
+from trainprobe.json_names import i_json
 
 _HELP = """Finds the run's logs (any format `trainprobe logs` reads) and checkpoint units (any that
 `trainprobe check` reads) under RUN_DIR, runs the log detectors, checks every unit in parallel, and joins them

@@ -6,7 +6,7 @@ import base64
 import json
 import os
 
-from trainprobe.checkpoint.names import i_json
+from trainprobe.json_names import i_json
 
 
 def test_path_with_a_byte_that_is_not_utf8() -> None:
