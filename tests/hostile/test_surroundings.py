@@ -137,7 +137,7 @@ def _truncate_soon(path: Path, after: float) -> Callable[[], float]:
     cut: list[float] = []
 
     def go() -> None:
-        time.sleep(after)
+        time.sleep(after)  # the moment of the cut is the input
         os.truncate(path, 4096)
         cut.append(time.perf_counter())
 

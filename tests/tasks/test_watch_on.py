@@ -56,7 +56,7 @@ def _follow_through_drops_and_rotation(target: str, tmp_path: Path) -> None:
         _wait(lambda: len(got) >= 3000)
         # not a wait for an event: a short look for lines that should not come (a duplicate after the
         # reconnect); the order and the count are checked by the line below whatever this finds
-        time.sleep(0.3)
+        time.sleep(0.3)  # see the comment above
         assert got == want  # every line once, in order
     finally:
         cancel.set()

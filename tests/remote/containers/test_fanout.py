@@ -155,7 +155,7 @@ def test_cancel_stops_running_targets_and_skips_the_rest(tmp_path: Path) -> None
 
     threading.Thread(target=lambda: started.wait(60) and cancel.set(), daemon=True).start()
     # time.sleep here: a process that stays up until the test kills it, not a wait
-    script = "import time\nprint('up', flush=True)\ntime.sleep(120)\n"
+    script = "import time\nprint('up', flush=True)\ntime.sleep(120)\n"  # keeps a process alive, not a wait
     fleet = run_fleet(targets, script, parallel=1, on_output=on_output, cancel=cancel, log_dir=tmp_path)
     assert [o.status for o in fleet.outcomes] == ["killed", "killed", "killed"]
     assert fleet.outcomes[0].summary == "interrupted; the far side was killed"
