@@ -21,6 +21,10 @@ from fixtures.sshd import SshServer
 from trainprobe.errors import InterpreterNotFoundError
 from trainprobe.remote import run
 
+#: a far or local Python that stays alive until the test ends it: something to find, not a wait
+STAYS_ALIVE = "import time; time.sleep(60)"  # a process kept alive, not a wait
+
+
 pytestmark = pytest.mark.ssh
 SYSTEM_PYTHON = "/usr/bin/python3"
 
@@ -89,9 +93,7 @@ def test_other_users_running_pythons_are_not_candidates(sshd: SshServer) -> None
     make_venv(zsh_venv, "tp_zsh_running", owner=sshd.setup.users["zsh"])
     # each time.sleep here: a process that stays up until the test kills it, not a wait
     others = [
-        as_user(
-            sshd.setup.users["zsh"], str(zsh_venv / "bin" / "python"), "-c", "import time; time.sleep(60)"
-        ),
+        as_user(sshd.setup.users["zsh"], str(zsh_venv / "bin" / "python"), "-c", STAYS_ALIVE),
         subprocess.Popen([sys.executable, "-c", "import numpy, time; time.sleep(60)"]),  # root, with numpy
     ]
     try:
@@ -113,7 +115,7 @@ def test_the_login_users_own_running_python_is_still_found(sshd: SshServer) -> N
     venv.chmod(0o755)
     make_venv(venv / "v", "tp_tcsh_running", owner=user)
     # time.sleep here: a process that stays up until the test kills it, not a wait
-    proc = as_user(user, str(venv / "v" / "bin" / "python"), "-c", "import time; time.sleep(60)")
+    proc = as_user(user, str(venv / "v" / "bin" / "python"), "-c", STAYS_ALIVE)
     try:
         script = "import sys\ndef main():\n    return sys.executable\n"
         result = run(sshd.target("tcsh"), script, need=["tp_tcsh_running"])

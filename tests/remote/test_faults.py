@@ -259,7 +259,10 @@ def test_a_connect_timeout_through_a_jump_host_kills_the_jump_too(
 def test_a_timeout_does_not_wait_for_a_setsid_daemon(sshd: SshServer) -> None:
     user = sshd.setup.users["dash"]
     # a script that runs until the timeout kills it, leaving a daemon behind
-    daemon = "import subprocess, time\nsubprocess.Popen(['setsid', 'sleep', '31'])\ntime.sleep(60)\n"
+    daemon = (
+        "import subprocess, time\nsubprocess.Popen(['setsid', 'sleep', '31'])\n"
+        "time.sleep(60)\n"  # outlives the 4 s timeout on purpose, not a wait
+    )
     try:
         start = time.monotonic()
         result = run(sshd.target("dash"), daemon, timeout=4)

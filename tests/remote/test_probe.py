@@ -18,6 +18,10 @@ from trainprobe.remote.probe import probe
 
 from .faults import EVENT_DEADLINE_S
 
+#: a far or local Python that stays alive until the test ends it: something to find, not a wait
+STAYS_ALIVE = "import time; time.sleep(60)"  # a process kept alive, not a wait
+
+
 TRAINPROBE = str(Path(sys.executable).with_name("trainprobe"))
 
 
@@ -32,7 +36,7 @@ def test_probe_reports_gpus_interpreters_and_training_processes(tmp_path: Path) 
     fake.chmod(0o755)
     trainer = subprocess.Popen(
         # time.sleep here: a process that stays up until the test kills it, not a wait
-        [sys.executable, "-c", "import time; time.sleep(60)", "train.py", "--lr", "3e-4"],
+        [sys.executable, "-c", STAYS_ALIVE, "train.py", "--lr", "3e-4"],
     )
     try:
         report = probe(f"local//env=PATH={fake.parent}:/usr/bin:/bin", cuda=False)
@@ -92,20 +96,19 @@ def test_probe_leaves_out_trainprobes_own_processes(tmp_path: Path) -> None:
     from trainprobe.remote.api import run
 
     # time.sleep here: a process that stays up until the test kills it, not a wait
-    (tmp_path / "sitecustomize.py").write_text("import time\ntime.sleep(60)\n")
+    (tmp_path / "sitecustomize.py").write_text(STAYS_ALIVE + "\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     checks = [
         subprocess.Popen([sys.executable, "-c", INSPECT, "--cuda"], env=env),
         subprocess.Popen([sys.executable, "-c", _stage1.NEED_CHECK, "torch"], env=env),
     ]
     # time.sleep here: a process that stays up until the test kills it, not a wait
-    user = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "eval.py"], env=env)
+    user = subprocess.Popen([sys.executable, "-c", STAYS_ALIVE, "eval.py"], env=env)
     cancel = threading.Event()
     up = threading.Event()  # the other run's script has started: its agent is up
     other = threading.Thread(
         target=run,
-        # time.sleep here: a process that stays up until the test kills it, not a wait
-        args=("local", "import time; print('up', flush=True); time.sleep(60)"),
+        args=("local", "print('up', flush=True); " + STAYS_ALIVE),
         kwargs={"cancel": cancel, "stdout": lambda _: up.set()},
     )
     other.start()
