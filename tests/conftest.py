@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +91,46 @@ def cpu_load(request: pytest.FixtureRequest) -> Iterator[int]:
                 hog.send_signal(signal.SIGKILL)
         for hog in hogs:
             hog.wait()
+
+
+DEEP_LEVELS = 1100  # past Python's default recursion limit (1000): a recursive walk would fail on it
+
+
+@pytest.fixture
+def deep_tree(tmp_path: Path) -> Iterator[Path]:
+    """A directory ``DEEP_LEVELS`` levels below ``tmp_path`` (each level named ``d``), removed afterwards.
+
+    Built and removed one level at a time: pathlib's and os.makedirs's mkdir recurse, and so does pytest's
+    own clean-up (shutil.rmtree), so a tree left behind fails a later session's clean-up (a RecursionError
+    inside pytest, reported as an unclosed scandir iterator)."""
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        for _ in range(DEEP_LEVELS):
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    finally:
+        os.close(fd)
+    deepest = tmp_path.joinpath(*["d"] * DEEP_LEVELS)
+    yield deepest
+    _remove_bottom_up(tmp_path / "d")
+
+
+def _remove_bottom_up(top: Path) -> None:
+    levels: list[str] = []
+    here = str(top)
+    while os.path.isdir(here):
+        levels.append(here)
+        with os.scandir(here) as entries:
+            inner = ""
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    inner = entry.path
+                else:
+                    os.unlink(entry.path)
+        if not inner:
+            break
+        here = inner
+    for level in reversed(levels):
+        os.rmdir(level)

@@ -174,41 +174,12 @@ def test_truncated_while_read_is_never_sigbus(tmp_path: Path, after: float) -> N
     assert out.seconds < SECONDS, out.describe()
 
 
-def _remove_deep(top: Path) -> None:
-    """Remove a tree too deep for ``shutil.rmtree`` (it recurses) from the bottom up, one level at a time."""
-    levels = []
-    here = str(top)
-    while os.path.isdir(here):
-        levels.append(here)
-        with os.scandir(here) as it:
-            entries = list(it)
-        inner = [e.path for e in entries if e.is_dir(follow_symlinks=False)]
-        for entry in entries:
-            if not entry.is_dir(follow_symlinks=False):
-                os.unlink(entry.path)
-        if not inner:
-            break
-        here = inner[0]
-    for level in reversed(levels):
-        os.rmdir(level)
-
-
-def test_deep_tree_is_walked_without_recursion(tmp_path: Path) -> None:
-    """A NaN checkpoint 1,100 levels down: found by every command (an explicit-stack walk), no
-    RecursionError. The tree is removed here: pytest's own clean-up (rmtree) would recurse too deep."""
-    top = tmp_path / "deep"
-    top.mkdir()
-    deepest = str(top)
-    for _ in range(1100):  # one level at a time: pathlib's and os.makedirs's mkdir recurse
-        deepest = os.path.join(deepest, "d")
-        os.mkdir(deepest)
-    nan_file(Path(deepest) / "model.safetensors")
-    try:
-        for command, argv in argvs(str(top)).items():
-            out = run_trainprobe(argv, timeout=2 * SECONDS)
-            assert not out.traceback, out.describe()
-            assert out.code == 1, f"{command}: {out.describe()}"
-            assert out.seconds < SECONDS, out.describe()
-            assert out.max_rss_mb < RSS_MB, out.describe()
-    finally:
-        _remove_deep(top)
+def test_deep_tree_is_walked_without_recursion(tmp_path: Path, deep_tree: Path) -> None:
+    """A NaN checkpoint 1,100 levels down: every command finds it (an explicit-stack walk), no recursion."""
+    nan_file(deep_tree / "model.safetensors")
+    for command, argv in argvs(str(tmp_path)).items():
+        out = run_trainprobe(argv, timeout=2 * SECONDS)
+        assert not out.traceback, out.describe()
+        assert out.code == 1, f"{command}: {out.describe()}"
+        assert out.seconds < SECONDS, out.describe()
+        assert out.max_rss_mb < RSS_MB, out.describe()

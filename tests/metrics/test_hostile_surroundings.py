@@ -337,17 +337,10 @@ def test_a_sparse_3_gb_wandb_record_log_is_streamed(tmp_path: Path) -> None:
     assert json.loads(ran.out)["runs"][0]["rows"] == 300
 
 
-def test_a_tree_1100_levels_deep_is_walked(tmp_path: Path) -> None:
-    fd = os.open(tmp_path, os.O_RDONLY)
-    for _ in range(1100):
-        os.mkdir("d", dir_fd=fd)
-        new = os.open("d", os.O_RDONLY, dir_fd=fd)
-        os.close(fd)
-        fd = new
-    out = os.open("x.log", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
-    os.write(out, b"".join(f"step {i} loss {'nan' if i == 30 else 1.0}\n".encode() for i in range(60)))
-    os.close(out)
-    os.close(fd)
+def test_a_tree_1100_levels_deep_is_walked(tmp_path: Path, deep_tree: Path) -> None:
+    (deep_tree / "x.log").write_bytes(
+        b"".join(f"step {i} loss {'nan' if i == 30 else 1.0}\n".encode() for i in range(60))
+    )
     ran = trainprobe("logs", tmp_path)
     ok(ran, 1)
     assert "loss is NaN at step 30" in ran.out
