@@ -9,7 +9,7 @@ import pytest
 from trainprobe.errors import TargetSyntaxError
 from trainprobe.remote import parse_target, shell
 from trainprobe.remote.argv import BOOT, bootstrap_argv, build_argv, stage1_word
-from trainprobe.remote.hops.base import FarSettings
+from trainprobe.remote.hops.records import FarSettings
 
 
 def test_bootstrap_with_a_named_interpreter_starts_it_directly() -> None:

@@ -7,7 +7,8 @@ import pytest
 from trainprobe.errors import TargetSyntaxError, UsageError
 from trainprobe.remote import parse_target
 from trainprobe.remote.hops import HOP_KINDS
-from trainprobe.remote.hops.base import FarSettings, Hop, SettingHop, WrappingHop
+from trainprobe.remote.hops.protocols import Hop, SettingHop, WrappingHop
+from trainprobe.remote.hops.records import FarSettings
 from trainprobe.remote.hops.ssh import SshHop
 from trainprobe.remote.hops.sudo import SudoHop
 

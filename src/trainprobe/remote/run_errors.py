@@ -17,14 +17,25 @@ from trainprobe.errors import (
     UnreachableError,
 )
 from trainprobe.remote.argv import explain_bootstrap_failure, last_words
-from trainprobe.remote.hops.base import EXIT_CONNECTION, EXIT_NO_PROGRAM
+from trainprobe.remote.hops.records import EXIT_CONNECTION, EXIT_NO_PROGRAM
 
 TYPE_CHECKING = False  # no typing at run time: every run imports this module
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Protocol
 
-    from trainprobe.remote.session import RunResult
     from trainprobe.remote.target import Target
+
+    class RunResult(Protocol):
+        """What :func:`settle` fills in: the fields of :class:`trainprobe.remote.session.RunResult`, named
+        here, not imported (the session imports this module)."""
+
+        exit_code: int
+        result: Any
+        error: RemoteError | None
+        python: str | None
+        host: str | None
+        extra: dict[str, Any]
+
 
 #: exit codes of a run that did not get to finish on its own (documented in docs/remote.md)
 EXIT_TIMEOUT = 124

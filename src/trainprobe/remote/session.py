@@ -31,7 +31,7 @@ from trainprobe.errors import RemoteError, RemoteExceptionError, UsageError
 from trainprobe.remote import run_errors
 from trainprobe.remote._record import field, record
 from trainprobe.remote.far_code import LOCAL_MAGIC, module_code, program_frame
-from trainprobe.remote.hops.base import EXIT_CONNECTION
+from trainprobe.remote.hops.records import EXIT_CONNECTION
 from trainprobe.remote.logs import new_run_dir
 from trainprobe.remote.run_errors import RunState, cannot_start, settle
 

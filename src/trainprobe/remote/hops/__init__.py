@@ -11,11 +11,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Mapping
 
-from trainprobe.remote.hops.base import FarSettings, HopFailure
-
 TYPE_CHECKING = False  # see hops/protocols.py: no typing on a run's path
 if TYPE_CHECKING:
-    from trainprobe.remote.hops.protocols import Hop, SettingHop, WrappingHop
+    from trainprobe.remote.hops.protocols import Hop
 
 #: kind -> "module:Class", imported on first use: a target names two or three kinds, and importing
 #: all of them would cost every run's start-up
@@ -58,12 +56,4 @@ class _HopKinds(Mapping[str, "type[Hop]"]):
 HOP_KINDS: Mapping[str, type[Hop]] = _HopKinds()
 
 
-def __getattr__(name: str) -> object:
-    if name in ("Hop", "WrappingHop", "SettingHop"):
-        from trainprobe.remote.hops import protocols
-
-        return getattr(protocols, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = ["HOP_KINDS", "FarSettings", "Hop", "HopFailure", "SettingHop", "WrappingHop"]
+__all__ = ["HOP_KINDS"]

@@ -2,7 +2,8 @@
 
 A target string is ``//``-separated hops, each ``kind=value`` or ``kind=value,opt=v,...`` (or a bare ``kind``
 such as ``local`` or ``sudo``). Two sorts of hop exist (their Protocols are in
-:mod:`~trainprobe.remote.hops.protocols`, also importable from here):
+:mod:`~trainprobe.remote.hops.protocols`, the values they hand the engine in
+:mod:`~trainprobe.remote.hops.records`):
 
 - *Wrapping hops* (local, ssh, sudo, and the container/cluster kinds pct, docker, podman, kubectl, lxc, incus,
   slurm) turn the argv of the command one layer further in into the argv that runs it through this layer, and
@@ -19,47 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from trainprobe.errors import RemoteError, TargetSyntaxError, UnreachableError
-from trainprobe.remote._record import record
+from trainprobe.errors import TargetSyntaxError, UnreachableError
+from trainprobe.remote.hops.records import EXIT_NO_PROGRAM, FarSettings, HopFailure
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs every run (see protocols.py)
 if TYPE_CHECKING:
     from typing import TypeGuard
 
     from trainprobe.remote.hops.protocols import Hop, SettingHop, WrappingHop
-
-#: exit code of a run whose hop program (ssh, docker, kubectl...) is not installed, as a shell says it
-EXIT_NO_PROGRAM = 127
-#: exit code of a run that never reached the agent (ssh's own convention)
-EXIT_CONNECTION = 255
-
-
-@record(frozen=True)
-class FarSettings:
-    """What the setting hops ask of the innermost layer: interpreter, directory, environment.
-
-    Built by folding every setting hop's :meth:`SettingHop.apply` over an empty ``FarSettings``; shipped to
-    the far side as JSON, so none of it meets a shell (only ``python``/``venv`` paths become argv words).
-    """
-
-    python: str | None = None
-    venv: str | None = None
-    conda: str | None = None
-    cwd: str | None = None
-    env: tuple[tuple[str, str], ...] = ()
-
-
-@record(frozen=True)
-class HopFailure:
-    """Why a hop failed: the error to raise, one reason, what to try, the run's exit code."""
-
-    error: type[RemoteError]
-    reason: str
-    hint: str
-    exit_code: int = EXIT_CONNECTION
-
-    def to_error(self, target: str) -> RemoteError:
-        return self.error(target, self.reason, hint=self.hint or None)
 
 
 def is_wrapping(hop: Hop) -> TypeGuard[WrappingHop]:
@@ -132,17 +100,10 @@ def need_value(kind: str, value: str | None, example: str) -> str:
     return value
 
 
-def __getattr__(name: str) -> object:
-    """``Hop``, ``WrappingHop`` and ``SettingHop`` on first use (see :mod:`.protocols`)."""
-    if name in ("Hop", "WrappingHop", "SettingHop"):
-        from trainprobe.remote.hops import protocols
-
-        return getattr(protocols, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
+# EXIT_NO_PROGRAM, FarSettings and HopFailure live in .records; listed here only until remote/target.py and
+# remote/argv.py import them from there (then they go: see TRANSITIONAL_RELAYS in tests/test_layers.py).
 __all__ = [
-    "EXIT_CONNECTION", "EXIT_NO_PROGRAM", "FarSettings", "Hop", "HopFailure", "SettingHop", "WrappingHop",
+    "EXIT_NO_PROGRAM", "FarSettings", "HopFailure",
     "explain_by_table", "is_setting", "is_wrapping", "line_with", "missing_program", "need_value",
     "no_options", "printable",
 ]  # fmt: skip

@@ -14,13 +14,8 @@ from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
 from trainprobe.remote import shell
-from trainprobe.remote.hops.base import (
-    HopFailure,
-    explain_by_table,
-    missing_program,
-    need_value,
-    no_options,
-)
+from trainprobe.remote.hops.base import explain_by_table, missing_program, need_value, no_options
+from trainprobe.remote.hops.records import HopFailure
 
 
 def check_name(kind: str, value: str, what: str) -> str:

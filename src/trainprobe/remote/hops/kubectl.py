@@ -10,8 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from trainprobe.remote.hops.base import HopFailure, explain_by_table, missing_program, need_value, no_options
+from trainprobe.remote.hops.base import explain_by_table, missing_program, need_value, no_options
 from trainprobe.remote.hops.docker import check_name
+from trainprobe.remote.hops.records import HopFailure
 
 # first match wins: the specific messages before the generic "not found"
 FAILURES = (

@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 
 from trainprobe.errors import TargetSyntaxError
 from trainprobe.remote._record import record
-from trainprobe.remote.hops.base import HopFailure, no_options
+from trainprobe.remote.hops.base import no_options
+from trainprobe.remote.hops.records import HopFailure
 
 TYPE_CHECKING = False  # no typing at run time: every run imports this module
 if TYPE_CHECKING:

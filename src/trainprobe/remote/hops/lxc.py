@@ -12,8 +12,9 @@ from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
 from trainprobe.remote import shell
-from trainprobe.remote.hops.base import HopFailure, explain_by_table, missing_program, need_value, no_options
+from trainprobe.remote.hops.base import explain_by_table, missing_program, need_value, no_options
 from trainprobe.remote.hops.docker import check_name
+from trainprobe.remote.hops.records import HopFailure
 
 FAILURES = (
     # lxc-attach says the same for a stopped container and for one that does not exist

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
-from trainprobe.remote.hops.base import HopFailure, explain_by_table, missing_program, need_value, no_options
+from trainprobe.remote.hops.base import explain_by_table, missing_program, need_value, no_options
+from trainprobe.remote.hops.records import HopFailure
 
 FAILURES = (
     ("not running", "CT {vmid} is not running", "start it: pct start {vmid}"),

@@ -1,8 +1,7 @@
 """The Protocols every hop kind follows (imported only by type checkers and by ``isinstance`` callers).
 
 :mod:`typing` costs every run a few milliseconds, and a run needs none of this at run time: the engine tells a
-wrapping hop from a setting hop with :func:`~trainprobe.remote.hops.base.is_wrapping`. ``from
-trainprobe.remote.hops.base import WrappingHop`` still works: that module imports this one on first use.
+wrapping hop from a setting hop with :func:`~trainprobe.remote.hops.base.is_wrapping`.
 """
 
 from __future__ import annotations
@@ -10,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar, Protocol, runtime_checkable
 
-from trainprobe.remote.hops.base import FarSettings, HopFailure
+from trainprobe.remote.hops.records import FarSettings, HopFailure
 
 
 @runtime_checkable

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from trainprobe.errors import TargetSyntaxError
 from trainprobe.remote import shell
 from trainprobe.remote._record import record, replace
-from trainprobe.remote.hops.base import FarSettings, need_value, no_options
+from trainprobe.remote.hops.base import need_value, no_options
+from trainprobe.remote.hops.records import FarSettings
 
 TYPE_CHECKING = False  # no typing at run time: every run imports this module
 if TYPE_CHECKING:

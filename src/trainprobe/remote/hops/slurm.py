@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
-from trainprobe.remote.hops.base import HopFailure, explain_by_table, missing_program, need_value, no_options
+from trainprobe.remote.hops.base import explain_by_table, missing_program, need_value, no_options
 from trainprobe.remote.hops.docker import check_name
+from trainprobe.remote.hops.records import HopFailure
 
 FAILURES = (
     ("has expired", "Slurm job {job} has ended", "squeue --me lists your running jobs"),

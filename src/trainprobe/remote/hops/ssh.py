@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from trainprobe.errors import AuthenticationError, TargetSyntaxError, UnreachableError
 from trainprobe.remote import shell
 from trainprobe.remote._record import field, record
-from trainprobe.remote.hops.base import EXIT_CONNECTION, HopFailure, line_with, need_value, no_options
+from trainprobe.remote.hops.base import line_with, need_value, no_options
+from trainprobe.remote.hops.records import EXIT_CONNECTION, HopFailure
 
 TYPE_CHECKING = False  # no typing at run time: every run imports this module
 if TYPE_CHECKING:

@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from trainprobe.errors import AuthenticationError
 from trainprobe.remote import shell
 from trainprobe.remote._record import record
-from trainprobe.remote.hops.base import HopFailure, line_with, missing_program, no_options
+from trainprobe.remote.hops.base import line_with, missing_program, no_options
+from trainprobe.remote.hops.records import HopFailure
 
 TYPE_CHECKING = False  # no typing at run time: every run imports this module
 if TYPE_CHECKING:
