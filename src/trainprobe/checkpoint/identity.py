@@ -34,7 +34,7 @@ from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.base import Checkpoint, TensorRecord
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.frameworks import FRAMEWORKS, Framework, Role
-from trainprobe.checkpoint.frameworks.base import OPTIMIZER_STEPS, SAVES, UNKNOWN_COUNT
+from trainprobe.checkpoint.frameworks.base import OPTIMIZER_STEPS, UNKNOWN_COUNT
 from trainprobe.checkpoint.manifest import read_manifest
 from trainprobe.checkpoint.safe_io import read_side
 from trainprobe.checkpoint.skeleton import fields_of, find_optimizer_states, label_of, scalar
@@ -325,10 +325,7 @@ def collect_step_sources(
     out: list[StepSource] = []
     named = step_in_name(unit_path)
     if named is not None:
-        # accelerate's automatic naming (checkpoint_<i>) counts saves, not steps.
-        what = counts.get("name", UNKNOWN_COUNT)
-        if framework.name == "accelerate" and named[1] == "_":
-            what = SAVES
+        what = framework.name_counts(named[1])
         out.append(StepSource("name", named[0], what, os.path.basename(unit_path.rstrip("/"))))
     if os.path.isfile(unit_path) if is_file is None else is_file:
         in_dir = step_in_name(os.path.dirname(os.path.abspath(unit_path)))

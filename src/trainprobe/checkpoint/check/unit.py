@@ -108,7 +108,7 @@ def judge_check(
     stated = saved_step(sources) is not None
     for pc in opened:
         add_part(result, pc, _rel(pc.path, unit.path), stated)
-    ev.extend(cover_from_facts([pc.cover for pc in opened if pc.cover is not None], unit.framework))
+    ev.extend(cover_from_facts([pc.cover for pc in opened if pc.cover is not None], framework))
     pickle_evidence(result)
     ev.extend(unit_evidence(unit, framework, facts, sources, alone=alone))
     ev.extend(evidence)

@@ -1,13 +1,24 @@
 """Framework knowledge, one module per framework, behind :class:`.base.Framework`.
 
-To add a framework: write a module with a class that has ``name``, ``counts``, ``layout``, ``knows`` and
-``tensor_role``, and add one instance to ``FRAMEWORKS``. Directory layouts are asked in this order (more
+To add a framework: write a module with a subclass of :class:`.base.FrameworkBase` that defines ``name``,
+``counts`` (what each step source of its units counts) and ``layout`` (which directories are its units, and
+their parts), and add one instance to ``FRAMEWORKS``. It overrides the base's answers where it knows more:
+``exact_steps``, ``name_counts``, ``covers_by_partition``, ``knows`` (a single file's object is its own),
+``tensor_role``, ``part_facts`` and ``parts_evidence``. Directory layouts are asked in this order (more
 specific first); a single file's object is claimed by the first framework that ``knows`` it."""
 
 from __future__ import annotations
 
 from trainprobe.checkpoint.frameworks.accelerate import Accelerate
-from trainprobe.checkpoint.frameworks.base import Framework, Layout, Part, Role, TensorRole, role_by_name
+from trainprobe.checkpoint.frameworks.base import (
+    Framework,
+    FrameworkBase,
+    Layout,
+    Part,
+    Role,
+    TensorRole,
+    role_by_name,
+)
 from trainprobe.checkpoint.frameworks.dcp import Dcp
 from trainprobe.checkpoint.frameworks.deepspeed import DeepSpeed
 from trainprobe.checkpoint.frameworks.folder import Folder, PlainFile
@@ -37,6 +48,7 @@ def framework_named(name: str) -> Framework:
 __all__ = [
     "FRAMEWORKS",
     "Framework",
+    "FrameworkBase",
     "Layout",
     "Part",
     "Role",

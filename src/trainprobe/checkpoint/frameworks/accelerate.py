@@ -9,27 +9,23 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import ClassVar
 
 from trainprobe.checkpoint.frameworks.base import (
     OPTIMIZER_STEPS,
+    SAVES,
     UNKNOWN_COUNT,
+    FrameworkBase,
     Layout,
     Part,
-    TensorRole,
     role_by_name,
 )
-
-if TYPE_CHECKING:
-    from trainprobe.checkpoint.base import Checkpoint
-    from trainprobe.checkpoint.evidence import Evidence
-    from trainprobe.checkpoint.identity import PartFacts
 
 _MARKER = re.compile(r"^(random_states_\d+\.pkl|optimizer(_\d+)?\.bin|scheduler(_\d+)?\.bin)$")
 _PART_DIRS = re.compile(r"^(pytorch_model_fsdp_\d+|optimizer_\d+)$")
 
 
-class Accelerate:
+class Accelerate(FrameworkBase):
     name = "accelerate"
     # the optimizer steps once per step (its counters are the step: the folder counts saves)
     exact_steps = True
@@ -39,6 +35,10 @@ class Accelerate:
         "scheduler": UNKNOWN_COUNT,
         "step field": OPTIMIZER_STEPS,
     }
+
+    def name_counts(self, separator: str) -> str:
+        # its automatic naming (checkpoint_<i>) counts saves, not steps
+        return SAVES if separator == "_" else super().name_counts(separator)
 
     def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
         if not any(_MARKER.match(f) for f in files):
@@ -50,15 +50,3 @@ class Accelerate:
                 layout.claimed_dirs.append(sub)
                 layout.parts.append(Part(sub, role_by_name(d, is_dir=True)))
         return layout
-
-    def knows(self, objects: Any) -> bool:
-        return False
-
-    def tensor_role(self, name: str) -> TensorRole | None:
-        return None
-
-    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
-        return {}
-
-    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
-        return []

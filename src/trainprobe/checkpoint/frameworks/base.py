@@ -11,11 +11,18 @@ A framework (one module each in ``trainprobe.checkpoint.frameworks``) answers th
   ``inf`` placeholder score, a metric) they are notes. ``None`` leaves the generic rule.
 
 ``counts`` says what each step source of its units counts (``optimizer steps``, ``epochs``, ``saves``): only
-sources that count optimizer steps are compared with each other. ``exact_steps``: its step counts every
-optimizer step, so optimizer counters behind it mean a stale optimizer file (unless a grad scaler in the unit
-may skip steps). ``part_facts(path, ckpt)`` and ``parts_evidence(parts, facts)``: what only this framework
-can say about the unit's parts as a whole (DeepSpeed: one optimizer partition per data-parallel rank, covering
-every parameter), from facts read where each part is.
+sources that count optimizer steps are compared with each other; ``name_counts(separator)`` what the step in a
+unit's name counts, by the separator before the number (accelerate's ``checkpoint_<i>`` counts saves).
+``exact_steps``: its step counts every optimizer step, so optimizer counters behind it mean a stale optimizer
+file (unless a grad scaler in the unit may skip steps). ``covers_by_partition``: its optimizer state is flat
+partitions that say nothing of which parameter they hold, so whether it covers the model is its own
+``parts_evidence``, not the generic ``optimizer-covers-model``. ``part_facts(path, ckpt)`` and
+``parts_evidence(parts, facts)``: what only this framework can say about the unit's parts as a whole
+(DeepSpeed: one optimizer partition per data-parallel rank, covering every parameter), from facts read where
+each part is.
+
+:class:`FrameworkBase` holds the answers of a framework that knows nothing beyond its layout; a framework
+subclasses it and overrides what it knows.
 """
 
 from __future__ import annotations
@@ -24,12 +31,11 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 if TYPE_CHECKING:
     from trainprobe.checkpoint.base import Checkpoint
     from trainprobe.checkpoint.evidence import Evidence
-    from trainprobe.checkpoint.identity import PartFacts
 
 Role = Literal["weights", "optimizer", "scheduler", "rng", "config", "metadata", "state"]
 TensorRole = Literal["weights", "optimizer", "metadata"]
@@ -56,15 +62,31 @@ class Layout:
     claimed_dirs: list[str] = field(default_factory=list)
 
 
+class FactsOfPart(Protocol):
+    """What a framework reads of one part's facts (``identity.PartFacts``): the part's path and what the
+    framework's own ``part_facts`` said of it."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def extra(self) -> Mapping[str, Any]: ...
+
+
 class Framework(Protocol):
     """One framework's knowledge. Register an instance in ``trainprobe.checkpoint.frameworks.FRAMEWORKS``."""
 
     name: str
     exact_steps: bool
+    covers_by_partition: bool
 
     @property
     def counts(self) -> Mapping[str, str]:
         """Step source ("name", "step field", "scheduler", "trainer_state.json") -> what it counts."""
+        ...
+
+    def name_counts(self, separator: str) -> str:
+        """What the step in a unit's name counts, by the separator before it (``_`` in ``checkpoint_3``)."""
         ...
 
     def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
@@ -83,9 +105,38 @@ class Framework(Protocol):
         """What this framework wants to know of one opened part (JSON-able; read where the part is)."""
         ...
 
-    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
+    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[FactsOfPart]) -> list[Evidence]:
         """Evidence about the unit's parts as a whole (``facts``: those of the parts that could be read)."""
         ...
+
+
+class FrameworkBase:
+    """A framework that knows its layout and what its step sources count, and nothing else: it claims no
+    single file, leaves tensor roles to the generic rule, reads no facts of its own and has no evidence about
+    its parts as a whole. A framework subclasses it, sets ``name`` and ``counts`` and defines ``layout``."""
+
+    name: str
+    counts: ClassVar[Mapping[str, str]]
+    exact_steps: bool = False
+    covers_by_partition: bool = False
+
+    def name_counts(self, separator: str) -> str:
+        return self.counts.get("name", UNKNOWN_COUNT)
+
+    def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
+        raise NotImplementedError
+
+    def knows(self, objects: Any) -> bool:
+        return False
+
+    def tensor_role(self, name: str) -> TensorRole | None:
+        return None
+
+    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
+        return {}
+
+    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[FactsOfPart]) -> list[Evidence]:
+        return []
 
 
 _PATTERNS: tuple[tuple[Role, re.Pattern[str]], ...] = (

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.frameworks.base import (
     OPTIMIZER_STEPS,
+    FactsOfPart,
+    FrameworkBase,
     Layout,
     Part,
     TensorRole,
@@ -27,7 +29,6 @@ from trainprobe.checkpoint.frameworks.base import (
 
 if TYPE_CHECKING:
     from trainprobe.checkpoint.base import Checkpoint
-    from trainprobe.checkpoint.identity import PartFacts
 
 _MARKER = re.compile(r"(_model_states\.pt|_optim_states\.pt)$")
 _DATA = re.compile(r"(?i)\.(pt|pth|bin|ckpt|safetensors)$")
@@ -67,10 +68,12 @@ def _fragments(objects: Any) -> list[dict[str, int]] | None:
     return out
 
 
-class DeepSpeed:
+class DeepSpeed(FrameworkBase):
     name = "deepspeed"
     # global_steps counts every optimizer step; skipped_steps says how many fp16 overflows skipped.
     exact_steps = True
+    # ZeRO partitions are flat: the zero-partitions evidence below says whether they cover the model.
+    covers_by_partition = True
     counts: ClassVar[Mapping[str, str]] = {
         "name": OPTIMIZER_STEPS,
         "step field": OPTIMIZER_STEPS,
@@ -114,10 +117,10 @@ class DeepSpeed:
             return {"fragments": _fragments(objects)}
         return {}
 
-    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
+    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[FactsOfPart]) -> list[Evidence]:
         """``zero-partitions``: one optimizer partition per data-parallel rank and model-parallel rank, and
         together they cover every element of every parameter of the model states."""
-        states: dict[int, dict[str, Any]] = {}
+        states: dict[int, Mapping[str, Any]] = {}
         fragments: dict[str, list[dict[str, int]] | None] = {}
         for f in facts:
             name = os.path.basename(f.path)

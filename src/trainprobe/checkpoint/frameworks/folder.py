@@ -6,24 +6,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from trainprobe.checkpoint.frameworks.base import (
     OPTIMIZER_STEPS,
     UNKNOWN_COUNT,
+    FrameworkBase,
     Layout,
     Part,
-    TensorRole,
     role_by_name,
 )
 
-if TYPE_CHECKING:
-    from trainprobe.checkpoint.base import Checkpoint
-    from trainprobe.checkpoint.evidence import Evidence
-    from trainprobe.checkpoint.identity import PartFacts
 
-
-class Folder:
+class Folder(FrameworkBase):
     name = "folder"
     # The folder is one save named by the step the loop was at (step_500/): without a grad scaler saved
     # beside it, an optimizer file behind that step is a stale one.
@@ -42,20 +37,8 @@ class Folder:
             self.name, [Part(os.path.join(folder, f), r) for f, r in zip(files, roles, strict=True)]
         )
 
-    def knows(self, objects: Any) -> bool:
-        return False
 
-    def tensor_role(self, name: str) -> TensorRole | None:
-        return None
-
-    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
-        return {}
-
-    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
-        return []
-
-
-class PlainFile:
+class PlainFile(FrameworkBase):
     """Any single checkpoint file no framework claims (the last entry of the registry)."""
 
     name = "file"
@@ -72,12 +55,3 @@ class PlainFile:
 
     def knows(self, objects: Any) -> bool:
         return True
-
-    def tensor_role(self, name: str) -> TensorRole | None:
-        return None
-
-    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
-        return {}
-
-    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
-        return []

@@ -13,27 +13,22 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import ClassVar
 
 from trainprobe.checkpoint.frameworks.base import (
     OPTIMIZER_STEPS,
+    FrameworkBase,
     Layout,
     Part,
-    TensorRole,
     role_by_name,
 )
-
-if TYPE_CHECKING:
-    from trainprobe.checkpoint.base import Checkpoint
-    from trainprobe.checkpoint.evidence import Evidence
-    from trainprobe.checkpoint.identity import PartFacts
 
 _MARKERS = ("trainer_state.json", "training_args.bin")
 _WEIGHTS = re.compile(r"^(model|pytorch_model|adapter_model)([-.].*)?\.(safetensors|bin)$|\.index\.json$")
 _PART_DIRS = re.compile(r"^(global_step\d+|pytorch_model_fsdp_\d+|optimizer_\d+)$")
 
 
-class HfTrainer:
+class HfTrainer(FrameworkBase):
     name = "hf-trainer"
     # global_step counts optimizer steps; without a grad scaler (scaler.pt) none is skipped
     exact_steps = True
@@ -63,15 +58,3 @@ class HfTrainer:
                 else:
                     layout.parts.append(Part(sub, role_by_name(d, is_dir=True)))
         return layout
-
-    def knows(self, objects: Any) -> bool:
-        return False
-
-    def tensor_role(self, name: str) -> TensorRole | None:
-        return None
-
-    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
-        return {}
-
-    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
-        return []

@@ -8,19 +8,20 @@ non-finite value there is a note, not a finding."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from trainprobe.checkpoint.frameworks.base import EPOCHS, OPTIMIZER_STEPS, Layout, Part, TensorRole
-
-if TYPE_CHECKING:
-    from trainprobe.checkpoint.base import Checkpoint
-    from trainprobe.checkpoint.evidence import Evidence
-    from trainprobe.checkpoint.identity import PartFacts
+from trainprobe.checkpoint.frameworks.base import (
+    EPOCHS,
+    OPTIMIZER_STEPS,
+    FrameworkBase,
+    Layout,
+    TensorRole,
+)
 
 _KEYS = ("pytorch-lightning_version", "lightning_version")
 
 
-class Lightning:
+class Lightning(FrameworkBase):
     name = "lightning"
     # global_step counts optimizer steps; AMP (native_amp_scaling_state saved) may skip some
     exact_steps = True
@@ -47,9 +48,3 @@ class Lightning:
         if name.startswith("optimizer_states."):
             return "optimizer"
         return "metadata"
-
-    def part_facts(self, path: str, ckpt: Checkpoint) -> dict[str, Any]:
-        return {}
-
-    def parts_evidence(self, parts: Sequence[Part], facts: Sequence[PartFacts]) -> list[Evidence]:
-        return []
