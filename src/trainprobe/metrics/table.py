@@ -4,7 +4,7 @@ Missing cells are NaN with ``present`` saying which cells a logger actually wrot
 the log (a value) and a field the logger left out (Megatron hides NaN steps that way) stay distinguishable.
 Readers hand rows (one at a time, or numpy blocks) to a ``ColumnBuilder``, each with an optional order key
 (the line it came from), so blocks read by a template and rows read one by one interleave as in the file;
-``finish_run`` then builds the step axis and the wall clock (:mod:`trainprobe.metrics.axis`).
+``trainprobe.metrics.axis.finish_run`` then builds the step axis and the wall clock.
 """
 
 from __future__ import annotations
@@ -279,13 +279,14 @@ def finish_run(
     skipped_lines: int = 0,
     consume: bool = True,
 ) -> RunLog:
-    """The run a reader collected: step axis, wall clock and metric columns (see :mod:`.axis`)."""
-    from trainprobe.metrics.axis import assemble
+    """:func:`trainprobe.metrics.axis.finish_run`: here only until metrics/analyze.py and
+    readers/trainer_state.py import it from there (see tests/test_layers.py, ALLOWED_CYCLES)."""
+    from trainprobe.metrics import axis
 
-    table = builder.build(consume=consume)
-    if wall is not None and wall.shape[0] == len(table) and np.isfinite(wall).any():
-        table.wall = np.asarray(wall, dtype=np.float64)
-    return assemble(table, name=name, path=path, fmt=fmt, events=events or [], skipped_lines=skipped_lines)
+    return axis.finish_run(
+        builder, name=name, path=path, fmt=fmt, wall=wall, events=events, skipped_lines=skipped_lines,
+        consume=consume,
+    )  # fmt: skip
 
 
 __all__ = [

@@ -18,9 +18,10 @@ from typing import TextIO
 
 import numpy as np
 
+from trainprobe.metrics.axis import finish_run
 from trainprobe.metrics.readers.base import ReadOptions
 from trainprobe.metrics.splits import is_step_key
-from trainprobe.metrics.table import ABSENT, ColumnBuilder, RunLog, finish_run
+from trainprobe.metrics.table import ABSENT, ColumnBuilder, RunLog
 
 _CHART_COLUMN = re.compile(r"^(?P<run>.+?) - (?P<metric>.+)$")
 _BATCH = 1 << 15

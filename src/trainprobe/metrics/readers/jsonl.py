@@ -16,11 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trainprobe.metrics.axis import finish_run
 from trainprobe.metrics.readers.base import ReadOptions
 from trainprobe.metrics.readers.text.clock import match_stamp
 from trainprobe.metrics.readers.text.parser import LineChunks
 from trainprobe.metrics.readers.text.template import Template
-from trainprobe.metrics.table import ColumnBuilder, RunLog, Unread, finish_run
+from trainprobe.metrics.table import ColumnBuilder, RunLog, Unread
 
 _JNUM = re.compile(rb"-?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)|NaN|-?Infinity")
 _PAIR = re.compile(rb'\s*"((?:[^"\\]|\\.){1,256})"\s*:\s*')

@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 
 from trainprobe.errors import LogError
+from trainprobe.metrics.axis import finish_run
 from trainprobe.metrics.readers.base import ReadOptions
-from trainprobe.metrics.table import ABSENT, ColumnBuilder, RunLog, finish_run
+from trainprobe.metrics.table import ABSENT, ColumnBuilder, RunLog
 
 _MAX_BYTES = 256 << 20
 

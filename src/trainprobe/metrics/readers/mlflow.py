@@ -9,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
+from trainprobe.metrics.axis import finish_run
 from trainprobe.metrics.readers.base import ReadOptions
-from trainprobe.metrics.table import ABSENT, ColumnBuilder, RunLog, Unread, check_dense, finish_run
+from trainprobe.metrics.table import ABSENT, ColumnBuilder, RunLog, Unread, check_dense
 from trainprobe.metrics.walk import NotRead, files_under
 
 _MAX_VALUES = 50_000_000

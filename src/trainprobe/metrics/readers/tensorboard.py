@@ -21,11 +21,12 @@ from pathlib import Path
 import numpy as np
 
 from trainprobe.errors import LogError
+from trainprobe.metrics.axis import finish_run
 from trainprobe.metrics.readers import protobuf as pb
 from trainprobe.metrics.readers.base import ReadOptions
 from trainprobe.metrics.readers.crc32c import crc32c
 from trainprobe.metrics.readers.tfrecord import frame_record, mask_crc, read_records
-from trainprobe.metrics.table import ABSENT, ColumnBuilder, RunLog, finish_run
+from trainprobe.metrics.table import ABSENT, ColumnBuilder, RunLog
 
 _TENSOR_DTYPES = {1: "<f4", 2: "<f8", 3: "<i4", 9: "<i8", 19: "<f2"}
 

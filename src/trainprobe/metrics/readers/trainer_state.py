@@ -4,18 +4,16 @@ events."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import numpy as np
 
+from trainprobe.conventions import step_in_name
 from trainprobe.errors import LogError
 from trainprobe.metrics.events import CHECKPOINT_SAVE, Event
 from trainprobe.metrics.readers.base import ReadOptions
 from trainprobe.metrics.readers.jsonl import flatten
 from trainprobe.metrics.table import ColumnBuilder, RunLog, finish_run
-
-_CKPT_DIR = re.compile(r"^checkpoint-(\d+)$")
 
 
 class TrainerStateReader:
@@ -37,13 +35,16 @@ class TrainerStateReader:
             if isinstance(entry, dict):
                 builder.add_row(flatten(entry))
         run = finish_run(builder, name=path.parent.name or path.stem, path=str(path), fmt="hf-trainer-state")
-        # trainer_state.json sits in output_dir/checkpoint-N/; its siblings are the saves of this run.
-        parent = path.parent.parent if _CKPT_DIR.match(path.parent.name) else path.parent
+        # trainer_state.json sits in output_dir/checkpoint-N/; its siblings are the saves of this run, each at
+        # the step its folder's name states (the rule check reads a unit's step by).
+        parent = path.parent.parent if step_in_name(path.parent.name) is not None else path.parent
         saves = sorted(
-            int(m.group(1)) for d in parent.iterdir() if (m := _CKPT_DIR.match(d.name)) and d.is_dir()
+            (found[0], d.name)
+            for d in parent.iterdir()
+            if (found := step_in_name(d.name)) is not None and d.is_dir()
         )
-        for step in saves:
+        for step, name in saves:
             row = int(np.searchsorted(run.steps, step, side="right"))
-            where = str(parent / f"checkpoint-{step}")
+            where = str(parent / name)
             run.events.append(Event(CHECKPOINT_SAVE, float(step), row, text=where, path=where))
         return [run]

@@ -30,11 +30,12 @@ from typing import BinaryIO
 import numpy as np
 
 from trainprobe.errors import LogError
+from trainprobe.metrics.axis import finish_run
 from trainprobe.metrics.events import Event
 from trainprobe.metrics.readers import protobuf as pb
 from trainprobe.metrics.readers.base import ReadOptions
 from trainprobe.metrics.readers.text.parser import LineParser
-from trainprobe.metrics.table import ColumnBuilder, RunLog, Unread, finish_run
+from trainprobe.metrics.table import ColumnBuilder, RunLog, Unread
 
 HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)
 BLOCK = 32768

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from trainprobe.metrics.axis import finish_run
 from trainprobe.metrics.events import CHECKPOINT_SAVE, Event, event_from_line
 from trainprobe.metrics.readers.text.chunks import MAX_LINE, LineChunks, iter_line_chunks
 from trainprobe.metrics.readers.text.clock import StampLayout
@@ -25,7 +26,7 @@ from trainprobe.metrics.readers.text.template import Template, learn_template
 from trainprobe.metrics.readers.text.tokens import to_float
 from trainprobe.metrics.roles import metric_kind
 from trainprobe.metrics.splits import EVAL, EVAL_PREFIX, EVAL_WORDS, is_epoch_key, is_step_key, split_of
-from trainprobe.metrics.table import WALL_KEY, ColumnBuilder, RunLog, Unread, finish_run
+from trainprobe.metrics.table import WALL_KEY, ColumnBuilder, RunLog, Unread
 from trainprobe.metrics.user_regex import MAX_USER_LINE
 
 _MAX_TEMPLATES = 8
