@@ -380,29 +380,6 @@ class UnsupportedWithNotes(UnknownFormatError):
         self.notes = notes
 
 
-class SuspiciousUnreadableError(CheckpointError):
-    """A file that could not be read although its pickles name a global that would run code: a finding (exit
-    1, as the verdict table says: suspicious beats unreadable), with the global named."""
-
-    exit_code = 1
-
-    def __init__(self, path: str, message: str, *, notes: list[Note]) -> None:
-        super().__init__(path, message)
-        self.notes = notes
-
-
-def suspicious_beats_unreadable(exc: CheckpointError) -> CheckpointError:
-    """For a command that stops at a file it cannot read (``diff``): the error to raise. ``exc`` itself,
-    unless the notes it kept name a suspicious global: then a :class:`SuspiciousUnreadableError` saying so."""
-    suspicious = [n for n in notes_of(exc) if n.kind == "suspicious-global"]
-    if not suspicious or isinstance(exc, SuspiciousUnreadableError):
-        return exc
-    named = "; ".join(n.message for n in suspicious[:3])
-    return SuspiciousUnreadableError(
-        exc.path, f"{named} (and it cannot be read: {exc.reason})", notes=suspicious
-    )
-
-
 class PickleReadError(CorruptCheckpointError):
     """A pickle inside a checkpoint could not be read; ``notes`` keeps what it named before it broke off."""
 

@@ -347,8 +347,3 @@ def merge_shards(
             "error": failed.get(target),
         })  # fmt: skip
     return sharded
-
-
-def targets_needed(plan: ShardPlan) -> Sequence[str]:
-    """The targets with something to read."""
-    return [t for t, requests in plan.requests.items() if requests]

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from trainprobe.checkpoint.check import MANIFEST_SUFFIX, check_unit
+from trainprobe.checkpoint.check import check_unit
+from trainprobe.checkpoint.manifest import MANIFEST_SUFFIX
 from trainprobe.checkpoint.identity import step_in_path
 from trainprobe.checkpoint.safe_io import walk_files
 from trainprobe.checkpoint.units import NOT_READ, Unit, discover_units

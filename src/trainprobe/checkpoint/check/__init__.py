@@ -9,7 +9,7 @@ tensors and files show the tear. The modules:
   :mod:`.unit`: the unit judged from its parts' checks alone (the one place a result is assembled);
 - :mod:`.share` and :mod:`.sharded`: a unit checked on several machines (``check --on FLEET --sharded``):
   what each target runs, and the pure merge into one report;
-- :mod:`.report`: :class:`Evidence`, :class:`CheckResult`, :class:`CheckReport` and the verdict rule;
+- :mod:`.report`: :class:`CheckResult`, :class:`CheckReport` and the verdict rule;
 - :mod:`.structure`: param_groups, per-parameter step counters, state shapes;
 - :mod:`.master`: bf16/fp16 copies equal the cast of their fp32 masters;
 - :mod:`.writer_manifest`: the CheckpointWriter manifest; :mod:`.containers`: DCP chunk coverage;
@@ -20,32 +20,17 @@ Everything here imports only the standard library, numpy and trainprobe.checkpoi
 
 from __future__ import annotations
 
-from trainprobe.checkpoint.check.report import SCHEMA_VERSION, CheckReport, CheckResult, Evidence
-from trainprobe.checkpoint.check.run import (
-    check_checkpoint,
-    check_path,
-    check_paths,
-    check_paths_json,
-    check_unit,
-)
-from trainprobe.checkpoint.check.state import find_optimizers, label_of, scalar, suffix_index
-from trainprobe.checkpoint.manifest import MANIFEST_SUFFIX
+from trainprobe.checkpoint.check.report import SCHEMA_VERSION, CheckReport, CheckResult
+from trainprobe.checkpoint.check.run import check_path, check_paths, check_paths_json, check_unit
 from trainprobe.checkpoint.optimizers.adam import adam_bound
 
 __all__ = [
-    "MANIFEST_SUFFIX",
     "SCHEMA_VERSION",
     "CheckReport",
     "CheckResult",
-    "Evidence",
     "adam_bound",
-    "check_checkpoint",
     "check_path",
     "check_paths",
     "check_paths_json",
     "check_unit",
-    "find_optimizers",
-    "label_of",
-    "scalar",
-    "suffix_index",
 ]

@@ -25,7 +25,7 @@ from typing import Any
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.base import Checkpoint, TensorRecord
 from trainprobe.checkpoint.evidence import Evidence
-from trainprobe.checkpoint.frameworks.base import Framework, Opened
+from trainprobe.checkpoint.frameworks.base import Framework
 from trainprobe.checkpoint.optimizers import family_of
 from trainprobe.checkpoint.skeleton import fields_of, find_optimizers
 
@@ -93,15 +93,10 @@ def cover_facts(path: str, role: str, ckpt: Checkpoint) -> dict[str, Any]:
     return {"path": path, "role": role, "weights": weights, "optimizers": optimizers}
 
 
-def cover_evidence(opened: Sequence[Opened], framework: Framework) -> list[Evidence]:
-    """The ``optimizer-covers-model`` evidence of a unit (nothing when it has no optimizer state or no
-    weights beside it)."""
-    return cover_from_facts([cover_facts(path, role, ckpt) for path, role, ckpt in opened], framework)
-
-
 def cover_from_facts(parts: Sequence[dict[str, Any]], framework: Framework) -> list[Evidence]:
-    """:func:`cover_evidence` from each part's :func:`cover_facts` (pure: the parts may have been read on
-    other machines)."""
+    """The ``optimizer-covers-model`` evidence of a unit from each part's :func:`cover_facts` (nothing when
+    it has no optimizer state or no weights beside it; pure: the parts may have been read on other
+    machines)."""
     if framework.covers_by_partition:
         return []  # flat partitions: the framework's own parts_evidence says whether they cover the model
     out: list[Evidence] = []

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from trainprobe.checkpoint.base import TensorRecord
-from trainprobe.checkpoint.check.report import Evidence
 from trainprobe.checkpoint.check.state import MAX_NAMES
+from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.numerics import ChunkReleaser, blocks
 
 _CHUNK_ELEMS = 1 << 20

@@ -15,10 +15,11 @@ from typing import Any
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.base import Checkpoint, Note
 from trainprobe.checkpoint.check.master import check_master_weights
-from trainprobe.checkpoint.check.report import Evidence, nonfinite_entries
-from trainprobe.checkpoint.check.state import MAX_NAMES, find_optimizers, state_of
+from trainprobe.checkpoint.check.report import nonfinite_entries
+from trainprobe.checkpoint.check.state import MAX_NAMES, state_of
 from trainprobe.checkpoint.check.structure import check_optimizer
 from trainprobe.checkpoint.check.writer_manifest import check_manifest
+from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.fingerprint import stored_fingerprint
 from trainprobe.checkpoint.frameworks import Framework, Role
 from trainprobe.checkpoint.identity import PartFacts
@@ -27,6 +28,7 @@ from trainprobe.checkpoint.optimizers import OPTIMIZERS, families_in
 from trainprobe.checkpoint.optimizers.adam import PairResult, adam_pair, plan_adam, report_adam
 from trainprobe.checkpoint.roles import tensor_roles
 from trainprobe.checkpoint.scan import part_role
+from trainprobe.checkpoint.skeleton import find_optimizers
 from trainprobe.errors import CorruptCheckpointError
 
 # What an opened part holds of optimizer state: none (in a part that may hold some), an optimizer without

@@ -16,7 +16,6 @@ __all__ = [
     "SCHEMA_VERSION",
     "CheckReport",
     "CheckResult",
-    "Evidence",
     "Outcome",
     "decide",
     "nonfinite_entries",

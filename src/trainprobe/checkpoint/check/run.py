@@ -17,12 +17,11 @@ from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.base import Checkpoint
 from trainprobe.checkpoint.check.containers import dcp_coverage_problems
 from trainprobe.checkpoint.check.part import PartCheck, check_part
-from trainprobe.checkpoint.check.report import CheckReport, CheckResult, Evidence, decide
-from trainprobe.checkpoint.check.unit import add_part, judge_check, pickle_evidence
+from trainprobe.checkpoint.check.report import CheckReport, CheckResult
+from trainprobe.checkpoint.check.unit import judge_check
+from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.fingerprint import mark_identical
-from trainprobe.checkpoint.frameworks import Part, framework_named
-from trainprobe.checkpoint.identity import chosen_step, collect_step_sources, saved_step
-from trainprobe.checkpoint.judge import unit_evidence
+from trainprobe.checkpoint.frameworks import framework_named
 from trainprobe.checkpoint.scan import framework_of, open_part
 from trainprobe.checkpoint.units import Unit, discover_units
 from trainprobe.errors import UsageError
@@ -60,25 +59,6 @@ def check_path(path: str) -> CheckResult:
     """The verdict on the (first) unit at ``path``. Never raises for a bad file."""
     units = discover_units([path])
     return check_unit(units[0]) if units else CheckResult(path, V.UNREADABLE, "nothing to check")
-
-
-def check_checkpoint(ckpt: Checkpoint) -> CheckResult:
-    """The verdict on an already opened checkpoint (one file, its own unit)."""
-    result = CheckResult(ckpt.path, V.UNKNOWN, "", format=ckpt.format)
-    framework = framework_of("file", ckpt)
-    result.framework = framework.name
-    pc = PartCheck(ckpt.path, "state", coverage=dcp_evidence(ckpt.path))
-    with ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="trainprobe-check") as pool:
-        check_part(ckpt, pc, framework, pool)
-    facts = [pc.facts] if pc.facts is not None else []
-    sources = collect_step_sources(ckpt.path, framework, facts)
-    result.step, result.step_source = chosen_step(sources)
-    result.step_sources = [s.to_json() for s in sources]
-    add_part(result, pc, "", saved_step(sources) is not None)
-    pickle_evidence(result)
-    unit = Unit(ckpt.path, framework.name, [Part(ckpt.path, "state")])
-    result.evidence.extend(unit_evidence(unit, framework, facts, sources, alone=True))
-    return decide(result)
 
 
 def check_unit(unit: Unit) -> CheckResult:

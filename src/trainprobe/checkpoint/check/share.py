@@ -37,8 +37,8 @@ from trainprobe.checkpoint.check.part import (
     integrity_evidence,
     nonfinite_evidence,
 )
-from trainprobe.checkpoint.check.report import Evidence
 from trainprobe.checkpoint.check.structure import disagreeing_counters
+from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.frameworks import Part
 from trainprobe.checkpoint.identity import PartFacts
 

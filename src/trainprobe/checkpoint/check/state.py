@@ -6,14 +6,11 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from trainprobe.checkpoint.base import TensorRecord
-from trainprobe.checkpoint.skeleton import as_float32, fields_of, find_optimizers, label_of, scalar
+from trainprobe.checkpoint.skeleton import fields_of
 
 MAX_NAMES = 8
 T = TypeVar("T")
-__all__ = [
-    "MAX_NAMES", "as_float32", "fields_of", "find_optimizers", "fmt_step", "group_of", "label_of",
-    "param_record", "scalar", "state_of", "suffix_index",
-]  # fmt: skip
+__all__ = ["MAX_NAMES", "fmt_step", "group_of", "param_record", "state_of", "suffix_index"]
 
 
 def group_of(opt: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:

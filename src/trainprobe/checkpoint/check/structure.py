@@ -7,16 +7,10 @@ import os
 from typing import Any
 
 from trainprobe.checkpoint.base import Checkpoint, TensorRecord
-from trainprobe.checkpoint.check.report import Evidence
-from trainprobe.checkpoint.check.state import (
-    MAX_NAMES,
-    fmt_step,
-    label_of,
-    param_record,
-    scalar,
-    suffix_index,
-)
+from trainprobe.checkpoint.check.state import MAX_NAMES, fmt_step, param_record, suffix_index
+from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.optimizers import family_of
+from trainprobe.checkpoint.skeleton import label_of, scalar
 
 
 def check_optimizer(

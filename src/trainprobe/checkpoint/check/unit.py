@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.check.cover import cover_from_facts
 from trainprobe.checkpoint.check.part import PartCheck, presence_evidence
-from trainprobe.checkpoint.check.report import CheckResult, Evidence, decide
+from trainprobe.checkpoint.check.report import CheckResult, decide
+from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.fingerprint import tensor_key, unit_fingerprint
 from trainprobe.checkpoint.identity import chosen_step, collect_step_sources, saved_step
 from trainprobe.checkpoint.judge import unit_evidence, unit_framework

@@ -4,7 +4,7 @@ name, step). The manifest itself is defined in :mod:`trainprobe.checkpoint.manif
 from __future__ import annotations
 
 from trainprobe.checkpoint.base import Checkpoint
-from trainprobe.checkpoint.check.report import Evidence
+from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.identity import step_field
 from trainprobe.checkpoint.manifest import manifest_problems, read_manifest
 

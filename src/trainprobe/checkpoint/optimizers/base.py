@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from trainprobe.checkpoint.base import TensorRecord
-from trainprobe.checkpoint.check.report import Evidence
+from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.numerics import ChunkReleaser, as_float, blocks
 
 

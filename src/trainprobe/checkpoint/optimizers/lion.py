@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Set
 from typing import Any
 
-from trainprobe.checkpoint.check.report import Evidence
+from trainprobe.checkpoint.evidence import Evidence
 
 
 class Lion:
