@@ -178,3 +178,36 @@ def test_a_log_without_metrics_says_which_lines_it_read_and_why(tmp_path: Path) 
     assert "no metric rows found" in text
     assert "line 2: 'Time to load fused_adam op: 0.98 seconds'" in text
     assert "--pattern" in text
+
+
+@pytest.mark.parametrize("timestamps", [False, True], ids=["no-wall-clock", "wall-clock"])
+def test_logs_checkpoints_reads_one_save_from_the_writer_dir(tmp_path: Path, timestamps: bool) -> None:
+    """The CheckpointWriter's directory beside a pretrained model: one save, at step 100 (the manifest and
+    ``latest`` are its side files, and the 50 in resnet50.pt is no step)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    start = 1_767_225_600  # the log's first line; the pretrained model was fetched a day before
+    stamp = "2026-01-01 00:{:02d}:{:02d} " if timestamps else ""
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"{stamp.format(s // 60, s % 60)}step {s} loss 1.0\n" for s in range(200)))
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    for name in ("step-00000100.pt", "step-00000100.pt.manifest.json", "latest", "resnet50.pt"):
+        (ckpt / name).write_bytes(b"x")
+        os.utime(ckpt / name, (start + 100.0, start + 100.0))
+    os.utime(ckpt / "resnet50.pt", (start - 86400.0, start - 86400.0))
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainprobe", "logs", str(log), "--checkpoints", str(ckpt), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "TZ": "UTC"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    (run,) = json.loads(proc.stdout)["runs"]
+    assert run["has_wall_clock"] is timestamps
+    saves = [(e["step"], e["path"]) for e in run["events"] if e["kind"] == "checkpoint_save"]
+    assert saves == [(100, str(ckpt / "step-00000100.pt"))]

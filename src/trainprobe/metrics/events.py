@@ -18,6 +18,17 @@ from typing import Any
 
 import numpy as np
 
+from trainprobe.conventions import (
+    CHECKPOINT_SUFFIXES,
+    NAME_STEP,
+    NOT_CHECKPOINT_SUFFIXES,
+    is_sidecar,
+    step_in_name,
+    step_in_path,
+    step_json,
+    step_text,
+)
+
 CHECKPOINT_SAVE = "checkpoint_save"
 RESUME = "resume"
 EPOCH = "epoch"
@@ -57,25 +68,10 @@ _NONFINITE_LINE = re.compile(
 )
 _EPOCH_LINE = re.compile(r"(?i)^\W*(?:start(?:ing)?\s+)?epoch\s*[:=#]?\s*(\d+)")
 _STEP_IN_LINE = re.compile(r"(?i)\b(?:global[_ ]step|step|iteration|iter|it)\s*[:=#]?\s*(\d{1,15})\b")
-_STEP_IN_PATH = re.compile(r"(?i)(?:global_step|step|iteration|iter|checkpoint|ckpt)[-_=]?(\d{1,15})(?!\d)")
-_CKPT_SUFFIXES = (
-    ".pt",
-    ".pth",
-    ".ckpt",
-    ".bin",
-    ".safetensors",
-    ".pkl",
-    ".h5",
-    ".hdf5",
-    ".keras",
-    ".npz",
-    ".distcp",
-    ".tar",
-    ".msgpack",
-    ".index",
-    ".pdparams",
-)
-_CKPT_NAME_STEP = re.compile(r"(\d+)")
+# A file's mtime counts as a save while the log's wall clock runs: from a minute before its first line
+# (clocks drift) to an hour after its last (a final save, then an eval that logs nothing).
+_BEFORE_S = 60.0
+_AFTER_S = 3600.0
 _MAX_USER_LINE = 4096  # a user's --event regex is not tried on a longer line (trainprobe.metrics.user_regex)
 
 
@@ -96,7 +92,7 @@ class Event:
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
-            "step": _int_or_float(self.step),
+            "step": step_json(self.step),
             "text": self.text,
             "path": self.path,
             "wall": None if self.wall is None or not math.isfinite(self.wall) else self.wall,
@@ -130,17 +126,10 @@ class Event:
             CUSTOM: f"the event '{self.text[:40]}'",
             NONFINITE_LINE: "the non-finite value the log reports",
         }.get(self.kind, self.kind)
-        out = f"{what} at step {_int_or_float(self.step)}"
+        out = f"{what} at step {step_text(self.step)}"
         if self.stall_s is not None:
             out += f", which stalled logging {self.stall_s:.0f} s"
         return out
-
-
-def _int_or_float(x: float) -> int | float | str:
-    x = float(x)
-    if not math.isfinite(x):
-        return "nan" if x != x else ("inf" if x > 0 else "-inf")
-    return int(x) if x.is_integer() and abs(x) < 2**53 else x
 
 
 def looks_like_code(line: str) -> bool:
@@ -172,21 +161,20 @@ def save_path(line: str) -> str | None:
         if len(token) < 2 or "://" in token:
             continue
         name = token.rsplit("/", 1)[-1]
-        has_suffix = name.lower().endswith(_CKPT_SUFFIXES)
+        has_suffix = name.lower().endswith(CHECKPOINT_SUFFIXES)
         if has_suffix or ("/" in token and any(c.isalnum() for c in name or token) and "=" not in token[:1]):
             return token
-        if _STEP_IN_PATH.fullmatch(token):
+        if NAME_STEP.fullmatch(token):
             return token
     return None
 
 
 def save_step(line: str, path: str | None) -> float | None:
-    """The step a save line names: in its path (``checkpoint-500``, ``global_step100``, ``step=100.ckpt``),
-    else in its words (``at iteration 100``)."""
-    if path:
-        found = _STEP_IN_PATH.findall(path)
-        if found:
-            return float(found[-1])
+    """The step a save line names: in its path (``checkpoint-500``, ``global_step100``, ``step=100.ckpt``, as
+    ``check`` reads it), else in its words (``at iteration 100``)."""
+    in_path = step_in_path(path) if path else None
+    if in_path is not None:
+        return float(in_path)
     m = _STEP_IN_LINE.search(line)
     return float(m.group(1)) if m else None
 
@@ -239,8 +227,10 @@ def _step_named(line: str) -> float | None:
 
 
 def events_from_checkpoint_dir(directory: Path, steps: np.ndarray, wall: np.ndarray | None) -> list[Event]:
-    """Checkpoint saves from the files/dirs in ``directory``: the step in the name, else the modification time
-    placed on the wall clock."""
+    """Checkpoint saves from the files/dirs in ``directory``: the step in the name (as ``check`` reads it),
+    else the modification time placed on the wall clock while the run logged. The writer's side files
+    (manifest, ``latest``), hidden files and names no checkpoint goes by (``.json``, ``.log``) are no saves;
+    a number that is no step (``resnet50.pt``) is not read as one."""
     found: list[Event] = []
     try:
         entries = sorted(directory.iterdir())
@@ -249,21 +239,38 @@ def events_from_checkpoint_dir(directory: Path, steps: np.ndarray, wall: np.ndar
 
         raise LogError(str(directory), f"cannot list the checkpoints ({exc.strerror or exc})") from None
     for entry in entries:
+        if not _may_be_a_save(entry):
+            continue
         try:
             mtime = entry.stat().st_mtime
         except OSError:
             continue
-        in_name = _STEP_IN_PATH.findall(entry.name) or _CKPT_NAME_STEP.findall(entry.name)
-        if in_name:
-            step = float(in_name[-1])
-        elif wall is not None and np.isfinite(wall).any():
-            order = np.searchsorted(np.nan_to_num(wall, nan=-np.inf), mtime)
-            step = float(steps[min(int(order), len(steps) - 1)]) if len(steps) else 0.0
-        else:
+        in_name = step_in_name(entry.name)
+        step = float(in_name[0]) if in_name is not None else _step_at_mtime(steps, wall, mtime)
+        if step is None:
             continue
         row = int(np.searchsorted(steps, step, side="right")) if len(steps) else 0
         found.append(Event(CHECKPOINT_SAVE, step, row, text=str(entry), wall=mtime, path=str(entry)))
     return found
+
+
+def _step_at_mtime(steps: np.ndarray, wall: np.ndarray | None, mtime: float) -> float | None:
+    """The logged step a file's modification time falls on; None without a wall clock, or for a file
+    written before the run logged (a pretrained model it started from) or long after it stopped."""
+    if wall is None or not len(steps):
+        return None
+    finite = wall[np.isfinite(wall)]
+    if not len(finite) or not finite.min() - _BEFORE_S <= mtime <= finite.max() + _AFTER_S:
+        return None
+    order = np.searchsorted(np.nan_to_num(wall, nan=-np.inf), mtime)
+    return float(steps[min(int(order), len(steps) - 1)])
+
+
+def _may_be_a_save(entry: Path) -> bool:
+    name = entry.name
+    if name.startswith(".") or is_sidecar(name):
+        return False
+    return entry.is_dir() or not name.lower().endswith(NOT_CHECKPOINT_SUFFIXES)
 
 
 __all__ = [

@@ -8,12 +8,12 @@ import os
 import re
 from pathlib import Path
 
+from trainprobe.conventions import is_log_name
 from trainprobe.errors import LogError, UsageError
 from trainprobe.metrics.readers import DIR_READERS, READERS, LogReader, ReadOptions, RunDirReader
 from trainprobe.metrics.table import RunLog, TooSparse, Unread
 from trainprobe.metrics.walk import NotRead, regular_file, walk
 
-LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".md", ".err", ".wandb")
 _HEAD = 65536
 _SHOWN = 6
 
@@ -28,15 +28,6 @@ def pick_reader(path: Path) -> LogReader:
         if reader.sniff(path, head):
             return reader
     raise LogError(str(path), "a binary file that is no log format trainprobe reads")
-
-
-def _is_log_name(path: Path) -> bool:
-    name = path.name
-    return (
-        "tfevents" in name
-        or path.suffix.lower() in LOG_SUFFIXES
-        or (name.startswith("run-") and name.endswith(".wandb"))
-    )
 
 
 def _read_file(path: Path, options: ReadOptions) -> list[RunLog]:
@@ -94,7 +85,7 @@ def _walk(root: Path, options: ReadOptions, not_read: list[NotRead]) -> list[Run
                 not_read.append(NotRead(str(node.path), exc.message))
         for name in node.files:
             path = node.path / name
-            if path in owned or not _is_log_name(path):
+            if path in owned or not is_log_name(name):
                 continue
             why = regular_file(path)
             if why is not None:
@@ -167,4 +158,4 @@ def no_rows_error(runs: list[RunLog]) -> LogError:
     )
 
 
-__all__ = ["LOG_SUFFIXES", "no_rows_error", "pick_reader", "read_logs"]
+__all__ = ["no_rows_error", "pick_reader", "read_logs"]

@@ -37,11 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainprobe.checkpoint.manifest import MANIFEST_SUFFIX, build_manifest
+from trainprobe.checkpoint.manifest import build_manifest
+from trainprobe.conventions import LATEST_NAME, MANIFEST_SUFFIX, TEMP_MARK
 from trainprobe.errors import SaveError, UsageError, missing_extra
 
-LATEST_NAME = "latest"
-_TEMP_MARK = ".tmp-"
 _STEP_FILE = re.compile(r"^step-(\d+)\.pt$")
 
 
@@ -83,7 +82,7 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def _write_atomic_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}{_TEMP_MARK}{os.getpid()}")
+    tmp = path.with_name(f".{path.name}{TEMP_MARK}{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
         f.flush()
@@ -467,7 +466,7 @@ class CheckpointWriter:
 
     def _write(self, snapshot: _Snapshot, target: Path) -> None:
         torch = self._torch
-        tmp = target.with_name(f".{target.name}{_TEMP_MARK}{os.getpid()}")
+        tmp = target.with_name(f".{target.name}{TEMP_MARK}{os.getpid()}")
         try:
             torch.save(snapshot.obj, str(tmp))
             digest, size = _fsync_and_hash(tmp) if self.fsync else _hash_only(tmp)
@@ -524,9 +523,9 @@ class CheckpointWriter:
     def _remove_stale_temps(self) -> None:
         # Left by a process killed mid-write; never visible under a checkpoint's name.
         for entry in self.directory.iterdir():
-            if not (entry.name.startswith(".") and _TEMP_MARK in entry.name):
+            if not (entry.name.startswith(".") and TEMP_MARK in entry.name):
                 continue
-            pid = entry.name.rsplit(_TEMP_MARK, 1)[1]
+            pid = entry.name.rsplit(TEMP_MARK, 1)[1]
             if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
                 continue  # another live writer's file in progress
             with contextlib.suppress(OSError):

@@ -16,7 +16,7 @@ which checkpoint unit to resume from.
 from __future__ import annotations
 
 from trainprobe.triage.api import triage
-from trainprobe.triage.collect import collect, find_run_files, step_from_name
+from trainprobe.triage.collect import collect, find_run_files
 from trainprobe.triage.conclude import conclude
 from trainprobe.triage.html import render_triage_html
 from trainprobe.triage.model import (
@@ -45,6 +45,5 @@ __all__ = [
     "conclude",
     "find_run_files",
     "render_triage_html",
-    "step_from_name",
     "triage",
 ]

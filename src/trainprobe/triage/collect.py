@@ -23,18 +23,13 @@ from typing import Any
 import numpy as np
 
 from trainprobe.checkpoint.check import check_unit
-from trainprobe.checkpoint.manifest import MANIFEST_SUFFIX
-from trainprobe.checkpoint.identity import step_in_path
 from trainprobe.checkpoint.safe_io import walk_files
 from trainprobe.checkpoint.units import NOT_READ, Unit, discover_units
+from trainprobe.conventions import is_log_name
 from trainprobe.errors import LogError, TrainprobeError, UsageError
 from trainprobe.metrics import Options, RunLog, analyze, read_logs
 
 COLLECT_VERSION = 2
-step_from_name = step_in_path  # the step a checkpoint's name (or its folder's) states: identity decides
-# What a log file may be called; the readers then decide by content (text accepts anything, hence a list).
-LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".err")
-_NOT_LOGS = (MANIFEST_SUFFIX, ".index.json", "config.json", "metadata.json")
 _MAX_BAD_TENSORS = 20
 _OPTIMIZER_NAME = re.compile(r"(?i)(^|\.)(optim\w*|exp_avg\w*|momentum_buffer|state\.\d+)(\.|$)")
 
@@ -77,9 +72,7 @@ def find_run_units(run_dir: str) -> tuple[list[str], list[Unit], list[tuple[str,
     for full in sorted(walk_files(str(root), [])):  # what it cannot open is in not_read already
         path = Path(full)
         name = path.name
-        if name.startswith("."):
-            continue
-        if not ("tfevents" in name or name.lower().endswith(LOG_SUFFIXES)) or name.endswith(_NOT_LOGS):
+        if not is_log_name(name):
             continue
         real = os.path.realpath(path)
         # trainer_state.json is a log too (the Trainer's whole history so far), even inside checkpoint-N/.

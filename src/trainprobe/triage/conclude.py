@@ -9,23 +9,14 @@ judged it (:mod:`.units`), the saves of the log matched to the units they wrote 
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from trainprobe.conventions import is_sure_log_name
 from trainprobe.triage.answers import four_answers, resume_from, short_path
 from trainprobe.triage.causes import anomalies_of, explain, group, merge, near_steps, num, saves_for
 from trainprobe.triage.model import Problem, TimelineItem, TriageReport
 from trainprobe.triage.saves import disagreements, match_saves
 from trainprobe.triage.units import checkpoint_info, duplicates
-
-# Files named like training logs: one of these that yields no metric rows is a log that was not read. A
-# .txt or .json without metric rows is most likely something else (notes, a config) and only skipped.
-_LOG_NAMES = (".log", ".out", ".err", ".jsonl", ".csv", ".tsv")
-
-
-def _is_log_name(path: str) -> bool:
-    name = os.path.basename(path).lower()
-    return "tfevents" in name or name.endswith(_LOG_NAMES) or name == "trainer_state.json"
 
 
 def not_read(collected: dict[str, Any]) -> list[Problem]:
@@ -33,7 +24,7 @@ def not_read(collected: dict[str, Any]) -> list[Problem]:
     root = collected["run_dir"]
     out = []
     for s in collected.get("logs_skipped", []):
-        if s["why"] != "no metric rows" or _is_log_name(s["path"]):
+        if s["why"] != "no metric rows" or is_sure_log_name(s["path"]):
             out.append(Problem("log-not-read", short_path(s["path"], root), s["why"]))
     return out
 
