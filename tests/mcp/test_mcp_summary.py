@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from trainprobe.mcp import summary
-from trainprobe.mcp.tasks import read_tail
+from trainprobe.mcp.tools import read_tail
 
 
 def test_the_tail_is_the_last_complete_lines_and_where_they_start(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ short summary as text (docs/mcp.md).
 
 - :func:`main` serves on stdin/stdout until the client closes them (``python -m trainprobe.mcp``).
 - :func:`build_server` returns the server (``trainprobe.mcp.server``, which needs the ``mcp`` extra).
-- :mod:`trainprobe.mcp.tasks` is where the tools reach the library; it is shipped to far sides, so this
+- :mod:`trainprobe.mcp.tools` is where the tools reach the library; it is shipped to far sides, so this
   package's ``__init__`` imports only the standard library.
 """
 

@@ -1,7 +1,7 @@
 """The MCP server: one small function per tool, a thin layer over the library like the CLI.
 
 Each tool's typed parameters are its input schema and its docstring (with :data:`TARGET_HELP`) its
-description. A tool calls one function of :mod:`trainprobe.mcp.tasks`, writes the JSON document to
+description. A tool calls one function of :mod:`trainprobe.mcp.tools`, writes the JSON document to
 ``report.json`` in a new directory under the runs directory, and answers with the document as structured
 content and a short summary (:mod:`trainprobe.mcp.summary`) as text. A TrainprobeError is a result with
 ``isError`` and the CLI's one sentence.
@@ -21,7 +21,7 @@ from pydantic import Field
 
 from trainprobe import __version__
 from trainprobe.errors import TrainprobeError
-from trainprobe.mcp import summary, tasks
+from trainprobe.mcp import summary, tools
 from trainprobe.mcp.safe import sendable, shown
 from trainprobe.visible import visible
 
@@ -88,7 +88,7 @@ def triage(
     run_dir: Annotated[
         str, Field(description="The run's directory (its logs and checkpoints), on the target.")
     ],
-    target: Target = tasks.LOCAL,
+    target: Target = tools.LOCAL,
     threshold: Threshold = 6.0,
     stall_floor_s: Annotated[
         float, Field(ge=0, description="Shortest gap in logging that counts as a stall.")
@@ -106,7 +106,7 @@ def triage(
     listed first as NOT READ."""
     return answer(
         "triage",
-        lambda: tasks.triage(
+        lambda: tools.triage(
             target,
             run_dir,
             threshold=threshold,
@@ -120,7 +120,7 @@ def triage(
 
 def scan(
     paths: Paths,
-    target: Target = tasks.LOCAL,
+    target: Target = tools.LOCAL,
     stats: Annotated[
         bool, Field(description="Add min/max/mean/std/absmax/L2/zero fraction per tensor.")
     ] = False,
@@ -136,12 +136,12 @@ def scan(
     counts and first bad index."""
     return answer(
         "scan",
-        lambda: tasks.scan(target, paths, stats=stats, verify=verify, timeout=timeout_s),
+        lambda: tools.scan(target, paths, stats=stats, verify=verify, timeout=timeout_s),
         target=target,
     )
 
 
-def check(paths: Paths, target: Target = tasks.LOCAL, timeout_s: Timeout = 1800) -> CallToolResult:
+def check(paths: Paths, target: Target = tools.LOCAL, timeout_s: Timeout = 1800) -> CallToolResult:
     """Is each checkpoint one consistent snapshot? A verdict per checkpoint — consistent, torn (it mixes
     optimizer steps), corrupt (damaged container), unknown (not enough evidence) or unreadable — with the
     evidence that decided it.
@@ -150,20 +150,20 @@ def check(paths: Paths, target: Target = tasks.LOCAL, timeout_s: Timeout = 1800)
     |m|/sqrt(v), state shaped like its parameter, bf16/fp16 weights equal the cast of their fp32 master,
     zip CRC32s, DCP chunks tiling each tensor, HF index entries, the CheckpointWriter manifest; and
     NaN/Inf."""
-    return answer("check", lambda: tasks.check(target, paths, timeout=timeout_s), target=target)
+    return answer("check", lambda: tools.check(target, paths, timeout=timeout_s), target=target)
 
 
 def diff(
     a: Annotated[str, Field(description="The reference checkpoint, on the target.")],
     b: Annotated[str, Field(description="The checkpoint compared with a, on the target.")],
-    target: Target = tasks.LOCAL,
+    target: Target = tools.LOCAL,
     timeout_s: Timeout = 1800,
 ) -> CallToolResult:
     """What changed between two checkpoints, tensor by tensor, without torch: identical, changed (relative
     change ||A-B||/||A|| and max |A-B|), added, removed, shape or dtype changed; per module; and for two
     checkpoints of one run, parameters that did not move and parameters whose optimizer step moved while
     their weights did not (or the reverse) — what a save that mixed steps leaves behind."""
-    return answer("diff", lambda: tasks.diff(target, a, b, timeout=timeout_s), target=target)
+    return answer("diff", lambda: tools.diff(target, a, b, timeout=timeout_s), target=target)
 
 
 def logs(
@@ -173,7 +173,7 @@ def logs(
             min_length=1, description="Log files or directories on the target (format detected by content)."
         ),
     ],
-    target: Target = tasks.LOCAL,
+    target: Target = tools.LOCAL,
     threshold: Threshold = 6.0,
     window: Annotated[
         int, Field(ge=5, description="Rows in the trailing window of the median/MAD baselines.")
@@ -202,12 +202,12 @@ def logs(
         "event_patterns": list(events),
         "checkpoints": checkpoints,
     }
-    return answer("logs", lambda: tasks.logs(target, paths, timeout=timeout_s, **options), target=target)
+    return answer("logs", lambda: tools.logs(target, paths, timeout=timeout_s, **options), target=target)
 
 
 def watch_tail(
     path: Annotated[str, Field(description="One growing text or JSONL training log on the target.")],
-    target: Target = tasks.LOCAL,
+    target: Target = tools.LOCAL,
     lines: Annotated[
         int, Field(ge=2, le=1_000_000, description="How many of the log's last lines to read.")
     ] = 5000,
@@ -228,12 +228,12 @@ def watch_tail(
         "event_patterns": list(events),
     }
     return answer(
-        "watch_tail", lambda: tasks.watch_tail(target, path, timeout=timeout_s, **options), target=target
+        "watch_tail", lambda: tools.watch_tail(target, path, timeout=timeout_s, **options), target=target
     )
 
 
 def probe(
-    target: Target = tasks.LOCAL,
+    target: Target = tools.LOCAL,
     cuda: Annotated[
         bool, Field(description="Import torch in each interpreter to ask about CUDA (slower).")
     ] = True,
@@ -242,7 +242,7 @@ def probe(
     """What is on a machine: Python interpreters in discovery order (versions; numpy, torch, CUDA), GPUs
     (nvidia-smi), free disk, load, memory, and running Python processes (training ones flagged). Use it first
     on an unknown target to pick the interpreter (then name it in `run`'s target: `//venv=...`)."""
-    return answer("probe", lambda: tasks.probe(target, cuda=cuda, timeout=timeout_s), target=target)
+    return answer("probe", lambda: tools.probe(target, cuda=cuda, timeout=timeout_s), target=target)
 
 
 def run(
@@ -251,7 +251,7 @@ def run(
         tuple[str, ...],
         Field(description="Its arguments: sys.argv[1:], passed exactly, never through a shell."),
     ] = (),
-    target: Target = tasks.LOCAL,
+    target: Target = tools.LOCAL,
     need: Annotated[
         tuple[str, ...],
         Field(
@@ -269,8 +269,8 @@ def run(
     timeout or an unreachable target is an error result with the one-line reason (and the document)."""
     return answer(
         "run",
-        lambda: tasks.run(target, script, list(args), need=list(need), timeout=timeout_s),
-        failure=tasks.run_failure,
+        lambda: tools.run(target, script, list(args), need=list(need), timeout=timeout_s),
+        failure=tools.run_failure,
         target=target,
     )
 
@@ -326,7 +326,7 @@ def refused_target(tool: str, target: str) -> str | None:
     client that approves read-only tools without asking must not be able to run one through ``scan``."""
     if Policy.allow_interpreters or tool not in READ_ONLY:
         return None
-    named = tasks.interpreter_settings(target)
+    named = tools.interpreter_settings(target)
     if not named:
         return None
     return (
