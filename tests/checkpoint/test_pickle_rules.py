@@ -19,7 +19,7 @@ import pytest
 from trainprobe.checkpoint import scan
 from trainprobe.checkpoint.check import check_paths
 from trainprobe.checkpoint.diff import diff_paths
-from trainprobe.checkpoint.pickle_globals import KNOWN_GLOBALS, classify_global
+from trainprobe.checkpoint.reading.pickle.globals import KNOWN_GLOBALS, classify_global
 
 torch = pytest.importorskip("torch")
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from trainprobe.checkpoint import zipcheck
-from trainprobe.checkpoint.zipcheck import verify_zip_crc
+from trainprobe.checkpoint.reading import zipcheck
+from trainprobe.checkpoint.reading.zipcheck import verify_zip_crc
 
 torch = pytest.importorskip("torch")
 zlib_ng = pytest.importorskip("zlib_ng.zlib_ng")  # in the test extra
@@ -146,7 +146,7 @@ def _cli(args: list[str], *, without_zlib_ng: bool) -> tuple[int, dict[str, obje
     on a machine without the ``fast`` extra."""
     block = "sys.modules['zlib_ng'] = None; " if without_zlib_ng else ""
     code = (
-        f"import sys; {block}sys.argv[0] = 'trainprobe'; from trainprobe.checkpoint import zipcheck; "
+        f"import sys; {block}sys.argv[0] = 'trainprobe'; from trainprobe.checkpoint.reading import zipcheck; "
         "sys.stderr.write('crc32 backend: ' + zipcheck.CRC32_BACKEND + '\\n'); "
         "from trainprobe.cli import main; sys.exit(main())"
     )

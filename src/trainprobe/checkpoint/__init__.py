@@ -11,22 +11,29 @@ machines (``scan --on``, ``check --on``), which may have neither torch nor train
   ``from_json``); :func:`trainprobe.checkpoint.check.check_paths` judges consistency;
   :func:`trainprobe.checkpoint.diff.diff_paths` compares two units.
 - :mod:`trainprobe.checkpoint.verdict`: the one verdict vocabulary and exit-code rule of every command.
-- :mod:`trainprobe.checkpoint.pickle_globals`: the one rule for what a pickle global is.
+- :mod:`trainprobe.checkpoint.reading.pickle.globals`: the one rule for what a pickle global is.
 - :func:`verify_zip_crc` checks a zip archive's CRC32s (torch writes them, never checks them).
 """
 
 from __future__ import annotations
 
-from trainprobe.checkpoint.base import Checkpoint, CheckpointFormat, Note, Opaque, Storage, TensorRecord
-from trainprobe.checkpoint.formats import FORMATS, detect
-from trainprobe.checkpoint.formats import open_file as open_checkpoint
 from trainprobe.checkpoint.numerics import NonFinite, Stats, compute_stats, count_nonfinite
-from trainprobe.checkpoint.pickle_globals import KnownGlobal, classify_global
+from trainprobe.checkpoint.reading.base import (
+    Checkpoint,
+    CheckpointFormat,
+    Note,
+    Opaque,
+    Storage,
+    TensorRecord,
+)
+from trainprobe.checkpoint.reading.formats import FORMATS, detect
+from trainprobe.checkpoint.reading.formats import open_file as open_checkpoint
+from trainprobe.checkpoint.reading.pickle.globals import KnownGlobal, classify_global
+from trainprobe.checkpoint.reading.pickle.unpickler import SafeUnpickler, safe_loads
+from trainprobe.checkpoint.reading.zipcheck import verify_zip_crc
 from trainprobe.checkpoint.scan import SCHEMA_VERSION, FileReport, ScanReport, TensorResult, UnitReport, scan
 from trainprobe.checkpoint.units import Unit, discover_units
-from trainprobe.checkpoint.unpickler import SafeUnpickler, safe_loads
 from trainprobe.checkpoint.verdict import exit_code, worst
-from trainprobe.checkpoint.zipcheck import verify_zip_crc
 
 __all__ = [
     "FORMATS",

@@ -23,15 +23,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
-from trainprobe.checkpoint.base import Checkpoint, Note
 from trainprobe.checkpoint.check.state import suffix_index
 from trainprobe.checkpoint.diff_tensors import TensorDiff, diff_tensor, json_float, logical_tensors
-from trainprobe.checkpoint.formats import open_file
+from trainprobe.checkpoint.reading.base import Checkpoint, Note
+from trainprobe.checkpoint.reading.formats import open_file
+from trainprobe.checkpoint.reading.pickle.unpickler import SUSPICIOUS
+from trainprobe.checkpoint.reading.skeleton import find_optimizers, label_of, scalar
 from trainprobe.checkpoint.scan import scan_units
 from trainprobe.checkpoint.scan_report import UnitReport
-from trainprobe.checkpoint.skeleton import find_optimizers, label_of, scalar
 from trainprobe.checkpoint.units import Unit, discover_units
-from trainprobe.checkpoint.unpickler import SUSPICIOUS
 from trainprobe.errors import CheckpointError
 
 __all__ = ["DiffReport", "ModuleDiff", "TensorDiff", "diff_checkpoints", "diff_paths", "diff_paths_json"]

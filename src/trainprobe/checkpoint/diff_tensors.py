@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from trainprobe.checkpoint.base import TensorRecord
 from trainprobe.checkpoint.numerics import as_float, blocks
+from trainprobe.checkpoint.reading.base import TensorRecord
 
 _CHUNK_ELEMS = 1 << 20
 _CHUNK_NAME = re.compile(r"^(.*)@(\d+(?:,\d+)*)$")

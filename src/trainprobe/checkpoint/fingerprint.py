@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from trainprobe.checkpoint.base import TensorRecord
+from trainprobe.checkpoint.reading.base import TensorRecord
 
 
 def _fastest_crc32() -> tuple[str, Any]:

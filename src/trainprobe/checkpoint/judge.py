@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
-from trainprobe.checkpoint.base import Note
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.fingerprint import tensor_key, unit_fingerprint
 from trainprobe.checkpoint.frameworks import Framework, framework_named
@@ -30,6 +29,7 @@ from trainprobe.checkpoint.identity import (
     judge_steps,
     skipped_steps,
 )
+from trainprobe.checkpoint.reading.base import Note
 from trainprobe.checkpoint.scan_report import FileReport, UnitReport
 from trainprobe.checkpoint.units import Unit
 

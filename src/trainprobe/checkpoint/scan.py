@@ -16,14 +16,14 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trainprobe.checkpoint.base import Checkpoint, Note, TensorRecord, notes_of
 from trainprobe.checkpoint.fingerprint import mark_identical
-from trainprobe.checkpoint.formats import PROGRAM_ERRORS, open_file
 from trainprobe.checkpoint.frameworks import FRAMEWORKS, Framework, Part, Role, framework_named
 from trainprobe.checkpoint.identity import PartFacts
 from trainprobe.checkpoint.judge import PartRead, judge_unit, unit_evidence
 from trainprobe.checkpoint.numerics import NonFinite, Stats, compute_stats, count_nonfinite
-from trainprobe.checkpoint.parts import DCP, data_files, file_order, open_share
+from trainprobe.checkpoint.reading.base import Checkpoint, Note, TensorRecord, notes_of
+from trainprobe.checkpoint.reading.formats import PROGRAM_ERRORS, open_file
+from trainprobe.checkpoint.reading.parts import DCP, data_files, file_order, open_share
 from trainprobe.checkpoint.roles import tensor_roles
 from trainprobe.checkpoint.scan_report import (
     CLEAN,

@@ -33,7 +33,7 @@ from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.fingerprint import mark_identical
 from trainprobe.checkpoint.frameworks import FRAMEWORKS, Part, role_by_name
 from trainprobe.checkpoint.judge import PartRead, judge_unit, merge_reads
-from trainprobe.checkpoint.parts import data_files
+from trainprobe.checkpoint.reading.parts import data_files
 from trainprobe.checkpoint.scan_report import FileReport, ScanReport
 from trainprobe.checkpoint.units import Unit, sort_parts
 from trainprobe.errors import UsageError

@@ -25,8 +25,8 @@ import time
 import zlib
 from typing import Any
 
-from trainprobe.checkpoint.formats import detect
 from trainprobe.checkpoint.frameworks import Part
+from trainprobe.checkpoint.reading.formats import detect
 from trainprobe.checkpoint.safe_io import read_side, walk
 from trainprobe.checkpoint.scan import PartRequest, read_parts
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from trainprobe.checkpoint.base import MAPPED, TensorRecord
+from trainprobe.checkpoint.reading.base import MAPPED, TensorRecord
 from trainprobe.checkpoint.safe_io import CHANGED_WHILE_READ
 from trainprobe.errors import CheckpointError
 

@@ -17,9 +17,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from trainprobe.checkpoint.formats import detect
 from trainprobe.checkpoint.frameworks import FRAMEWORKS, Part, role_by_name
 from trainprobe.checkpoint.manifest import MANIFEST_SUFFIX
+from trainprobe.checkpoint.reading.formats import detect
 from trainprobe.checkpoint.safe_io import read_side, walk
 
 _GLOB_CHARS = set("*?[")

@@ -14,10 +14,10 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from trainprobe.checkpoint.base import Opaque
-from trainprobe.checkpoint.formats.dcp import METADATA, overlapping_chunks
+from trainprobe.checkpoint.reading.base import Opaque
+from trainprobe.checkpoint.reading.formats.dcp import METADATA, overlapping_chunks
+from trainprobe.checkpoint.reading.pickle.unpickler import UNPICKLE_ERRORS, SafeUnpickler
 from trainprobe.checkpoint.safe_io import read_side
-from trainprobe.checkpoint.unpickler import UNPICKLE_ERRORS, SafeUnpickler
 
 _MAX_PROBLEMS = 50
 

@@ -23,11 +23,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
-from trainprobe.checkpoint.base import Checkpoint, TensorRecord
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.frameworks.base import Framework
 from trainprobe.checkpoint.optimizers import family_of
-from trainprobe.checkpoint.skeleton import fields_of, find_optimizers
+from trainprobe.checkpoint.reading.base import Checkpoint, TensorRecord
+from trainprobe.checkpoint.reading.skeleton import fields_of, find_optimizers
 
 _BUFFERS = ("running_mean", "running_var", "num_batches_tracked")
 _MAX = 8

@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from trainprobe.checkpoint.base import TensorRecord
 from trainprobe.checkpoint.check.state import MAX_NAMES
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.numerics import ChunkReleaser, blocks
+from trainprobe.checkpoint.reading.base import TensorRecord
 
 _CHUNK_ELEMS = 1 << 20
 _LOW_PRECISION = ("bfloat16", "float16")

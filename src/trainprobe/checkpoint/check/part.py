@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
-from trainprobe.checkpoint.base import Checkpoint, Note
 from trainprobe.checkpoint.check.master import check_master_weights
 from trainprobe.checkpoint.check.report import nonfinite_entries
 from trainprobe.checkpoint.check.state import MAX_NAMES, state_of
@@ -26,9 +25,10 @@ from trainprobe.checkpoint.identity import PartFacts
 from trainprobe.checkpoint.numerics import NonFinite, count_nonfinite
 from trainprobe.checkpoint.optimizers import OPTIMIZERS, families_in
 from trainprobe.checkpoint.optimizers.adam import PairResult, adam_pair, plan_adam, report_adam
+from trainprobe.checkpoint.reading.base import Checkpoint, Note
+from trainprobe.checkpoint.reading.skeleton import find_optimizers
 from trainprobe.checkpoint.roles import tensor_roles
 from trainprobe.checkpoint.scan import part_role
-from trainprobe.checkpoint.skeleton import find_optimizers
 from trainprobe.errors import CorruptCheckpointError
 
 # What an opened part holds of optimizer state: none (in a part that may hold some), an optimizer without

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
-from trainprobe.checkpoint.base import Note, TensorRecord
 from trainprobe.checkpoint.evidence import Evidence, Outcome
 from trainprobe.checkpoint.numerics import NonFinite
+from trainprobe.checkpoint.reading.base import Note, TensorRecord
 
 SCHEMA_VERSION = 2
 __all__ = [

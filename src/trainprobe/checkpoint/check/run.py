@@ -14,7 +14,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
-from trainprobe.checkpoint.base import Checkpoint
 from trainprobe.checkpoint.check.containers import dcp_coverage_problems
 from trainprobe.checkpoint.check.part import PartCheck, check_part
 from trainprobe.checkpoint.check.report import CheckReport, CheckResult
@@ -22,6 +21,7 @@ from trainprobe.checkpoint.check.unit import judge_check
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.fingerprint import mark_identical
 from trainprobe.checkpoint.frameworks import framework_named
+from trainprobe.checkpoint.reading.base import Checkpoint
 from trainprobe.checkpoint.scan import framework_of, open_part
 from trainprobe.checkpoint.units import Unit, discover_units
 from trainprobe.errors import UsageError

@@ -16,7 +16,7 @@ from trainprobe.checkpoint.check.report import CheckReport
 from trainprobe.checkpoint.check.share import merge_part_shares
 from trainprobe.checkpoint.check.unit import judge_check
 from trainprobe.checkpoint.evidence import Evidence
-from trainprobe.checkpoint.parts import DCP, data_files
+from trainprobe.checkpoint.reading.parts import DCP, data_files
 from trainprobe.checkpoint.shard_plan import ShardedReport, ShardPlan, part_files
 
 ShardedCheck = ShardedReport[CheckReport]

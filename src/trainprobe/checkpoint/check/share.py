@@ -30,7 +30,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
-from trainprobe.checkpoint.base import Note
 from trainprobe.checkpoint.check.part import (
     PartCheck,
     check_part,
@@ -41,6 +40,7 @@ from trainprobe.checkpoint.check.structure import disagreeing_counters
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.frameworks import Part
 from trainprobe.checkpoint.identity import PartFacts
+from trainprobe.checkpoint.reading.base import Note
 
 _WORKERS = min(8, (os.cpu_count() or 2) + 2)
 # Evidence about one data file at a time, which a part's shares say exactly: kept (and merged).

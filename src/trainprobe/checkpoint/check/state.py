@@ -1,12 +1,13 @@
 """Reading optimizer state out of a checkpoint's skeleton (no tensor data is read): param_groups, state
-entries, names. The finder of optimizer state dicts and the step counters are :mod:`..skeleton`'s."""
+entries, names. The finder of optimizer state dicts and the step counters are
+:mod:`trainprobe.checkpoint.reading.skeleton`'s."""
 
 from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from trainprobe.checkpoint.base import TensorRecord
-from trainprobe.checkpoint.skeleton import fields_of
+from trainprobe.checkpoint.reading.base import TensorRecord
+from trainprobe.checkpoint.reading.skeleton import fields_of
 
 MAX_NAMES = 8
 T = TypeVar("T")

@@ -16,8 +16,8 @@ from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.fingerprint import tensor_key, unit_fingerprint
 from trainprobe.checkpoint.identity import chosen_step, collect_step_sources, saved_step
 from trainprobe.checkpoint.judge import unit_evidence, unit_framework
+from trainprobe.checkpoint.reading.pickle.unpickler import SUSPICIOUS
 from trainprobe.checkpoint.units import Unit
-from trainprobe.checkpoint.unpickler import SUSPICIOUS
 
 
 def _rel(path: str, unit_path: str) -> str:

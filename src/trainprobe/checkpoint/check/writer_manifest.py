@@ -3,10 +3,10 @@ name, step). The manifest itself is defined in :mod:`trainprobe.checkpoint.manif
 
 from __future__ import annotations
 
-from trainprobe.checkpoint.base import Checkpoint
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.identity import step_field
 from trainprobe.checkpoint.manifest import manifest_problems, read_manifest
+from trainprobe.checkpoint.reading.base import Checkpoint
 
 
 def check_manifest(ckpt: Checkpoint, ev: list[Evidence]) -> int | None:

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 if TYPE_CHECKING:
-    from trainprobe.checkpoint.base import Checkpoint
     from trainprobe.checkpoint.evidence import Evidence
+    from trainprobe.checkpoint.reading.base import Checkpoint
 
 Role = Literal["weights", "optimizer", "scheduler", "rng", "config", "metadata", "state"]
 TensorRole = Literal["weights", "optimizer", "metadata"]

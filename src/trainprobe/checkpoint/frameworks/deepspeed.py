@@ -28,7 +28,7 @@ from trainprobe.checkpoint.frameworks.base import (
 )
 
 if TYPE_CHECKING:
-    from trainprobe.checkpoint.base import Checkpoint
+    from trainprobe.checkpoint.reading.base import Checkpoint
 
 _MARKER = re.compile(r"(_model_states\.pt|_optim_states\.pt)$")
 _DATA = re.compile(r"(?i)\.(pt|pth|bin|ckpt|safetensors)$")

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from trainprobe.checkpoint.base import TensorRecord
 from trainprobe.checkpoint.check.state import MAX_NAMES
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.numerics import ChunkReleaser, NonFinite, NonFiniteTally, blocks, flat
-from trainprobe.checkpoint.skeleton import as_float32, label_of
+from trainprobe.checkpoint.reading.base import TensorRecord
+from trainprobe.checkpoint.reading.skeleton import as_float32, label_of
 
 # Relative slack on the Adam bound for the rounding of m and v as stored (one ulp each, plus the square root).
 _BOUND_RTOL = {"float64": 1e-9, "float32": 1e-4, "float16": 4e-3, "bfloat16": 3e-2}

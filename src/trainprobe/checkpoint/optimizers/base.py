@@ -11,9 +11,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from trainprobe.checkpoint.base import TensorRecord
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.numerics import ChunkReleaser, as_float, blocks
+from trainprobe.checkpoint.reading.base import TensorRecord
 
 
 class OptimizerFamily(Protocol):

@@ -8,7 +8,7 @@ import contextlib
 import struct
 from typing import TYPE_CHECKING, Any
 
-from trainprobe.checkpoint.base import (
+from trainprobe.checkpoint.reading.base import (
     Checkpoint,
     Note,
     PickleReadError,
@@ -17,10 +17,14 @@ from trainprobe.checkpoint.base import (
     check_tensor_count,
     map_file,
 )
-from trainprobe.checkpoint.dtypes import lookup
-from trainprobe.checkpoint.formats._torchpickle import PendingStorage, build_records, parse_storage_pid
-from trainprobe.checkpoint.unpickler import SUSPICIOUS, UNPICKLE_ERRORS, SafeUnpickler
-from trainprobe.checkpoint.zipcheck import (
+from trainprobe.checkpoint.reading.dtypes import lookup
+from trainprobe.checkpoint.reading.formats._torchpickle import (
+    PendingStorage,
+    build_records,
+    parse_storage_pid,
+)
+from trainprobe.checkpoint.reading.pickle.unpickler import SUSPICIOUS, UNPICKLE_ERRORS, SafeUnpickler
+from trainprobe.checkpoint.reading.zipcheck import (
     BufferWindow,
     RecordError,
     RecordProblem,

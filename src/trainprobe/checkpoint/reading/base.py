@@ -1,9 +1,9 @@
 """The reader contract: what a checkpoint format hands to ``scan``, ``check`` and ``diff``.
 
-A format (one module in ``trainprobe.checkpoint.formats``) opens a path into a :class:`Checkpoint`: the object
-skeleton as the file describes it (dicts, lists, numbers, strings, :class:`Opaque` placeholders) with a
-:class:`TensorRecord` wherever a tensor was, plus the flat list of those records. A record points into a
-memory map of the file; :meth:`TensorRecord.array` is a strided numpy view, so nothing is read until it is
+A format (one module in ``trainprobe.checkpoint.reading.formats``) opens a path into a :class:`Checkpoint`:
+the object skeleton as the file describes it (dicts, lists, numbers, strings, :class:`Opaque` placeholders)
+with a :class:`TensorRecord` wherever a tensor was, plus the flat list of those records. A record points into
+a memory map of the file; :meth:`TensorRecord.array` is a strided numpy view, so nothing is read until it is
 looked at.
 
 Everything in ``trainprobe.checkpoint`` imports only the standard library and numpy (it is shipped to remote
@@ -24,7 +24,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from trainprobe.checkpoint.dtypes import DType, element_count_factor, lookup
+from trainprobe.checkpoint.reading.dtypes import DType, element_count_factor, lookup
 from trainprobe.errors import CheckpointError, CorruptCheckpointError, UnknownFormatError
 
 #: The most dimensions a tensor may have (numpy 1's limit; torch checkpoints stay far below it).
@@ -442,7 +442,7 @@ class Checkpoint:
 
 
 class CheckpointFormat(Protocol):
-    """One checkpoint format. Register an instance in ``trainprobe.checkpoint.formats.FORMATS``."""
+    """One checkpoint format. Register an instance in ``trainprobe.checkpoint.reading.formats.FORMATS``."""
 
     name: str
 

@@ -13,8 +13,18 @@ import contextlib
 import io
 import mmap
 
-from trainprobe.checkpoint.base import Checkpoint, Note, PickleReadError, UnsupportedWithNotes, map_file
-from trainprobe.checkpoint.unpickler import UNPICKLE_ERRORS, SafeUnpickler, starts_like_a_pickle
+from trainprobe.checkpoint.reading.base import (
+    Checkpoint,
+    Note,
+    PickleReadError,
+    UnsupportedWithNotes,
+    map_file,
+)
+from trainprobe.checkpoint.reading.pickle.unpickler import (
+    UNPICKLE_ERRORS,
+    SafeUnpickler,
+    starts_like_a_pickle,
+)
 
 _TAR_MAGIC_AT = 257
 _ZIP_MAGIC = b"PK\x03\x04"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from trainprobe.checkpoint.base import (
+from trainprobe.checkpoint.reading.base import (
     Checkpoint,
     Note,
     PickleReadError,
@@ -19,9 +19,13 @@ from trainprobe.checkpoint.base import (
     map_file,
     notes_of,
 )
-from trainprobe.checkpoint.dtypes import lookup
-from trainprobe.checkpoint.formats._torchpickle import PendingStorage, build_records, parse_storage_pid
-from trainprobe.checkpoint.unpickler import UNPICKLE_ERRORS, SafeUnpickler, first_pickle
+from trainprobe.checkpoint.reading.dtypes import lookup
+from trainprobe.checkpoint.reading.formats._torchpickle import (
+    PendingStorage,
+    build_records,
+    parse_storage_pid,
+)
+from trainprobe.checkpoint.reading.pickle.unpickler import UNPICKLE_ERRORS, SafeUnpickler, first_pickle
 from trainprobe.errors import CheckpointError, CorruptCheckpointError, UnknownFormatError
 
 MAGIC_NUMBER = 0x1950A86A20F9469CFC6C

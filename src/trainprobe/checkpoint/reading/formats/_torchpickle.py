@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainprobe.checkpoint.base import Note, Storage, TensorRecord, brief
-from trainprobe.checkpoint.dtypes import lookup
-from trainprobe.checkpoint.naming import map_optimizer_params
-from trainprobe.checkpoint.unpickler import StorageType, TensorRef, collector_paused
-from trainprobe.checkpoint.walk import name_tensors
+from trainprobe.checkpoint.reading.base import Note, Storage, TensorRecord, brief
+from trainprobe.checkpoint.reading.dtypes import lookup
+from trainprobe.checkpoint.reading.naming import map_optimizer_params
+from trainprobe.checkpoint.reading.pickle.unpickler import StorageType, TensorRef, collector_paused
+from trainprobe.checkpoint.reading.walk import name_tensors
 from trainprobe.errors import CorruptCheckpointError
 
 
@@ -45,7 +45,8 @@ def build_records(
     root: Any, path: str, built: list[TensorRef] | None = None
 ) -> tuple[Any, list[TensorRecord], list[Note]]:
     """Name every tensor of an unpickled torch object and attach its storage; map optimizer state to
-    parameters. ``built`` (the unpickler's :attr:`~trainprobe.checkpoint.unpickler.SafeUnpickler.tensors`):
+    parameters. ``built`` (the unpickler's
+    :attr:`~trainprobe.checkpoint.reading.pickle.unpickler.SafeUnpickler.tensors`):
     those no path of the object reaches are checked too, as ``<not reached>.<storage>``, with a note."""
 
     def to_record(ref: TensorRef, name: str) -> TensorRecord:

@@ -8,7 +8,13 @@ import json
 import os
 from collections.abc import Collection
 
-from trainprobe.checkpoint.base import Checkpoint, ReaderLimitError, TensorRecord, brief, check_tensor_count
+from trainprobe.checkpoint.reading.base import (
+    Checkpoint,
+    ReaderLimitError,
+    TensorRecord,
+    brief,
+    check_tensor_count,
+)
 from trainprobe.checkpoint.safe_io import read_side
 from trainprobe.errors import CorruptCheckpointError
 
@@ -27,7 +33,7 @@ class HfShardedFormat:
     ) -> Checkpoint:
         """With ``files``, only those shards are read (a node's share; the others are elsewhere); ``index``:
         the index's bytes when it is not here."""
-        from trainprobe.checkpoint.formats import open_file  # the shards are any per-file format
+        from trainprobe.checkpoint.reading.formats import open_file  # the shards are any per-file format
 
         if (len(index) if index is not None else os.path.getsize(path)) > _MAX_INDEX:
             raise ReaderLimitError(path, f"an index of more than {_MAX_INDEX >> 20} MB")

@@ -7,7 +7,7 @@ import json
 import struct
 from typing import Any
 
-from trainprobe.checkpoint.base import (
+from trainprobe.checkpoint.reading.base import (
     MAX_NDIM,
     Checkpoint,
     Storage,
@@ -16,7 +16,7 @@ from trainprobe.checkpoint.base import (
     check_tensor_count,
     map_file,
 )
-from trainprobe.checkpoint.dtypes import SAFETENSORS_DTYPES, lookup
+from trainprobe.checkpoint.reading.dtypes import SAFETENSORS_DTYPES, lookup
 from trainprobe.errors import CorruptCheckpointError
 
 _MAX_HEADER = 100 << 20

@@ -14,7 +14,7 @@ import os
 from collections.abc import Collection
 from typing import Any
 
-from trainprobe.checkpoint.base import (
+from trainprobe.checkpoint.reading.base import (
     Checkpoint,
     Note,
     Opaque,
@@ -23,10 +23,10 @@ from trainprobe.checkpoint.base import (
     check_tensor_count,
     map_file,
 )
-from trainprobe.checkpoint.formats.torch_zip import read_torch_zip
-from trainprobe.checkpoint.naming import map_optimizer_params
+from trainprobe.checkpoint.reading.formats.torch_zip import read_torch_zip
+from trainprobe.checkpoint.reading.naming import map_optimizer_params
+from trainprobe.checkpoint.reading.pickle.unpickler import UNPICKLE_ERRORS, SafeUnpickler
 from trainprobe.checkpoint.safe_io import read_side
-from trainprobe.checkpoint.unpickler import UNPICKLE_ERRORS, SafeUnpickler
 from trainprobe.errors import CorruptCheckpointError
 
 METADATA = ".metadata"

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from trainprobe.checkpoint.pickle_nn import NN_MODULE_CLASSES
+from trainprobe.checkpoint.reading.pickle.nn_classes import NN_MODULE_CLASSES
 
 Kind = Literal["data", "class", "enum", "torchscript"]
 

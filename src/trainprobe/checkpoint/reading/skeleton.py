@@ -1,6 +1,6 @@
 """Reading a checkpoint's skeleton (the object tree a reader returns, tensors as records): the one finder of
 optimizer state dicts, and the small values (step counters) in it. No tensor data is read but for one-element
-tensors. Imports only numpy and :mod:`trainprobe.checkpoint.base` (the readers use it too)."""
+tensors. Imports only numpy and :mod:`trainprobe.checkpoint.reading.base` (the readers use it too)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from trainprobe.checkpoint.base import Opaque, TensorRecord
+from trainprobe.checkpoint.reading.base import Opaque, TensorRecord
 
 _MAX_DEPTH = 6
 

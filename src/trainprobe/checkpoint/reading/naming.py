@@ -1,12 +1,12 @@
 """Give optimizer state the name of its parameter (the tensors' own dotted names come from
-:mod:`trainprobe.checkpoint.walk`)."""
+:mod:`trainprobe.checkpoint.reading.walk`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from trainprobe.checkpoint.base import TensorRecord
-from trainprobe.checkpoint.skeleton import (
+from trainprobe.checkpoint.reading.base import TensorRecord
+from trainprobe.checkpoint.reading.skeleton import (
     fields_of,
     find_optimizer_states,
     find_optimizers,

@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainprobe.checkpoint.base import MAX_NDIM, Note, Opaque
-from trainprobe.checkpoint.dtypes import STORAGE_CLASSES, lookup
-from trainprobe.checkpoint.pickle_globals import KnownGlobal, classify_global
-from trainprobe.checkpoint.pickle_ops import PickleShapeError, walk_pickle
+from trainprobe.checkpoint.reading.base import MAX_NDIM, Note, Opaque
+from trainprobe.checkpoint.reading.dtypes import STORAGE_CLASSES, lookup
+from trainprobe.checkpoint.reading.pickle.globals import KnownGlobal, classify_global
+from trainprobe.checkpoint.reading.pickle.opcodes import PickleShapeError, walk_pickle
 
 
 @dataclass(frozen=True)
@@ -209,7 +209,7 @@ def collector_paused() -> Iterator[None]:
     """The cyclic garbage collector off while a pickle is unpickled and walked: those build tens of
     thousands of objects that all stay alive, and the collections they trigger found nothing to free but
     cost a fifth of reading an 8,000-tensor checkpoint (measured). What is built is bounded by the pickle's
-    length (:func:`~trainprobe.checkpoint.pickle_ops.walk_pickle`), so nothing grows unchecked meanwhile.
+    length (:func:`~.opcodes.walk_pickle`), so nothing grows unchecked meanwhile.
     Nested or concurrent uses are safe: only the one that found it on turns it back on."""
     was_on = gc.isenabled()
     gc.disable()
@@ -243,11 +243,11 @@ class SafeUnpickler(pickle.Unpickler):
 
     ``data`` is the pickle's bytes (bytes, bytearray, memoryview, an mmap: the pickle starts at ``start``
     and ends at its STOP opcode; :attr:`end` is where that is) or a binary file, read whole. Before anything
-    is built, :func:`trainprobe.checkpoint.pickle_ops.walk_pickle` checks every declared length and memo
+    is built, :func:`.opcodes.walk_pickle` checks every declared length and memo
     index against the bytes there are (``load`` raises ``pickle.UnpicklingError`` naming the first that
     lies). ``persistent_load`` is injected (the zip and legacy readers map storages to byte ranges);
     ``source`` names the pickle in reports (``data.pkl``). What the pickle names is judged by
-    :func:`trainprobe.checkpoint.pickle_globals.classify_global` and reported in ``notes``: suspicious
+    :func:`trainprobe.checkpoint.reading.pickle.globals.classify_global` and reported in ``notes``: suspicious
     globals (also those reached before the pickle broke off) and the known classes it rebuilt.
     :attr:`tensors` lists every tensor the pickle built, reachable from its object or not."""
 

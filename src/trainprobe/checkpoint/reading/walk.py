@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from trainprobe.checkpoint.base import Opaque, TensorRecord, brief, check_tensor_count
-from trainprobe.checkpoint.unpickler import TensorRef
+from trainprobe.checkpoint.reading.base import Opaque, TensorRecord, brief, check_tensor_count
+from trainprobe.checkpoint.reading.pickle.unpickler import TensorRef
 
 #: Below this many levels the skeleton holds an :class:`Elided` marker (the tensors there are still named).
 SKELETON_DEPTH = 100

@@ -1,4 +1,4 @@
-"""Checkpoint formats, one module each, behind :class:`trainprobe.checkpoint.base.CheckpointFormat`.
+"""Checkpoint formats, one module each, behind :class:`trainprobe.checkpoint.reading.base.CheckpointFormat`.
 
 To add a format: write a module with a class that has ``name``, ``sniff(path, head)`` and ``open(path)``,
 and add one instance to ``FORMATS``. Detection asks each format in this order, so more specific formats come
@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 
-from trainprobe.checkpoint.base import Checkpoint, CheckpointFormat, brief
-from trainprobe.checkpoint.formats.dcp import DcpFormat
-from trainprobe.checkpoint.formats.hf_sharded import HfShardedFormat
-from trainprobe.checkpoint.formats.pickle_file import BarePickleFormat, TorchTarFormat
-from trainprobe.checkpoint.formats.safetensors import SafetensorsFormat
-from trainprobe.checkpoint.formats.torch_legacy import TorchLegacyFormat
-from trainprobe.checkpoint.formats.torch_zip import TorchZipFormat
+from trainprobe.checkpoint.reading.base import Checkpoint, CheckpointFormat, brief
+from trainprobe.checkpoint.reading.formats.dcp import DcpFormat
+from trainprobe.checkpoint.reading.formats.hf_sharded import HfShardedFormat
+from trainprobe.checkpoint.reading.formats.pickle_file import BarePickleFormat, TorchTarFormat
+from trainprobe.checkpoint.reading.formats.safetensors import SafetensorsFormat
+from trainprobe.checkpoint.reading.formats.torch_legacy import TorchLegacyFormat
+from trainprobe.checkpoint.reading.formats.torch_zip import TorchZipFormat
 from trainprobe.errors import CheckpointError, CorruptCheckpointError, UnknownFormatError
 
 FORMATS: tuple[CheckpointFormat, ...] = (

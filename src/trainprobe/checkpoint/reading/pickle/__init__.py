@@ -1,0 +1,3 @@
+"""Pickles read without running them: :mod:`.unpickler` (the restricted unpickler), :mod:`.opcodes` (the
+opcode walk that lists what a pickle names), :mod:`.globals` (the one rule for what a pickle global is) and
+:mod:`.nn_classes` (the torch.nn module classes a pickle may name as data)."""
