@@ -18,8 +18,8 @@ from trainprobe.errors import TrainprobeError
 from trainprobe.metrics import analyze, read_logs
 from trainprobe.metrics.readers import protobuf as pb
 from trainprobe.metrics.readers.tensorboard import write_event_file
+from trainprobe.metrics.readers.text.chunks import MAX_LINE
 from trainprobe.metrics.readers.text.fields import read_fields
-from trainprobe.metrics.readers.text.parser import MAX_LINE
 from trainprobe.metrics.readers.text.prefix import split_prefix
 from trainprobe.metrics.readers.tfrecord import frame_record
 from trainprobe.metrics.readers.wandb_records import frame_records, history_record

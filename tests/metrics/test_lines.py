@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 from trainprobe.metrics.readers.text.fields import read_fields
-from trainprobe.metrics.readers.text.parser import LineParser, why_not_metrics
+from trainprobe.metrics.readers.text.parser import LineParser
 from trainprobe.metrics.readers.text.prefix import split_prefix
+from trainprobe.metrics.readers.text.rows import column_names, why_not_metrics
 
 CASES = json.loads((Path(__file__).parent / "lines" / "fields.json").read_text(encoding="utf-8"))
 
@@ -30,7 +31,7 @@ def _row(line: str) -> tuple[dict[str, float], float | None] | None:
     fields = read_fields(body)
     if why_not_metrics(fields, body) is not None:
         return None
-    names = LineParser._columns(fields)
+    names = column_names(fields)
     wall = prefix.stamp.seconds if prefix.stamp is not None else None
     return {names[k]: v for k, v in fields.values.items()}, wall
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from trainprobe.metrics.axis import finish_run
 from trainprobe.metrics.readers.base import ReadOptions
+from trainprobe.metrics.readers.text.chunks import LineChunks
 from trainprobe.metrics.readers.text.clock import match_stamp
-from trainprobe.metrics.readers.text.parser import LineChunks
 from trainprobe.metrics.readers.text.template import Template
 from trainprobe.metrics.table import ColumnBuilder, RunLog, Unread
 

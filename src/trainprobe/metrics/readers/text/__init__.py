@@ -1,7 +1,8 @@
 """Plain-text training logs, read by tokens rather than by line shapes.
 
-:mod:`.prefix` strips what loggers and launchers put before a message, :mod:`.tokens` and :mod:`.fields` read
-what the message says, :mod:`.template` reads lines of a shape already seen in bulk, :mod:`.parser` drives
+:mod:`.chunks` reads the file, :mod:`.prefix` strips what loggers and launchers put before a message,
+:mod:`.tokens` and :mod:`.fields` read what the message says, :mod:`.rows` what its fields make,
+:mod:`.template` reads lines of a shape already seen in bulk (:mod:`.bulk` says which), :mod:`.parser` drives
 it all, chunk by chunk, keeping for each of the first lines that gave no row the reason why
 (``RunLog.unread``), which :func:`trainprobe.metrics.reading.no_rows_error` shows when a log gave no metric
 rows.
@@ -13,7 +14,8 @@ import re
 from pathlib import Path
 
 from trainprobe.metrics.readers.base import ReadOptions
-from trainprobe.metrics.readers.text.parser import LineParser, iter_line_chunks, read_text_file
+from trainprobe.metrics.readers.text.chunks import iter_line_chunks
+from trainprobe.metrics.readers.text.parser import LineParser, read_text_file
 from trainprobe.metrics.table import RunLog
 
 _NUL_RUN = re.compile(rb"\x00{64,}")

@@ -1,10 +1,12 @@
 """A text log as byte chunks of whole lines: bounded memory (an overlong line is dropped while it is read)
-and holes of sparse files skipped, not read."""
+and holes of sparse files skipped, not read; a chunk or a line cleaned of terminal escapes and of the
+rewrites of a progress bar before it is parsed."""
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +14,9 @@ from typing import BinaryIO
 
 MAX_LINE = 1 << 16  # longer lines are skipped: no metric line is this long, and a hostile one costs time
 _CHUNK = 8 << 20
+_ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
+_ANSI_TEXT = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_REWRITTEN = re.compile(rb"[^\n\r]*\r")
 
 
 @dataclass
@@ -91,8 +96,29 @@ def _skip_hole(fh: BinaryIO) -> bool:
     return False
 
 
+def clean_chunk(chunk: bytes) -> bytes:
+    """Complete lines without colour codes; of a line a progress bar rewrote with ``\\r``, its last
+    rewrite."""
+    if b"\x1b" in chunk:
+        chunk = _ANSI.sub(b"", chunk)
+    if chunk.endswith(b"\r"):
+        chunk = chunk[:-1]  # the CR of a CRLF whose LF ended the chunk
+    if b"\r" in chunk:
+        # a line a progress bar rewrote in place: its last rewrite is what it finally said
+        chunk = _REWRITTEN.sub(b"", chunk.replace(b"\r\n", b"\n"))
+    return chunk
+
+
+def clean_line(line: str) -> str:
+    """One line as :func:`clean_chunk` cleans a chunk's (its line end dropped)."""
+    line = line.rstrip("\r\n")
+    if "\x1b" in line:
+        line = _ANSI_TEXT.sub("", line)
+    return line.rsplit("\r", 1)[-1]
+
+
 def iter_line_chunks(path: Path, size: int = _CHUNK) -> Iterator[bytes]:
     return iter(LineChunks(path, size))
 
 
-__all__ = ["MAX_LINE", "LineChunks", "iter_line_chunks"]
+__all__ = ["MAX_LINE", "LineChunks", "clean_chunk", "clean_line", "iter_line_chunks"]

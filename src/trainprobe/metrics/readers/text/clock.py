@@ -208,4 +208,17 @@ def _days_from_civil(year: np.ndarray, month: np.ndarray, day: np.ndarray) -> np
     return np.asarray(era * 146097 + doe - 719468)
 
 
-__all__ = ["Stamp", "StampLayout", "match_stamp", "stamp_seconds"]
+def unwrap_days(wall: np.ndarray) -> np.ndarray:
+    """``[HH:MM:SS]`` stamps: a jump back of more than 12 hours is midnight."""
+    ok = np.flatnonzero(np.isfinite(wall))
+    if ok.size < 2:
+        return wall
+    back = np.diff(wall[ok]) < -43200
+    if not back.any():
+        return wall
+    out = np.array(wall, dtype=np.float64)
+    out[ok[1:]] += np.cumsum(back) * 86400.0
+    return out
+
+
+__all__ = ["Stamp", "StampLayout", "match_stamp", "stamp_seconds", "unwrap_days"]

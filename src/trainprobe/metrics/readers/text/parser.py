@@ -17,39 +17,30 @@ import numpy as np
 
 from trainprobe.metrics.axis import finish_run
 from trainprobe.metrics.events import CHECKPOINT_SAVE, Event, event_from_line
-from trainprobe.metrics.readers.text.chunks import MAX_LINE, LineChunks, iter_line_chunks
-from trainprobe.metrics.readers.text.clock import StampLayout
+from trainprobe.metrics.readers.text.bulk import split_lines
+from trainprobe.metrics.readers.text.chunks import MAX_LINE, LineChunks, clean_chunk, clean_line
+from trainprobe.metrics.readers.text.clock import StampLayout, unwrap_days
 from trainprobe.metrics.readers.text.columns import HEADER_REACH, header_names, pair_row
 from trainprobe.metrics.readers.text.fields import COUNTER_KEY, Fields, read_fields
 from trainprobe.metrics.readers.text.prefix import split_prefix
+from trainprobe.metrics.readers.text.rows import (
+    ONE_FIELD,
+    column_names,
+    is_eval_banner,
+    may_matter,
+    units_of,
+    why_not_metrics,
+)
 from trainprobe.metrics.readers.text.template import Template, learn_template
 from trainprobe.metrics.readers.text.tokens import to_float
-from trainprobe.metrics.roles import metric_kind
-from trainprobe.metrics.splits import EVAL, EVAL_PREFIX, EVAL_WORDS, is_epoch_key, is_step_key, split_of
+from trainprobe.metrics.splits import is_epoch_key, is_step_key
 from trainprobe.metrics.table import WALL_KEY, ColumnBuilder, RunLog, Unread
 from trainprobe.metrics.user_regex import MAX_USER_LINE
 
 _MAX_TEMPLATES = 8
 _LEARN_TRIES = 400
 _SAMPLES = 12
-_PROSE_SHARE = 0.2
-_MIN_BULK = 8
 _MIN_BULK_BYTES = 4096
-_ONE_FIELD = "one field"
-_UNNAMED = "numbers"
-_TIME_UNITS = frozenset({"ms", "s", "sec", "secs", "us", "min", "h"})
-_ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
-_ANSI_TEXT = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_REWRITTEN = re.compile(rb"[^\n\r]*\r")
-_MAY_ANNOUNCE_EVAL = re.compile(rb"(?i)\b(?:eval|valid|test)")
-_WORD_SPLIT = re.compile(r"[\s_\-/()]+")
-
-
-@dataclass
-class _Bulk:
-    template: Template
-    lines: list[int]
-    got: tuple[np.ndarray, np.ndarray | None]
 
 
 @dataclass
@@ -60,57 +51,6 @@ class _Record:
     values: dict[str, float]
     wall: float
     last_order: int
-
-
-# What a line needs to be anything but prose: a digit (a value, a step), or a word of a NaN report, a save,
-# an epoch line or an eval banner (trainprobe.metrics.events, splits.EVAL_WORDS); a superset, checked first.
-_MAY_MATTER = re.compile(
-    rb"[0-9]|nan|inf|sav|wrot|writ|stor|dump|export|checkpoint|ckpt|persist|epoch|val|test|dev|heldout"
-)
-
-
-def may_matter(raw: bytes) -> bool:
-    return _MAY_MATTER.search(raw.lower()) is not None
-
-
-def why_not_metrics(fields: Fields, body: str) -> str | None:
-    """None for a metric row; else why the message is not one."""
-    values = {k: v for k, v in fields.values.items() if not k.startswith("#") or k == COUNTER_KEY}
-    if not values:
-        if not any(c.isdigit() for c in body):
-            return "no numbers"
-        return f"{_UNNAMED}: no key names them"
-    total = fields.field_chars + fields.prose_chars
-    if fields.prose_chars > _PROSE_SHARE * total:
-        words = " ".join(fields.prose_words[:6])
-        return f"mostly prose, not fields (words that name no value: {words})"
-    if len(values) < 2 and not any(is_step_key(k) or is_epoch_key(k) or k == COUNTER_KEY for k in values):
-        key = next(iter(values))
-        return f"{_ONE_FIELD} ({key}) and no step: a setting, or part of a record"
-    return None
-
-
-def _units(fields: Fields) -> dict[str, str]:
-    """Units of the fields. Every field of a timing line is a time: a line labelled ``time (ms)`` or
-    ``timers`` (Megatron's ``time (ms) | forward-compute: …``), or one where most fields carry a time unit
-    (``|E2E latency=3.88s |… |Others=0.22 (5.94%)|``)."""
-    units = dict(fields.units)
-    keys = [k for k in fields.values if not k.startswith("#")]
-    label_words = {w.lower() for label in fields.labels for w in _WORD_SPLIT.split(label)}
-    timed = [k for k in keys if units.get(k) in _TIME_UNITS]
-    if label_words & {"time", "timers", "timing", "timings"} or (keys and 2 * len(timed) >= len(keys)):
-        unit = "ms" if "ms" in label_words else "s"
-        for k in keys:
-            if metric_kind(k) in ("other", "time"):  # a loss beside two timers is still a loss
-                units.setdefault(k, unit)
-    return units
-
-
-def _is_eval_banner(fields: Fields) -> bool:
-    """A short line that announces an evaluation (``***** Evaluating perplexity, Epoch 1/16 *****``): the
-    fields on the next line are eval fields."""
-    words = [w.lower() for w in [*fields.prose_words, *(x for label in fields.labels for x in label.split())]]
-    return 0 < len(words) <= 8 and any(w.strip(".:,") in EVAL_WORDS for w in words)
 
 
 class LineParser:
@@ -146,10 +86,7 @@ class LineParser:
     # -- one line ------------------------------------------------------------------------------------------
     def feed_line(self, line: str) -> None:
         """One line (a ``str``): of a line a progress bar rewrote with ``\\r``, the last rewrite."""
-        line = line.rstrip("\r\n")
-        if "\x1b" in line:
-            line = _ANSI_TEXT.sub("", line)
-        self._read_line(line.rsplit("\r", 1)[-1], self._line_no, None)
+        self._read_line(clean_line(line), self._line_no, None)
         self._line_no += 1
 
     def _skip(self, order: int, text: str, why: str) -> None:
@@ -190,7 +127,7 @@ class LineParser:
                 self._last_row = order
                 self._record = _Record(order, row, wall, order)
                 return
-        if why is None or (why.startswith(_ONE_FIELD) and (eval_context or self._after_row(order))):
+        if why is None or (why.startswith(ONE_FIELD) and (eval_context or self._after_row(order))):
             if why is not None or not any(not k.startswith("#") for k in fields.values):
                 # kept (a record's next line, a progress counter), and said, should the log hold no metric
                 self._note(order, text, why or "a progress counter and no named field")
@@ -203,7 +140,7 @@ class LineParser:
             self._close_record()
             self.events.append(event)
             return
-        if _is_eval_banner(fields):
+        if is_eval_banner(fields):
             self._eval_banner = order
         self._skip(order, text, why)
 
@@ -233,35 +170,8 @@ class LineParser:
             return
         self.builder.add_row(row, order=order)
 
-    @staticmethod
-    def _columns(fields: Fields, *, eval_context: bool = False) -> dict[str, str]:
-        """Column name of each field. The fields of an eval line (labelled ``Test set:``, ``Epoch(val)``,
-        ``| valid |``, with a step key ``validation loss at iteration``, or right under an ``Evaluating …``
-        banner) get an ``eval/`` prefix, those of a line labelled ``train`` a ``train/`` one, unless their own
-        name says a split."""
-        words = {w.lower() for label in fields.labels for w in _WORD_SPLIT.split(label)}
-        context = {
-            w.lower()
-            for k in fields.values
-            if is_step_key(k) or is_epoch_key(k)
-            for w in _WORD_SPLIT.split(k)
-        }
-        if eval_context or (words | context) & EVAL_WORDS:
-            prefix = EVAL_PREFIX
-        elif words & {"train", "training"}:
-            prefix = "train/"
-        else:
-            prefix = ""
-        names: dict[str, str] = {}
-        for key in fields.values:
-            plain = key.startswith("#") or is_step_key(key) or is_epoch_key(key) or split_of(key) == EVAL
-            if prefix == "train/" and key.lower().startswith(("train", "tr_")):
-                plain = True
-            names[key] = key if plain or not prefix else prefix + key
-        return names
-
     def _split_keys(self, fields: Fields, *, eval_context: bool = False) -> dict[str, float]:
-        names = self._columns(fields, eval_context=eval_context)
+        names = column_names(fields, eval_context=eval_context)
         return {names[k]: v for k, v in fields.values.items()}
 
     def _after_row(self, order: int) -> bool:
@@ -274,7 +184,7 @@ class LineParser:
 
     def _add_fields(self, fields: Fields, order: int, wall: float, *, eval_context: bool) -> None:
         values = self._split_keys(fields, eval_context=eval_context)
-        for key, unit in _units(fields).items():
+        for key, unit in units_of(fields).items():
             self.builder.units.setdefault(key, unit)
         has_step = any(is_step_key(k) or is_epoch_key(k) or k == COUNTER_KEY for k in values)
         self._last_row = order
@@ -318,7 +228,7 @@ class LineParser:
                 if layout is None:
                     return
                 stamp_at = stamp.start
-        names = self._columns(fields)
+        names = column_names(fields)
         renamed = [(start, end, None if key is None else names.get(key, key)) for start, end, key in slots]
         made = learn_template(line, renamed, stamp=layout, stamp_at=stamp_at)
         if (
@@ -346,13 +256,7 @@ class LineParser:
     # -- many lines ----------------------------------------------------------------------------------------
     def feed_chunk(self, chunk: bytes) -> None:
         """Complete lines (no trailing newline)."""
-        if b"\x1b" in chunk:
-            chunk = _ANSI.sub(b"", chunk)
-        if chunk.endswith(b"\r"):
-            chunk = chunk[:-1]  # the CR of a CRLF whose LF ended the chunk
-        if b"\r" in chunk:
-            # a line a progress bar rewrote in place: its last rewrite is what it finally said
-            chunk = _REWRITTEN.sub(b"", chunk.replace(b"\r\n", b"\n"))
+        chunk = clean_chunk(chunk)
         base = self._line_no
         if self.templates and len(chunk) >= _MIN_BULK_BYTES and self._line_pattern is None:
             got = self.templates[0].read_block(chunk, None)
@@ -395,24 +299,7 @@ class LineParser:
         self._read_line(text, order, raw if raw.isascii() else None)
 
     def _read_lines(self, lines: list[bytes], base: int) -> None:
-        owner = [-1] * len(lines)
-        for t, template in enumerate(self.templates):
-            anchor = template.anchor
-            for i, line in enumerate(lines):
-                if owner[i] < 0 and anchor in line:
-                    owner[i] = t
-        for i in range(1, len(lines)):
-            # right under a line that may announce an evaluation: read it one by one, with that context
-            if owner[i] >= 0 and owner[i - 1] < 0 and _MAY_ANNOUNCE_EVAL.search(lines[i - 1]):
-                owner[i] = -1
-        rest: list[int] = []
-        bulk: list[_Bulk] = []
-        for t, template in enumerate(self.templates):
-            idx = [i for i, o in enumerate(owner) if o == t]
-            if idx:
-                rest.extend(self._bulk(template, lines, idx, base, bulk))
-        rest.extend(i for i, o in enumerate(owner) if o < 0)
-        rest.sort()
+        rest, bulk = split_lines(self.templates, lines)
         flags = bytearray(len(lines))
         for item in bulk:
             for i in item.lines:
@@ -432,22 +319,6 @@ class LineParser:
             self._close_record()
             self._add_block(pending.template, pending.got, base + np.asarray(pending.lines, dtype=np.float64))
             pending = next(blocks, None)
-
-    def _bulk(
-        self, template: Template, lines: list[bytes], idx: list[int], base: int, out: list[_Bulk]
-    ) -> list[int]:
-        """Read the lines ``idx`` with ``template``, halving the batch around lines that do not fit; returns
-        the lines left for the tokenizer."""
-        if len(idx) < _MIN_BULK:
-            return idx
-        got = template.read_block(b"\n".join(lines[i] for i in idx), len(idx))
-        if got is not None:
-            out.append(_Bulk(template, idx, got))
-            return []
-        half = len(idx) // 2
-        return self._bulk(template, lines, idx[:half], base, out) + self._bulk(
-            template, lines, idx[half:], base, out
-        )
 
     def _add_block(
         self, template: Template, got: tuple[np.ndarray, np.ndarray | None], order: np.ndarray
@@ -477,22 +348,9 @@ class LineParser:
             consume=final,
         )
         if self._hms and run.wall is not None:
-            run.wall = _unwrap_days(run.wall)
+            run.wall = unwrap_days(run.wall)
         run.unread = list(self.samples)
         return run
-
-
-def _unwrap_days(wall: np.ndarray) -> np.ndarray:
-    """``[HH:MM:SS]`` stamps: a jump back of more than 12 hours is midnight."""
-    ok = np.flatnonzero(np.isfinite(wall))
-    if ok.size < 2:
-        return wall
-    back = np.diff(wall[ok]) < -43200
-    if not back.any():
-        return wall
-    out = np.array(wall, dtype=np.float64)
-    out[ok[1:]] += np.cumsum(back) * 86400.0
-    return out
 
 
 def _merge_saves(events: list[Event]) -> list[Event]:
@@ -531,4 +389,4 @@ def read_text_file(
     return parser.run()
 
 
-__all__ = ["MAX_LINE", "LineChunks", "LineParser", "iter_line_chunks", "read_text_file", "why_not_metrics"]
+__all__ = ["LineParser", "read_text_file"]
