@@ -51,6 +51,7 @@ class McpSession:
         self._failure: BaseException | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._queue: asyncio.Queue[Any] | None = None
+        self._output_schemas: dict[str, dict[str, Any]] = {}
         self._thread = threading.Thread(target=lambda: asyncio.run(self._serve()), daemon=True)
 
     def start(self) -> McpSession:
@@ -90,8 +91,18 @@ class McpSession:
         return list(self._submit(lambda c: c.list_tools(), 60).tools)
 
     def call(self, name: str, arguments: dict[str, Any], timeout: float = 300) -> CallToolResult:
+        """The tool's result; an answer's top-level keys are each declared in the tool's output schema (the
+        SDK's client checks their values against it)."""
         result: CallToolResult = self._submit(lambda c: c.call_tool(name, arguments), timeout)
+        if not result.is_error and isinstance(result.structured_content, dict):
+            undeclared = set(result.structured_content) - set(self.output_schema(name)["properties"])
+            assert not undeclared, f"{name} answered keys its output schema does not declare: {undeclared}"
         return result
+
+    def output_schema(self, name: str) -> dict[str, Any]:
+        if name not in self._output_schemas:
+            self._output_schemas.update({t.name: t.output_schema or {} for t in self.tools()})
+        return self._output_schemas[name]
 
     def stderr(self) -> str:
         return self.stderr_log.read_text(errors="replace") if self.stderr_log.exists() else ""

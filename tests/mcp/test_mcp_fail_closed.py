@@ -349,14 +349,15 @@ def test_malformed_requests_get_jsonrpc_errors_and_the_server_stays_up(tmp_path:
 
 
 def test_an_unexpected_exception_is_an_error_result(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from trainprobe.mcp.server import answer
+    from trainprobe.mcp.answer import answer
+    from trainprobe.mcp.server import tool
 
     monkeypatch.setenv("TRAINPROBE_RUNS_DIR", str(tmp_path))
 
     def boom() -> dict[str, Any]:
         raise RuntimeError("bad \udcff\x1b[2J")
 
-    result = answer("scan", boom)
+    result = answer(tool("scan"), boom)
     assert result.is_error
     assert (
         text_of(result)
@@ -365,17 +366,18 @@ def test_an_unexpected_exception_is_an_error_result(monkeypatch: pytest.MonkeyPa
     deep: Any = []
     for _ in range(100_000):
         deep = [deep]
-    assert answer("scan", lambda: {"files": deep}).is_error  # RecursionError: still a result
+    assert answer(tool("scan"), lambda: {"files": deep}).is_error  # RecursionError: still a result
 
 
 def test_a_document_is_kept_and_sent_as_sendable_json(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from trainprobe.mcp.server import answer
+    from trainprobe.mcp.answer import answer
+    from trainprobe.mcp.server import tool
 
     monkeypatch.setenv("TRAINPROBE_RUNS_DIR", str(tmp_path))
     doc = {"verdict": "clean", "files": [{"path": "a\udcff\n.pt", "verdict": "clean", "x": float("nan")}]}
-    result = answer("scan", lambda: doc)
+    result = answer(tool("scan"), lambda: doc)
     assert not result.is_error
     assert result.structured_content == {
         "verdict": "clean",

@@ -55,11 +55,12 @@ def test_lists_say_how_many_more_there_are() -> None:
 def test_a_document_the_summary_cannot_read_is_still_the_answer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from trainprobe.mcp.server import answer
+    from trainprobe.mcp.answer import answer
+    from trainprobe.mcp.server import tool
 
     monkeypatch.setenv("TRAINPROBE_RUNS_DIR", str(tmp_path))
     document = {"verdict": "clean", "totals": {"parameters": "many"}}  # a field whose type changed
-    result = answer("scan", lambda: document)
+    result = answer(tool("scan"), lambda: document)
     assert not result.is_error
     assert result.structured_content == document
     text = result.content[0].text  # type: ignore[union-attr]

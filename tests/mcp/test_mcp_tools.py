@@ -39,6 +39,33 @@ def test_tools_are_listed_with_schemas_that_teach_the_target_syntax(server: McpS
     assert not tools["run"].annotations.read_only_hint
 
 
+#: keys each tool's output schema declares (of more): its command's --json document, a fleet's for a fleet
+DECLARED = {
+    "triage": {"verdict", "exit_code", "answers", "conclusions", "resume_from", "checkpoints"},
+    "scan": {"schema_version", "verdict", "exit_code", "totals", "units", "files"},
+    "check": {"schema_version", "exit_code", "summary", "checkpoints"},
+    "diff": {"a", "b", "verdict", "exit_code", "tensors", "same_run"},
+    "logs": {"schema_version", "summary", "runs", "findings", "not_read"},
+    "watch_tail": {"summary", "runs", "findings", "tail"},
+    "probe": {"target", "host", "interpreters", "gpus", "processes", "counts", "targets"},
+    "run": {"target", "exit_code", "result", "error", "stdout_log", "stderr_log", "counts", "targets"},
+}
+
+
+def test_each_tool_declares_its_document_as_an_output_schema(server: McpSession) -> None:
+    tools = {tool.name: tool for tool in server.tools()}
+    assert set(DECLARED) == TOOLS
+    for name, keys in DECLARED.items():
+        schema = tools[name].output_schema
+        assert schema is not None, name
+        assert schema["type"] == "object", name
+        assert keys <= set(schema["properties"]), (name, keys - set(schema["properties"]))
+        assert not schema.get("required"), name  # a key the library leaves out is no invalid answer
+        assert schema.get("additionalProperties") is not False, name  # nor one it adds later
+    assert tools["scan"].output_schema["properties"]["exit_code"]["type"] == "integer"  # type: ignore[index]
+    assert "--json" in tools["scan"].output_schema["description"]  # type: ignore[index]
+
+
 def test_scan_is_the_library_scan(server: McpSession, checkpoints: Path) -> None:
     paths = [str(checkpoints / "clean.pt"), str(checkpoints / "bad.safetensors")]
     result = server.call("scan", {"paths": paths, "stats": True})

@@ -1,29 +1,40 @@
-"""The MCP server: one small function per tool, a thin layer over the library like the CLI.
+"""The MCP server: one small function per tool, a thin layer over the library like the CLI, and one
+:class:`~trainprobe.mcp.answer.Tool` record per tool in :data:`TOOLS`.
 
-Each tool's typed parameters are its input schema and its docstring (with :data:`TARGET_HELP`) its
-description. A tool calls one function of :mod:`trainprobe.mcp.tools`, writes the JSON document to
-``report.json`` in a new directory under the runs directory, and answers with the document as structured
-content and a short summary (:mod:`trainprobe.mcp.summary`) as text. A TrainprobeError is a result with
-``isError`` and the CLI's one sentence.
+Each tool's typed parameters are its input schema, its docstring (with :data:`TARGET_HELP`) its description
+and its document type (:mod:`trainprobe.mcp.documents`) its output schema. A tool calls one function of
+:mod:`trainprobe.mcp.tools` and answers through :func:`trainprobe.mcp.answer.answer`: the JSON document,
+kept in ``report.json`` in a new directory under the runs directory, as structured content and a short
+summary (:mod:`trainprobe.mcp.summary`) as text. A TrainprobeError is a result with ``isError`` and the
+CLI's one sentence.
+
+A new tool is its function here and its record in :data:`TOOLS`, its document type in
+:mod:`~trainprobe.mcp.documents`, its summary in :mod:`~trainprobe.mcp.summary` and, when it reaches the
+library, its call in :mod:`~trainprobe.mcp.tools`.
 """
 
 from __future__ import annotations
 
 import inspect
-import json
-from collections.abc import Callable
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from trainprobe import __version__
-from trainprobe.errors import TrainprobeError
 from trainprobe.mcp import summary, tools
-from trainprobe.mcp.safe import sendable, shown
-from trainprobe.visible import visible
+from trainprobe.mcp.answer import Policy, Tool, answer
+from trainprobe.mcp.documents import (
+    CheckDocument,
+    DiffDocument,
+    LogsDocument,
+    ProbeDocument,
+    RunDocument,
+    ScanDocument,
+    TriageDocument,
+    WatchTailDocument,
+)
 
 TARGET_HELP = """\
 `target` says where the files are and where the work runs (default `local`: this machine). It is one string \
@@ -95,7 +106,7 @@ def triage(
     ] = 10.0,
     events: Events = (),
     timeout_s: Timeout = 1800,
-) -> CallToolResult:
+) -> Annotated[CallToolResult, TriageDocument]:
     """The whole diagnosis of one training run in one call: what went wrong, when, why, and which checkpoint
     to resume from.
 
@@ -105,7 +116,7 @@ def triage(
     each anomaly with its evidence, and the last healthy checkpoint to resume from. A log it could not read is
     listed first as NOT READ."""
     return answer(
-        "triage",
+        tool("triage"),
         lambda: tools.triage(
             target,
             run_dir,
@@ -126,7 +137,7 @@ def scan(
     ] = False,
     verify: Annotated[bool, Field(description="Also check zip CRC32s and storage sizes.")] = False,
     timeout_s: Timeout = 1800,
-) -> CallToolResult:
+) -> Annotated[CallToolResult, ScanDocument]:
     """Find NaN/+Inf/-Inf in checkpoints (weights and optimizer state) without torch and without executing
     anything from the files.
 
@@ -135,13 +146,15 @@ def scan(
     Per file: verdict (clean, nonfinite, suspicious pickle global, corrupt, unreadable) and each bad tensor's
     counts and first bad index."""
     return answer(
-        "scan",
+        tool("scan"),
         lambda: tools.scan(target, paths, stats=stats, verify=verify, timeout=timeout_s),
         target=target,
     )
 
 
-def check(paths: Paths, target: Target = tools.LOCAL, timeout_s: Timeout = 1800) -> CallToolResult:
+def check(
+    paths: Paths, target: Target = tools.LOCAL, timeout_s: Timeout = 1800
+) -> Annotated[CallToolResult, CheckDocument]:
     """Is each checkpoint one consistent snapshot? A verdict per checkpoint — consistent, torn (it mixes
     optimizer steps), corrupt (damaged container), unknown (not enough evidence) or unreadable — with the
     evidence that decided it.
@@ -150,7 +163,7 @@ def check(paths: Paths, target: Target = tools.LOCAL, timeout_s: Timeout = 1800)
     |m|/sqrt(v), state shaped like its parameter, bf16/fp16 weights equal the cast of their fp32 master,
     zip CRC32s, DCP chunks tiling each tensor, HF index entries, the CheckpointWriter manifest; and
     NaN/Inf."""
-    return answer("check", lambda: tools.check(target, paths, timeout=timeout_s), target=target)
+    return answer(tool("check"), lambda: tools.check(target, paths, timeout=timeout_s), target=target)
 
 
 def diff(
@@ -158,12 +171,12 @@ def diff(
     b: Annotated[str, Field(description="The checkpoint compared with a, on the target.")],
     target: Target = tools.LOCAL,
     timeout_s: Timeout = 1800,
-) -> CallToolResult:
+) -> Annotated[CallToolResult, DiffDocument]:
     """What changed between two checkpoints, tensor by tensor, without torch: identical, changed (relative
     change ||A-B||/||A|| and max |A-B|), added, removed, shape or dtype changed; per module; and for two
     checkpoints of one run, parameters that did not move and parameters whose optimizer step moved while
     their weights did not (or the reverse) — what a save that mixed steps leaves behind."""
-    return answer("diff", lambda: tools.diff(target, a, b, timeout=timeout_s), target=target)
+    return answer(tool("diff"), lambda: tools.diff(target, a, b, timeout=timeout_s), target=target)
 
 
 def logs(
@@ -188,7 +201,7 @@ def logs(
         Field(description="A checkpoint directory on the target: its files' names/mtimes are save events."),
     ] = None,
     timeout_s: Timeout = 900,
-) -> CallToolResult:
+) -> Annotated[CallToolResult, LogsDocument]:
     """Find loss spikes, accuracy cliffs, stalls, NaN/Inf and missing values in training logs, each tied to
     the event before it (a checkpoint save, a resume, an LR change), with a suggested next step.
 
@@ -202,7 +215,9 @@ def logs(
         "event_patterns": list(events),
         "checkpoints": checkpoints,
     }
-    return answer("logs", lambda: tools.logs(target, paths, timeout=timeout_s, **options), target=target)
+    return answer(
+        tool("logs"), lambda: tools.logs(target, paths, timeout=timeout_s, **options), target=target
+    )
 
 
 def watch_tail(
@@ -217,7 +232,7 @@ def watch_tail(
     threshold: Threshold = 6.0,
     events: Events = (),
     timeout_s: Timeout = 120,
-) -> CallToolResult:
+) -> Annotated[CallToolResult, WatchTailDocument]:
     """The latest findings of a (growing) training log: reads only the log's last lines where it is — cheap
     on a 500 MB log — and runs the detectors `watch` runs (spikes, cliffs, stalls, NaN/Inf). Call it again
     with since_step set to the last step you saw to get only what is new."""
@@ -228,7 +243,9 @@ def watch_tail(
         "event_patterns": list(events),
     }
     return answer(
-        "watch_tail", lambda: tools.watch_tail(target, path, timeout=timeout_s, **options), target=target
+        tool("watch_tail"),
+        lambda: tools.watch_tail(target, path, timeout=timeout_s, **options),
+        target=target,
     )
 
 
@@ -238,11 +255,11 @@ def probe(
         bool, Field(description="Import torch in each interpreter to ask about CUDA (slower).")
     ] = True,
     timeout_s: Timeout = 300,
-) -> CallToolResult:
+) -> Annotated[CallToolResult, ProbeDocument]:
     """What is on a machine: Python interpreters in discovery order (versions; numpy, torch, CUDA), GPUs
     (nvidia-smi), free disk, load, memory, and running Python processes (training ones flagged). Use it first
     on an unknown target to pick the interpreter (then name it in `run`'s target: `//venv=...`)."""
-    return answer("probe", lambda: tools.probe(target, cuda=cuda, timeout=timeout_s), target=target)
+    return answer(tool("probe"), lambda: tools.probe(target, cuda=cuda, timeout=timeout_s), target=target)
 
 
 def run(
@@ -260,7 +277,7 @@ def run(
         ),
     ] = (),
     timeout_s: Timeout = 600,
-) -> CallToolResult:
+) -> Annotated[CallToolResult, RunDocument]:
     """Run a Python script on the target: no quoting, nothing left running, the full output kept here.
 
     The script runs as __main__ with sys.argv = ['<script>', *args] and stdin /dev/null; if it defines
@@ -268,27 +285,39 @@ def run(
     and stderr and says how much was left out and where the whole output is. An uncaught exception, a
     timeout or an unreachable target is an error result with the one-line reason (and the document)."""
     return answer(
-        "run",
+        tool("run"),
         lambda: tools.run(target, script, list(args), need=list(need), timeout=timeout_s),
-        failure=tools.run_failure,
         target=target,
     )
 
 
-TOOLS: tuple[Callable[..., CallToolResult], ...] = (triage, scan, check, diff, logs, watch_tail, probe, run)
-FLEET_TOOLS = ("probe", "run")
-DOCUMENTS = {
-    "watch_tail": "the summary document `trainprobe watch --json` ends with, plus `tail` (the bytes read)"
-}
-READ_ONLY = ("triage", "scan", "check", "diff", "logs", "watch_tail", "probe")
+TOOLS: tuple[Tool, ...] = (
+    Tool(triage, summary.triage),
+    Tool(scan, summary.scan),
+    Tool(check, summary.check),
+    Tool(diff, summary.diff),
+    Tool(logs, summary.logs),
+    Tool(
+        watch_tail,
+        summary.watch_tail,
+        document_help="the summary document `trainprobe watch --json` ends with, plus `tail` (the bytes "
+        "read)",
+    ),
+    Tool(probe, summary.probe, fleet=True),
+    Tool(run, summary.run, read_only=False, fleet=True, failure=tools.run_failure),
+)
 
 
-def description(tool: Callable[..., Any]) -> str:
-    name = tool.__name__
-    parts = [inspect.cleandoc(tool.__doc__ or ""), TARGET_HELP]
-    if name in FLEET_TOOLS:
+def tool(name: str) -> Tool:
+    """The record of the tool named ``name``."""
+    return next(t for t in TOOLS if t.name == name)
+
+
+def description(record: Tool) -> str:
+    parts = [inspect.cleandoc(record.function.__doc__ or ""), TARGET_HELP]
+    if record.fleet:
         parts.append(FLEET_HELP)
-    document = DOCUMENTS.get(name, f"the JSON document `trainprobe {name} --json` prints")
+    document = record.document_help or f"the JSON document `trainprobe {record.name} --json` prints"
     parts.append(RESULT_HELP.format(document=document))
     return "\n\n".join(parts)
 
@@ -299,109 +328,12 @@ def build_server(*, allow_interpreters: bool = False) -> MCPServer:
     server: MCPServer = MCPServer(
         "trainprobe", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
     )
-    for tool in TOOLS:
+    for each in TOOLS:
         server.add_tool(
-            tool,
-            description=description(tool),
+            each.function,
+            description=description(each),
             annotations=ToolAnnotations(
-                read_only_hint=tool.__name__ in READ_ONLY, destructive_hint=False, open_world_hint=True
+                read_only_hint=each.read_only, destructive_hint=False, open_world_hint=True
             ),
         )
     return server
-
-
-# -- answering -----------------------------------------------------------------------------------------------
-
-
-class Policy:
-    """How this server was started: ``allow_interpreters`` lets the read-only tools take a target with
-    interpreter settings (``trainprobe mcp --allow-interpreters``)."""
-
-    allow_interpreters = False
-
-
-def refused_target(tool: str, target: str) -> str | None:
-    """Why a read-only tool refuses ``target`` (None when it does not): a read-only tool runs no program the
-    client names, and ``python=``, ``venv=``, ``conda=`` and ``env=`` (``env=LD_PRELOAD=…``) name one. A
-    client that approves read-only tools without asking must not be able to run one through ``scan``."""
-    if Policy.allow_interpreters or tool not in READ_ONLY:
-        return None
-    named = tools.interpreter_settings(target)
-    if not named:
-        return None
-    return (
-        f"{tool} is read-only and does not take interpreter settings ({', '.join(named)}) in its target: "
-        "they choose the program it runs — use a target without them (discovery picks the interpreter), "
-        "a name from the targets file, or start the server with `trainprobe mcp --allow-interpreters`"
-    )
-
-
-def error_result(message: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=visible(message))], is_error=True)
-
-
-def answer(
-    tool: str,
-    work: Callable[[], dict[str, Any]],
-    failure: Callable[[dict[str, Any]], str | None] = lambda _document: None,
-    *,
-    target: str | None = None,
-) -> CallToolResult:
-    """Run one tool's work: its document as structured content, kept in full on disk, and its summary as
-    text. A TrainprobeError, or a document that ``failure`` finds failed, is an error result whose text
-    starts with the sentence the CLI prints; a target a read-only tool refuses (:func:`refused_target`) and
-    any other exception are error results too: the server answers every call.
-
-    Every document passes through :func:`trainprobe.mcp.safe.sendable` (lone surrogates escaped, NaN/Inf as
-    null) before it is kept or sent, and the summary is built from its :func:`~trainprobe.mcp.safe.shown`
-    copy (every data string inert: control characters, bidi controls and newlines escaped visibly)."""
-    try:
-        refused = None if target is None else refused_target(tool, target)
-        if refused:
-            return error_result(refused)
-        return _answer(tool, work, failure)
-    except TrainprobeError as exc:
-        return error_result(str(exc))
-    except Exception as exc:
-        return error_result(
-            f"{tool} failed: {type(exc).__name__}: {exc} (a bug in trainprobe: please report it)"
-        )
-
-
-def _answer(
-    tool: str, work: Callable[[], dict[str, Any]], failure: Callable[[dict[str, Any]], str | None]
-) -> CallToolResult:
-    document = sendable(work())
-    report, size, problem = save_report(tool, document)
-    try:
-        text = summary.SUMMARIES[tool](shown(document)).text(report, size)
-    except Exception as exc:
-        # The document is the answer: a summary that trips on a field the library renamed must not lose it.
-        note = f"(no summary: {type(exc).__name__}: {exc}; the structured content is complete)"
-        text = note + "\n" + summary.Summary().text(report, size)
-    if problem:
-        text += f"\n({problem})"
-    failed = failure(document)
-    if failed:
-        text = f"{failed}\n{text}"
-    result = CallToolResult(
-        content=[TextContent(type="text", text=visible(text, keep="\n"))],
-        structured_content=document,
-        is_error=bool(failed),
-    )
-    result.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8")  # it can be sent
-    return result
-
-
-def save_report(tool: str, document: dict[str, Any]) -> tuple[Path | None, int, str | None]:
-    """(path, size, problem): the document written to ``report.json`` in a new directory under the runs
-    directory (``$TRAINPROBE_RUNS_DIR``, else ``$XDG_STATE_HOME/trainprobe/runs``)."""
-    from trainprobe.remote.logs import new_run_dir
-
-    text = json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False, default=str) + "\n"
-    try:
-        path = new_run_dir(f"mcp-{tool}".replace("_", "-")) / "report.json"
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        return None, 0, f"the full report could not be written: {exc.strerror or exc}"
-    return path, len(text.encode()), None

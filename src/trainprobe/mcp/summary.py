@@ -419,15 +419,3 @@ def _output_tail(stream: str, path: str | None, limit: int) -> list[str]:
         else ")"
     )
     return [head + ":", shown.decode("utf-8", "replace").rstrip("\n")]
-
-
-SUMMARIES: dict[str, Callable[[dict[str, Any]], Summary]] = {
-    "triage": triage,
-    "scan": scan,
-    "check": check,
-    "diff": diff,
-    "logs": logs,
-    "probe": probe,
-    "run": run,
-    "watch_tail": watch_tail,
-}
