@@ -18,7 +18,7 @@ import pytest
 from trainprobe.checkpoint import scan
 from trainprobe.checkpoint.check import check_paths
 from trainprobe.checkpoint.diff import diff_paths
-from trainprobe.checkpoint.units import discover_units
+from trainprobe.checkpoint.units.discover import discover_units
 
 torch = pytest.importorskip("torch")
 safetensors_torch = pytest.importorskip("safetensors.torch")

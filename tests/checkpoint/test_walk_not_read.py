@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from trainprobe.checkpoint import safe_io
-from trainprobe.checkpoint.units import NOT_READ, discover_units
+from trainprobe.checkpoint.units.discover import NOT_READ, discover_units
 from trainprobe.triage.collect import find_run_units
 
 

@@ -4,7 +4,7 @@ Imports only the standard library, numpy and ``trainprobe.errors``: this package
 machines (``scan --on``, ``check --on``), which may have neither torch nor trainprobe.
 
 - :func:`discover_units` turns paths into units: a file, or a directory a framework writes as one
-  checkpoint (:mod:`trainprobe.checkpoint.frameworks`, one module per framework).
+  checkpoint (:mod:`trainprobe.checkpoint.units.frameworks`, one module per framework).
 - :func:`open_checkpoint` opens a file or directory in any supported format into a :class:`Checkpoint`
   (skeleton object + :class:`TensorRecord` list, each a lazy strided view into a memory map).
 - :func:`scan` checks paths for non-finite values and returns a :class:`ScanReport` (``to_json``/
@@ -32,7 +32,7 @@ from trainprobe.checkpoint.reading.pickle.globals import KnownGlobal, classify_g
 from trainprobe.checkpoint.reading.pickle.unpickler import SafeUnpickler, safe_loads
 from trainprobe.checkpoint.reading.zipcheck import verify_zip_crc
 from trainprobe.checkpoint.scan import SCHEMA_VERSION, FileReport, ScanReport, TensorResult, UnitReport, scan
-from trainprobe.checkpoint.units import Unit, discover_units
+from trainprobe.checkpoint.units.discover import Unit, discover_units
 from trainprobe.checkpoint.verdict import exit_code, worst
 
 __all__ = [

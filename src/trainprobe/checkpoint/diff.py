@@ -31,7 +31,7 @@ from trainprobe.checkpoint.reading.pickle.unpickler import SUSPICIOUS
 from trainprobe.checkpoint.reading.skeleton import find_optimizers, label_of, scalar
 from trainprobe.checkpoint.scan import scan_units
 from trainprobe.checkpoint.scan_report import UnitReport
-from trainprobe.checkpoint.units import Unit, discover_units
+from trainprobe.checkpoint.units.discover import Unit, discover_units
 from trainprobe.errors import CheckpointError
 
 __all__ = ["DiffReport", "ModuleDiff", "TensorDiff", "diff_checkpoints", "diff_paths", "diff_paths_json"]

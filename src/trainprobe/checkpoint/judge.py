@@ -1,7 +1,7 @@
 """A unit's report from what its parts said when read: the one place scan's verdict of a unit is decided.
 
 Reading (:mod:`trainprobe.checkpoint.scan`) gives a :class:`PartRead` per part — its file report (tensors,
-notes, errors) and its :class:`~trainprobe.checkpoint.identity.PartFacts` — wherever the part is; a part
+notes, errors) and its :class:`~trainprobe.checkpoint.units.steps.PartFacts` — wherever the part is; a part
 read in shares on several machines (a DCP directory spread over node-local disks) gives one per share,
 which :func:`merge_reads` makes one. :func:`judge_unit` then decides, from those alone: metadata notes, each
 file's verdict, the unit's step sources and the evidence they give (:func:`unit_evidence`, shared with
@@ -19,8 +19,11 @@ from typing import Any
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.fingerprint import tensor_key, unit_fingerprint
-from trainprobe.checkpoint.frameworks import Framework, framework_named
-from trainprobe.checkpoint.identity import (
+from trainprobe.checkpoint.reading.base import Note
+from trainprobe.checkpoint.scan_report import FileReport, UnitReport
+from trainprobe.checkpoint.units.discover import Unit
+from trainprobe.checkpoint.units.frameworks import Framework, framework_named
+from trainprobe.checkpoint.units.steps import (
     PartFacts,
     StepSource,
     chosen_step,
@@ -29,9 +32,6 @@ from trainprobe.checkpoint.identity import (
     judge_steps,
     skipped_steps,
 )
-from trainprobe.checkpoint.reading.base import Note
-from trainprobe.checkpoint.scan_report import FileReport, UnitReport
-from trainprobe.checkpoint.units import Unit
 
 METADATA_NONFINITE = "metadata-nonfinite"
 
@@ -109,7 +109,7 @@ def unit_evidence(
     alone: bool | None = None,
 ) -> list[Evidence]:
     """What a unit says as a whole, the same for ``scan``, ``check`` and ``diff``: whether its step sources
-    agree (:func:`trainprobe.checkpoint.identity.judge_steps`) and what its framework knows about its parts
+    agree (:func:`trainprobe.checkpoint.units.steps.judge_steps`) and what its framework knows about its parts
     (a DeepSpeed rank's optimizer partition missing). ``alone``: the unit is one file given by itself
     (default: ``unit.framework == "file"``); what its framework says of the other parts is then a note."""
     scaler = has_grad_scaler([p.path for p in unit.parts], facts)
@@ -150,7 +150,7 @@ def judge_unit(
     unit: Unit, reads: Sequence[PartRead], *, trainer_state: int | None = None, is_file: bool | None = None
 ) -> UnitReport:
     """The report of ``unit`` from its parts' reads (in its parts' order). ``trainer_state`` and
-    ``is_file``: as :func:`~trainprobe.checkpoint.identity.collect_step_sources` (given for a unit whose
+    ``is_file``: as :func:`~trainprobe.checkpoint.units.steps.collect_step_sources` (given for a unit whose
     files are on other machines)."""
     report = UnitReport(unit.path, unit.framework, unread=list(unit.unread), problem=unit.problem)
     report.listed = [p.path for p in unit.listed]

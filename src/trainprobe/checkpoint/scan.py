@@ -1,9 +1,9 @@
 """``scan``: find NaN/Inf in checkpoints, safely, without torch, in bounded memory; one verdict per unit.
 
-Paths become units (:mod:`trainprobe.checkpoint.units`); every part of every unit is opened (pickles read
-with the safe unpickler, data memory-mapped), then every tensor is checked in a thread pool (numpy releases
-the GIL in its loops), its fingerprint taken in the same pass. Non-finite values count only in weights and
-optimizer state; in metadata (a callback's ``inf`` score) they are notes. The result is a
+Paths become units (:mod:`trainprobe.checkpoint.units.discover`); every part of every unit is opened (pickles
+read with the safe unpickler, data memory-mapped), then every tensor is checked in a thread pool (numpy
+releases the GIL in its loops), its fingerprint taken in the same pass. Non-finite values count only in
+weights and optimizer state; in metadata (a callback's ``inf`` score) they are notes. The result is a
 :class:`ScanReport` whose JSON form (``to_json``/``from_json``) is the documented, versioned schema
 ``trainprobe scan --json`` prints and the remote scan ships back."""
 
@@ -12,19 +12,14 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from trainprobe.checkpoint.fingerprint import mark_identical
-from trainprobe.checkpoint.frameworks import FRAMEWORKS, Framework, Part, Role, framework_named
-from trainprobe.checkpoint.identity import PartFacts
 from trainprobe.checkpoint.judge import PartRead, judge_unit, unit_evidence
 from trainprobe.checkpoint.numerics import NonFinite, Stats, compute_stats, count_nonfinite
-from trainprobe.checkpoint.reading.base import Checkpoint, Note, TensorRecord, notes_of
-from trainprobe.checkpoint.reading.formats import PROGRAM_ERRORS, open_file
-from trainprobe.checkpoint.reading.parts import DCP, data_files, file_order, open_share
-from trainprobe.checkpoint.roles import tensor_roles
+from trainprobe.checkpoint.reading.base import Checkpoint, TensorRecord
 from trainprobe.checkpoint.scan_report import (
     CLEAN,
     CORRUPT,
@@ -37,8 +32,12 @@ from trainprobe.checkpoint.scan_report import (
     TensorResult,
     UnitReport,
 )
-from trainprobe.checkpoint.units import Unit, discover_units
-from trainprobe.errors import CheckpointError, CorruptCheckpointError, TrainprobeError, UsageError
+from trainprobe.checkpoint.units.discover import Unit, discover_units
+from trainprobe.checkpoint.units.open import framework_of, open_part, part_role, reason_of
+from trainprobe.checkpoint.units.frameworks import Part
+from trainprobe.checkpoint.units.roles import tensor_roles
+from trainprobe.checkpoint.units.steps import PartFacts
+from trainprobe.errors import CheckpointError, UsageError
 
 __all__ = [
     "CLEAN",
@@ -53,14 +52,11 @@ __all__ = [
     "ScanReport",
     "TensorResult",
     "UnitReport",
-    "open_part",
     "read_parts",
     "scan",
     "scan_units",
     "unit_evidence",
 ]
-
-_ROLES = ("weights", "optimizer", "scheduler", "rng", "config", "metadata", "state")
 
 
 def _stats_dict(stats: Stats | None) -> dict[str, float | None] | None:
@@ -75,12 +71,6 @@ def _stats_dict(stats: Stats | None) -> dict[str, float | None] | None:
         "l2": stats.l2,
         "zero_fraction": stats.zero_fraction,
     }
-
-
-def reason_of(exc: TrainprobeError) -> str:
-    """The message without the path (the report already names the file), with its hint."""
-    text = exc.reason if isinstance(exc, CheckpointError) else exc.message
-    return f"{text} — {exc.hint}" if exc.hint else text
 
 
 def _check_tensor(record: TensorRecord, stats: bool, role: str, part: str = "") -> TensorResult:
@@ -106,46 +96,6 @@ def _check_tensor(record: TensorRecord, stats: bool, role: str, part: str = "") 
     except (ValueError, TypeError, OverflowError, MemoryError) as exc:  # shapes a damaged pickle made up
         result.error = f"cannot be checked ({type(exc).__name__}: {exc})"
     return result
-
-
-def open_part(
-    path: str, *, files: Collection[str] | None = None, description: bytes | None = None
-) -> tuple[Checkpoint | None, str | None, str, list[Note]]:
-    """Open one part: (checkpoint, error, the error's verdict, notes kept from a failed read). Never
-    raises for a bad file: a damaged one is ``corrupt``, one that is no checkpoint ``unreadable``.
-
-    A part of several files (a DCP directory, an HF index) whose data files are not all here is read from
-    those that are, and the missing ones are the error (corrupt) beside the checkpoint; ``files``: read only
-    these data files (a share: the others are elsewhere), ``description`` the ``.metadata`` or index bytes
-    if they are not here."""
-    error: str | None = None
-    try:
-        described = (
-            data_files(path, description=description)
-            if files is not None or os.path.isdir(path) or path.endswith(".index.json")
-            else None
-        )
-        if described is None:
-            ckpt = open_file(path)
-        else:
-            folder = path if described.kind == DCP else os.path.dirname(path)
-            if files is None:
-                here = [f for f in described.files if os.path.isfile(os.path.join(folder, f))]
-                missing = [f for f in described.files if f not in here]
-                error = described.missing_error(missing) if missing else None
-                ckpt = open_file(path) if not missing else open_share(path, here)
-            else:
-                ckpt = open_share(path, files, description=description)
-            file_order(ckpt)
-        return ckpt, error, CORRUPT, []
-    except CorruptCheckpointError as exc:
-        return None, reason_of(exc), CORRUPT, notes_of(exc)
-    except TrainprobeError as exc:
-        return None, reason_of(exc), UNREADABLE, notes_of(exc)
-    except PROGRAM_ERRORS:
-        raise
-    except Exception as exc:  # a damaged file must not stop the scan of the others
-        return None, f"cannot be read ({type(exc).__name__}: {exc})", CORRUPT, []
 
 
 def scan(
@@ -314,15 +264,3 @@ def read_parts(
         if ckpt is not None:
             ckpt.close()
     return reads
-
-
-def part_role(role: str) -> Role:
-    """A part's role as the frameworks name it (``state`` for one the report does not know)."""
-    return role if role in _ROLES else "state"  # type: ignore[return-value]
-
-
-def framework_of(name: str, ckpt: Checkpoint) -> Framework:
-    """The framework of a unit; a single file's by what its object is (a Lightning .ckpt)."""
-    if name != "file":
-        return framework_named(name)
-    return next(fw for fw in FRAMEWORKS if fw.knows(ckpt.objects))

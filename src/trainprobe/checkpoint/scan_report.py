@@ -9,10 +9,10 @@ from typing import Any
 
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.evidence import Evidence
-from trainprobe.checkpoint.identity import StepSource
 from trainprobe.checkpoint.reading.base import Note
 from trainprobe.checkpoint.reading.pickle.unpickler import SUSPICIOUS as SUSPICIOUS_NOTE
 from trainprobe.checkpoint.safe_io import CHANGED_WHILE_READ
+from trainprobe.checkpoint.units.steps import StepSource
 from trainprobe.errors import UsageError
 
 SCHEMA_VERSION = 2

@@ -31,11 +31,11 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.fingerprint import mark_identical
-from trainprobe.checkpoint.frameworks import FRAMEWORKS, Part, role_by_name
 from trainprobe.checkpoint.judge import PartRead, judge_unit, merge_reads
 from trainprobe.checkpoint.reading.parts import data_files
 from trainprobe.checkpoint.scan_report import FileReport, ScanReport
-from trainprobe.checkpoint.units import Unit, sort_parts
+from trainprobe.checkpoint.units.discover import Unit, sort_parts
+from trainprobe.checkpoint.units.frameworks import FRAMEWORKS, Part, role_by_name
 from trainprobe.errors import UsageError
 
 
@@ -83,7 +83,8 @@ class ShardPlan:
 
 
 class _Listing:
-    """The union of the targets' files, as :func:`~trainprobe.checkpoint.units.sort_parts` asks about them."""
+    """The union of the targets' files, as :func:`~trainprobe.checkpoint.units.discover.sort_parts` asks
+    about them."""
 
     def __init__(self, path: str, held: Mapping[str, list[Held]]) -> None:
         self.path = path

@@ -25,10 +25,10 @@ import time
 import zlib
 from typing import Any
 
-from trainprobe.checkpoint.frameworks import Part
 from trainprobe.checkpoint.reading.formats import detect
 from trainprobe.checkpoint.safe_io import read_side, walk
 from trainprobe.checkpoint.scan import PartRequest, read_parts
+from trainprobe.checkpoint.units.frameworks import Part
 
 _EDGE = 64 << 10
 _CONTENT = (".metadata", ".index.json")  # read whole into the inventory: every share of their part needs them

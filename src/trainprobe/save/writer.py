@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainprobe.checkpoint.manifest import build_manifest
+from trainprobe.checkpoint.units.manifest import build_manifest
 from trainprobe.conventions import LATEST_NAME, MANIFEST_SUFFIX, TEMP_MARK
 from trainprobe.errors import SaveError, UsageError, missing_extra
 

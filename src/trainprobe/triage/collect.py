@@ -24,7 +24,7 @@ import numpy as np
 
 from trainprobe.checkpoint.check import check_unit
 from trainprobe.checkpoint.safe_io import walk_files
-from trainprobe.checkpoint.units import NOT_READ, Unit, discover_units
+from trainprobe.checkpoint.units.discover import NOT_READ, Unit, discover_units
 from trainprobe.conventions import is_log_name
 from trainprobe.errors import LogError, TrainprobeError, UsageError
 from trainprobe.metrics import Options, RunLog, analyze, read_logs

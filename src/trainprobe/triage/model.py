@@ -2,7 +2,7 @@
 timeline, and the report itself with its JSON form (``triage --json``, schema in docs/triage.md).
 
 A unit's verdict, step and step source are ``check``'s (:mod:`trainprobe.checkpoint.verdict`,
-:mod:`trainprobe.checkpoint.identity`): triage never decides them a second time. The exit code is the one
+:mod:`trainprobe.checkpoint.units.steps`): triage never decides them a second time. The exit code is the one
 rule of :func:`trainprobe.checkpoint.verdict.exit_code` over the units, with a log that could not be read
 counted as unreadable and an anomaly in the logs as a finding.
 """

@@ -8,7 +8,7 @@ is enough), else by its step (check's step for the unit, or the step in the unit
 unit's mtime follows the line before the next save does). A path several saves name (``last.pt``) holds the
 last of them.
 
-The step a unit holds stays ``check``'s (:func:`trainprobe.checkpoint.identity.chosen_step`): what the save
+The step a unit holds stays ``check``'s (:func:`trainprobe.checkpoint.units.steps.chosen_step`): what the save
 itself wrote (a manifest, a step field, trainer_state.json) beats a name, and a name beats a log line, which
 labels the save but can name a folder that was later renamed or copied over.
 """

@@ -24,10 +24,10 @@ from typing import Any
 
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.evidence import Evidence
-from trainprobe.checkpoint.frameworks.base import Framework
 from trainprobe.checkpoint.optimizers import family_of
 from trainprobe.checkpoint.reading.base import Checkpoint, TensorRecord
 from trainprobe.checkpoint.reading.skeleton import fields_of, find_optimizers
+from trainprobe.checkpoint.units.frameworks.base import Framework
 
 _BUFFERS = ("running_mean", "running_var", "num_batches_tracked")
 _MAX = 8

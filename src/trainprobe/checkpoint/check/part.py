@@ -20,15 +20,15 @@ from trainprobe.checkpoint.check.structure import check_optimizer
 from trainprobe.checkpoint.check.writer_manifest import check_manifest
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.fingerprint import stored_fingerprint
-from trainprobe.checkpoint.frameworks import Framework, Role
-from trainprobe.checkpoint.identity import PartFacts
 from trainprobe.checkpoint.numerics import NonFinite, count_nonfinite
 from trainprobe.checkpoint.optimizers import OPTIMIZERS, families_in
 from trainprobe.checkpoint.optimizers.adam import PairResult, adam_pair, plan_adam, report_adam
 from trainprobe.checkpoint.reading.base import Checkpoint, Note
 from trainprobe.checkpoint.reading.skeleton import find_optimizers
-from trainprobe.checkpoint.roles import tensor_roles
-from trainprobe.checkpoint.scan import part_role
+from trainprobe.checkpoint.units.open import part_role
+from trainprobe.checkpoint.units.frameworks import Framework, Role
+from trainprobe.checkpoint.units.roles import tensor_roles
+from trainprobe.checkpoint.units.steps import PartFacts
 from trainprobe.errors import CorruptCheckpointError
 
 # What an opened part holds of optimizer state: none (in a part that may hold some), an optimizer without

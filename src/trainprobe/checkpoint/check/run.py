@@ -20,10 +20,10 @@ from trainprobe.checkpoint.check.report import CheckReport, CheckResult
 from trainprobe.checkpoint.check.unit import judge_check
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.fingerprint import mark_identical
-from trainprobe.checkpoint.frameworks import framework_named
 from trainprobe.checkpoint.reading.base import Checkpoint
-from trainprobe.checkpoint.scan import framework_of, open_part
-from trainprobe.checkpoint.units import Unit, discover_units
+from trainprobe.checkpoint.units.discover import Unit, discover_units
+from trainprobe.checkpoint.units.open import framework_of, open_part
+from trainprobe.checkpoint.units.frameworks import framework_named
 from trainprobe.errors import UsageError
 
 _WORKERS = min(8, (os.cpu_count() or 2) + 2)

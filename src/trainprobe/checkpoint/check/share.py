@@ -38,9 +38,9 @@ from trainprobe.checkpoint.check.part import (
 )
 from trainprobe.checkpoint.check.structure import disagreeing_counters
 from trainprobe.checkpoint.evidence import Evidence
-from trainprobe.checkpoint.frameworks import Part
-from trainprobe.checkpoint.identity import PartFacts
 from trainprobe.checkpoint.reading.base import Note
+from trainprobe.checkpoint.units.frameworks import Part
+from trainprobe.checkpoint.units.steps import PartFacts
 
 _WORKERS = min(8, (os.cpu_count() or 2) + 2)
 # Evidence about one data file at a time, which a part's shares say exactly: kept (and merged).
@@ -57,8 +57,8 @@ def check_share(path: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
     order (JSON), and how long it took; progress on stderr as :func:`~trainprobe.checkpoint.shards.scan_share`
     gives it."""
     from trainprobe.checkpoint.check.run import dcp_evidence
-    from trainprobe.checkpoint.scan import framework_of, open_part
     from trainprobe.checkpoint.shards import Progress, part_request, request_bytes
+    from trainprobe.checkpoint.units.open import framework_of, open_part
 
     started = time.perf_counter()
     parsed = [part_request(r) for r in requests]

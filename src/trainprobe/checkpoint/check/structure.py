@@ -23,7 +23,7 @@ def check_optimizer(
     ev: list[Evidence],
 ) -> None:
     """The structural evidence of one optimizer; its Adam evidence follows from ``report_adam``. Its
-    counters against the unit's step are :func:`trainprobe.checkpoint.identity.judge_steps`' evidence."""
+    counters against the unit's step are :func:`trainprobe.checkpoint.units.steps.judge_steps`' evidence."""
     if coverage:
         ev.append(Evidence("param-groups", "fail", f"{label}: " + "; ".join(coverage), indicates="corrupt"))
     elif state:

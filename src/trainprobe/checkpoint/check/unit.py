@@ -14,10 +14,10 @@ from trainprobe.checkpoint.check.part import PartCheck, presence_evidence
 from trainprobe.checkpoint.check.report import CheckResult, decide
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.fingerprint import tensor_key, unit_fingerprint
-from trainprobe.checkpoint.identity import chosen_step, collect_step_sources, saved_step
 from trainprobe.checkpoint.judge import unit_evidence, unit_framework
 from trainprobe.checkpoint.reading.pickle.unpickler import SUSPICIOUS
-from trainprobe.checkpoint.units import Unit
+from trainprobe.checkpoint.units.discover import Unit
+from trainprobe.checkpoint.units.steps import chosen_step, collect_step_sources, saved_step
 
 
 def _rel(path: str, unit_path: str) -> str:
@@ -66,7 +66,7 @@ def judge_check(
     evidence: Sequence[Evidence] = (),
 ) -> CheckResult:
     """The verdict on ``unit`` from its parts' checks (in its parts' order). ``trainer_state`` and
-    ``is_file``: as :func:`~trainprobe.checkpoint.identity.collect_step_sources` (given for a unit whose
+    ``is_file``: as :func:`~trainprobe.checkpoint.units.steps.collect_step_sources` (given for a unit whose
     files are on other machines); ``evidence``: more of the unit's own (a file two targets hold in different
     versions)."""
     result = CheckResult(unit.path, V.UNKNOWN, "", framework=unit.framework, unread=list(unit.unread))

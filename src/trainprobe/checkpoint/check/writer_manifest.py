@@ -1,12 +1,12 @@
 """The ``manifest`` evidence: a CheckpointWriter manifest beside the file agrees with it (size, sha256, file
-name, step). The manifest itself is defined in :mod:`trainprobe.checkpoint.manifest`."""
+name, step). The manifest itself is defined in :mod:`trainprobe.checkpoint.units.manifest`."""
 
 from __future__ import annotations
 
 from trainprobe.checkpoint.evidence import Evidence
-from trainprobe.checkpoint.identity import step_field
-from trainprobe.checkpoint.manifest import manifest_problems, read_manifest
 from trainprobe.checkpoint.reading.base import Checkpoint
+from trainprobe.checkpoint.units.manifest import manifest_problems, read_manifest
+from trainprobe.checkpoint.units.steps import step_field
 
 
 def check_manifest(ckpt: Checkpoint, ev: list[Evidence]) -> int | None:

@@ -8,5 +8,6 @@ skeleton object and a lazy :class:`~.base.TensorRecord` per tensor), without tor
   skeleton, optimizer state by parameter; :mod:`.skeleton`: what the skeleton says (optimizer states,
   scalars); :mod:`.parts`: the data files of a multi-file part and a share of one.
 
-Nothing here knows units, frameworks or verdicts (those are :mod:`trainprobe.checkpoint.units` and above).
+Nothing here knows units, frameworks or verdicts (those are :mod:`trainprobe.checkpoint.units`
+and above).
 """

@@ -3,9 +3,9 @@ findings only in the first two (a Lightning callback's ``inf`` score is metadata
 
 from __future__ import annotations
 
-from trainprobe.checkpoint.frameworks import Framework, Role, TensorRole
 from trainprobe.checkpoint.reading.base import Checkpoint, TensorRecord
 from trainprobe.checkpoint.reading.skeleton import fields_of, optimizer_prefixes
+from trainprobe.checkpoint.units.frameworks import Framework, Role, TensorRole
 
 
 def tensor_roles(ckpt: Checkpoint, role: Role, framework: Framework) -> list[TensorRole]:

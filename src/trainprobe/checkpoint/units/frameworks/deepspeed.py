@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from trainprobe.checkpoint.evidence import Evidence
-from trainprobe.checkpoint.frameworks.base import (
+from trainprobe.checkpoint.units.frameworks.base import (
     OPTIMIZER_STEPS,
     FactsOfPart,
     FrameworkBase,

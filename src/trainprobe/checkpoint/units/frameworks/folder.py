@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from trainprobe.checkpoint.frameworks.base import (
+from trainprobe.checkpoint.units.frameworks.base import (
     OPTIMIZER_STEPS,
     UNKNOWN_COUNT,
     FrameworkBase,

@@ -9,8 +9,8 @@ specific first); a single file's object is claimed by the first framework that `
 
 from __future__ import annotations
 
-from trainprobe.checkpoint.frameworks.accelerate import Accelerate
-from trainprobe.checkpoint.frameworks.base import (
+from trainprobe.checkpoint.units.frameworks.accelerate import Accelerate
+from trainprobe.checkpoint.units.frameworks.base import (
     Framework,
     FrameworkBase,
     Layout,
@@ -19,11 +19,11 @@ from trainprobe.checkpoint.frameworks.base import (
     TensorRole,
     role_by_name,
 )
-from trainprobe.checkpoint.frameworks.dcp import Dcp
-from trainprobe.checkpoint.frameworks.deepspeed import DeepSpeed
-from trainprobe.checkpoint.frameworks.folder import Folder, PlainFile
-from trainprobe.checkpoint.frameworks.hf_trainer import HfTrainer
-from trainprobe.checkpoint.frameworks.lightning import Lightning
+from trainprobe.checkpoint.units.frameworks.dcp import Dcp
+from trainprobe.checkpoint.units.frameworks.deepspeed import DeepSpeed
+from trainprobe.checkpoint.units.frameworks.folder import Folder, PlainFile
+from trainprobe.checkpoint.units.frameworks.hf_trainer import HfTrainer
+from trainprobe.checkpoint.units.frameworks.lightning import Lightning
 
 FRAMEWORKS: tuple[Framework, ...] = (
     Dcp(),

@@ -32,12 +32,12 @@ from typing import Any
 
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.evidence import Evidence
-from trainprobe.checkpoint.frameworks import FRAMEWORKS, Framework, Role
-from trainprobe.checkpoint.frameworks.base import OPTIMIZER_STEPS, UNKNOWN_COUNT
-from trainprobe.checkpoint.manifest import read_manifest
 from trainprobe.checkpoint.reading.base import Checkpoint, TensorRecord
 from trainprobe.checkpoint.reading.skeleton import fields_of, find_optimizer_states, label_of, scalar
 from trainprobe.checkpoint.safe_io import read_side
+from trainprobe.checkpoint.units.frameworks import FRAMEWORKS, Framework, Role
+from trainprobe.checkpoint.units.frameworks.base import OPTIMIZER_STEPS, UNKNOWN_COUNT
+from trainprobe.checkpoint.units.manifest import read_manifest
 from trainprobe.errors import CheckpointError
 
 # "global_step1500", "step_2000", "step=2000" (Lightning's epoch=3-step=2000), "checkpoint-2000",

@@ -17,10 +17,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from trainprobe.checkpoint.frameworks import FRAMEWORKS, Part, role_by_name
-from trainprobe.checkpoint.manifest import MANIFEST_SUFFIX
 from trainprobe.checkpoint.reading.formats import detect
 from trainprobe.checkpoint.safe_io import read_side, walk
+from trainprobe.checkpoint.units.frameworks import FRAMEWORKS, Part, role_by_name
+from trainprobe.checkpoint.units.manifest import MANIFEST_SUFFIX
 
 _GLOB_CHARS = set("*?[")
 # Names a checkpoint is usually saved under; such a file that no reader claims is reported, never dropped.

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from trainprobe.checkpoint.frameworks.base import (
+from trainprobe.checkpoint.units.frameworks.base import (
     OPTIMIZER_STEPS,
     FrameworkBase,
     Layout,

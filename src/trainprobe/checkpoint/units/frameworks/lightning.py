@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from trainprobe.checkpoint.frameworks.base import (
+from trainprobe.checkpoint.units.frameworks.base import (
     EPOCHS,
     OPTIMIZER_STEPS,
     FrameworkBase,

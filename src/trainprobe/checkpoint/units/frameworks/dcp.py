@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from trainprobe.checkpoint.frameworks.base import OPTIMIZER_STEPS, FrameworkBase, Layout, Part
 from trainprobe.checkpoint.reading.formats.dcp import METADATA
+from trainprobe.checkpoint.units.frameworks.base import OPTIMIZER_STEPS, FrameworkBase, Layout, Part
 
 
 class Dcp(FrameworkBase):

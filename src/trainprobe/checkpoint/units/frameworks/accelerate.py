@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from trainprobe.checkpoint.frameworks.base import (
+from trainprobe.checkpoint.units.frameworks.base import (
     OPTIMIZER_STEPS,
     SAVES,
     UNKNOWN_COUNT,

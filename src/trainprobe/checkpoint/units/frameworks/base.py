@@ -1,6 +1,6 @@
 """What a framework knows about its checkpoints, behind one small Protocol.
 
-A framework (one module each in ``trainprobe.checkpoint.frameworks``) answers three questions:
+A framework (one module each in ``trainprobe.checkpoint.units.frameworks``) answers three questions:
 
 - ``layout(folder, files, dirs)``: is this directory one checkpoint it wrote? Then which of its files (and
   sub-directories) are the unit's parts, each with a role: ``weights``, ``optimizer``, ``scheduler``,
@@ -74,7 +74,7 @@ class FactsOfPart(Protocol):
 
 
 class Framework(Protocol):
-    """One framework's knowledge. Register an instance in ``trainprobe.checkpoint.frameworks.FRAMEWORKS``."""
+    """One framework's knowledge. Register an instance in ``.frameworks.FRAMEWORKS``."""
 
     name: str
     exact_steps: bool
