@@ -17,9 +17,38 @@ import importlib
 import math
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, NoReturn
+from pathlib import Path
+from typing import Any, Literal, NamedTuple, NoReturn
 
 from trainprobe.errors import UsageError
+
+#: seconds to connect and log in, the one default of every command and of the library
+#: (``trainprobe.remote.api.CONNECT_TIMEOUT_S``; not imported from there: showing a command's help would
+#: import the remote engine; ``tests/cli/test_contract.py`` holds the two equal)
+CONNECT_TIMEOUT_S = 20.0
+#: targets run at once in a fleet (``trainprobe.remote.fleet_result.DEFAULT_PARALLEL``, held equal so too)
+PARALLEL = 32
+
+CONFIG_HELP = (
+    "The targets file (names and groups); default $TRAINPROBE_CONFIG or ~/.config/trainprobe/targets.toml."
+)
+
+
+class Remote(NamedTuple):
+    """Where a command's work runs: the one ``--on`` group, declared once for every command that has one."""
+
+    #: "fleet": --on repeatable (several targets, a range, a group, slurm=JOBID: a fleet) and --parallel;
+    #: "one": --on names one target
+    targets: Literal["fleet", "one"]
+    #: --on's help
+    on_help: str
+    #: what --timeout kills, e.g. "the remote scan"; None: no --timeout (watch follows until it is stopped)
+    work: str | None
+    #: --timeout's default (None: no limit)
+    timeout: float | None = 3600.0
+    heading: str = "where the files are (--on)"
+    #: False: the targets are the command's positional words (probe), there is no --on
+    on: bool = True
 
 
 class Command(NamedTuple):
@@ -33,6 +62,15 @@ class Command(NamedTuple):
     run: Callable[..., int]
     #: after the options: examples and exit codes
     epilog: str = ""
+    #: the --on group (--on, --config, --timeout, --connect-timeout, --parallel); None: the command runs here
+    remote: Remote | None = None
+    #: the ``schema_version`` of the command's JSON document, which --json's help names (None: none)
+    schema_version: int | None = None
+    #: --json's help, when it is not "the JSON report (schema_version N)"
+    json_help: str | None = None
+    quiet_help: str = "Print nothing; only the exit code tells."
+    #: False: no --json and -q (``mcp`` speaks JSON-RPC, ``demo`` tells a story), only -h
+    reports: bool = True
 
 
 class HelpRequested(Exception):
@@ -63,6 +101,13 @@ class CommandParser(argparse.ArgumentParser):
         )
         self.register("action", "help", _HelpAction)
         self._arguments_group = self.add_argument_group("arguments")
+
+    def group(self, title: str) -> argparse._ArgumentGroup:
+        """The section of the help titled ``title`` (made on first use)."""
+        for group in self._action_groups:
+            if group.title == title and group is not self._optionals:
+                return group
+        return self.add_argument_group(title)
 
     def add_argument(self, *names: str, **kwargs: Any) -> argparse.Action:
         """As argparse's; a positional argument goes to the "arguments" section of the help."""
@@ -120,9 +165,64 @@ def fill(text: str, width: int) -> str:
 
 
 def build_parser(name: str, summary: str, command: Command) -> CommandParser:
+    """The command's own arguments, then the groups every command shares: where it runs, and its output."""
     parser = CommandParser(name, summary, command)
     command.add_arguments(parser)
+    shared = []
+    if command.remote is not None:
+        shared.append(_add_remote_group(parser, command.remote))
+    shared.append(_add_output_group(parser, command))
+    for group in shared:  # in every command's help: its own options, then where it runs, then its output
+        parser._action_groups.remove(group)
+        parser._action_groups.append(group)
     return parser
+
+
+def _add_remote_group(parser: CommandParser, remote: Remote) -> argparse._ArgumentGroup:
+    group = parser.group(remote.heading)
+    own = list(group._group_actions)  # a command's own remote options (--sharded) come after the shared ones
+    fleet = remote.targets == "fleet"
+    if remote.on:
+        group.add_argument(
+            "--on", action="append", metavar="TARGET",
+            help=remote.on_help + (" Repeat it, or give a range, name or group: a fleet." if fleet else ""),
+        )  # fmt: skip
+    group.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
+    if remote.work is not None:
+        default = "no limit" if remote.timeout is None else "%(default)g"
+        each = "; per target in a fleet" if fleet else ""
+        group.add_argument(
+            "--timeout", type=seconds, default=remote.timeout, metavar="SECONDS",
+            help=f"Seconds before {remote.work} is killed{each} (default: {default}).",
+        )  # fmt: skip
+    group.add_argument(
+        "--connect-timeout", type=seconds, default=CONNECT_TIMEOUT_S, metavar="SECONDS",
+        help="Seconds to connect, authenticate and get through login scripts (default: %(default)g).",
+    )  # fmt: skip
+    if fleet:
+        group.add_argument(
+            "--parallel", type=at_least(1), default=PARALLEL, metavar="N",
+            help="A fleet: at most this many targets at once (default: %(default)s).",
+        )  # fmt: skip
+    for action in own:
+        group._group_actions.remove(action)
+        group._group_actions.append(action)
+    return group
+
+
+def _add_output_group(parser: CommandParser, command: Command) -> argparse._ArgumentGroup:
+    group = parser.group("output" if command.reports else "options")
+    if not command.reports:
+        group.add_argument("-h", "--help", action="help")
+        return group
+    json_help = command.json_help
+    if json_help is None:
+        version = "" if command.schema_version is None else f" (schema_version {command.schema_version})"
+        json_help = f"Print the JSON report{version} to stdout."
+    group.add_argument("--json", dest="json_mode", action="store_true", help=json_help)
+    group.add_argument("-q", "--quiet", action="store_true", help=command.quiet_help)
+    group.add_argument("-h", "--help", action="help")
+    return group
 
 
 def run_command(name: str, summary: str, words: Sequence[str]) -> int:
@@ -143,19 +243,6 @@ def run_command(name: str, summary: str, words: Sequence[str]) -> int:
         write_stderr(parser.format_help())
         return 2
     return command.run(**vars(options))
-
-
-def add_output_options(
-    group: Any,
-    *,
-    json_help: str = "Print the JSON report (schema_version 1) to stdout.",
-    quiet_help: str | None = "Print nothing; only the exit code tells.",
-) -> None:
-    """--json (as ``json_mode``), -q/--quiet (unless ``quiet_help`` is None) and -h/--help."""
-    group.add_argument("--json", dest="json_mode", action="store_true", help=json_help)
-    if quiet_help is not None:
-        group.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
-    group.add_argument("-h", "--help", action="help")
 
 
 # --- value types: each check fails as a usage error naming the option, before the command starts ---

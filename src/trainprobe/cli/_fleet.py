@@ -1,19 +1,22 @@
-"""What `run`, `probe`, `scan --on` and `check --on` share for fleets: the target help and options,
-expanding specs, live output prefixed by target, the per-target table. Library imports stay inside the
-functions (fast start)."""
+"""What every command that takes a fleet shares (run, probe, and scan, check, diff and logs with --on): the
+target help and options, expanding specs, live output prefixed by target, one report per target and the
+per-target table (:func:`show_fleet`). Library imports stay inside the functions (fast start)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from trainprobe.cli._command import at_least, seconds
-from trainprobe.cli._output import Console, LiveOutput, Table, escape
+from trainprobe.cli._output import Console, LiveOutput, Output, Table, escape
 
 if TYPE_CHECKING:
     from trainprobe.remote.fanout import FleetResult, Outcome
+    from trainprobe.remote.target import Target
+    from trainprobe.tasks import FleetReports
+
+R = TypeVar("R")
 
 TARGET_HELP = (
     "TARGET is one string of //-separated hops, outermost first:\n"
@@ -40,54 +43,37 @@ FLEET_HELP = (
     "$TRAINPROBE_CONFIG, else $XDG_CONFIG_HOME/trainprobe/targets.toml (~/.config/trainprobe/targets.toml)."
 )
 
-PARALLEL_HELP = "A fleet: at most this many targets at once"
-CONFIG_HELP = (
-    "The targets file (names and groups); default $TRAINPROBE_CONFIG or ~/.config/trainprobe/targets.toml."
-)
-
 _STATUS_STYLE = {"ok": "green", "failed": "red", "exception": "red", "timeout": "yellow", "killed": "yellow"}
 
 
-def add_remote_timeouts(group: Any, work: str) -> None:
-    """--timeout (for ``work``, e.g. "the remote scan") and --connect-timeout of a command that reads files
-    where they are."""
-    group.add_argument(
-        "--timeout", type=seconds, default=3600.0, metavar="SECONDS",
-        help=f"Seconds before {work} is killed (per target; default: %(default)g).",
-    )  # fmt: skip
-    group.add_argument(
-        "--connect-timeout", type=seconds, default=20.0, metavar="SECONDS",
-        help="Seconds to connect (default: %(default)g).",
-    )  # fmt: skip
+def resolve(specs: Sequence[str], config: Path | None) -> list[Target]:
+    """The targets the command line names (:func:`trainprobe.remote.fleet.resolve`: ranges, names and
+    groups of the targets file ``config``)."""
+    from trainprobe.remote.fleet import resolve as resolve_specs
+
+    return resolve_specs(specs, config)
 
 
-def add_fleet_options(group: Any, *, prefix: str = "") -> None:
-    """--parallel and --config, for a command that takes fleets (``prefix``: e.g. "With --on: ")."""
-    group.add_argument(
-        "--parallel",
-        type=at_least(1),
-        default=32,
-        metavar="N",
-        help=f"{prefix}{PARALLEL_HELP} (default: %(default)s).",
-    )
-    group.add_argument("--config", type=Path, metavar="FILE", help=prefix + CONFIG_HELP)
-
-
-def expand_specs(specs: Sequence[str], config: Path | None) -> list[str]:
-    """The canonical targets the command line names (ranges, names and groups of the targets file)."""
-    from trainprobe.remote.fleet import expand_targets, load_config
-
-    return expand_targets(list(specs), load_config(config))
-
-
-def is_fleet(targets: Sequence[str]) -> bool:
+def is_fleet(targets: Sequence[Target]) -> bool:
     """More than one run: several targets, or a Slurm job (its nodes). One target without a Slurm hop is
     answered without importing the fleet engine (a single ``run`` does not need it)."""
-    if len(targets) == 1 and "slurm=" not in targets[0]:
+    if len(targets) == 1 and all(hop.kind != "slurm" for hop in targets[0].hops):
         return False
     from trainprobe.remote.fanout import needs_fleet
 
     return needs_fleet(targets)
+
+
+def one_target(specs: Sequence[str], config: Path | None, *, refusal: str, hint: str) -> Target:
+    """The one target ``--on`` names, resolved before anything starts (a malformed one is a usage error);
+    a fleet is refused: ``refusal`` says what the command does with one target."""
+    from trainprobe.errors import UsageError
+
+    targets = resolve(specs, config)
+    if is_fleet(targets):
+        many = f"{len(targets)} targets" if len(targets) > 1 else "every node of a Slurm job"
+        raise UsageError(f"{refusal}; {' '.join(specs)} names {many}", hint=hint)
+    return targets[0]
 
 
 def live_reporter(
@@ -147,3 +133,48 @@ def render_fleet(
     console.print(table)  # piped: whole rows, one line each, for grep and people's scripts
     console.print(fleet.summary_line())
     console.print(f"logs: {fleet.log_dir}", soft_wrap=True, markup=False, highlight=False)
+
+
+def show_fleet(
+    out: Output,
+    targets: Sequence[Target],
+    run: Callable[[Callable[[Outcome], None], threading.Event], FleetReports[R]],
+    render_one: Callable[[Console, R], None],
+    summarise_one: Callable[[R], str],
+    *,
+    title: str,
+    code_of: Callable[[R], int] | None = None,
+    result: Callable[[R], Any] | None = None,
+    names_as_i_json: bool = True,
+    headed: bool = True,
+) -> int:
+    """A fleet's command end to end: ``run(on_done, cancel)`` (a ✓/✗ line on stderr as each target ends;
+    ``cancel`` is set when that stream fails), then one report per target (headed ``── TARGET`` unless
+    ``headed`` is off: the report names its target), the table of targets, and the fleet document under
+    ``--json`` (:meth:`~trainprobe.tasks.FleetReports.to_json`; ``result``: each report's JSON, default its
+    ``to_json()``). Returns the fleet's exit code (:meth:`~trainprobe.tasks.FleetReports.exit_code_by`,
+    each report's code from ``code_of``, default its own ``exit_code``)."""
+    cancel = threading.Event()
+    progress = None if out.quiet or out.json_mode else out.live(cancel, stderr=True)
+    _, _, on_done = live_reporter([str(t) for t in targets], None, progress)
+    fleet = run(on_done, cancel)
+    if progress is not None:
+        progress.raise_failure()
+    code = fleet.exit_code if code_of is None else fleet.exit_code_by(code_of)
+    summaries = {target: summarise_one(report) for target, report in fleet.reports.items()}
+
+    def render(console: Console) -> None:
+        for target, report in fleet.reports.items():
+            if headed:
+                console.print(f"[bold]── {escape(target)}[/]", soft_wrap=True)  # whole: people copy it
+            render_one(console, report)
+            console.print()
+        render_fleet(console, fleet.fleet, summaries, title=title)
+
+    data = fleet.to_json(exit_code=code, result=result)
+    if names_as_i_json:
+        from trainprobe.json_names import i_json
+
+        data = i_json(data)
+    out.result(data, render)
+    return code

@@ -12,6 +12,7 @@ from trainprobe.cli._output import Console, Output, Table, escape
 from trainprobe.cli.scan import human_bytes, render_scan_report
 
 if TYPE_CHECKING:
+    from trainprobe.remote.target import Target
     from trainprobe.tasks import ShareProgress
 
 
@@ -71,7 +72,7 @@ def render_shares(console: Console, sharded: dict[str, Any]) -> None:
 
 def scan_sharded(
     out: Output,
-    targets: list[str],
+    targets: list[Target],
     path: str,
     *,
     stats: bool,
@@ -93,7 +94,7 @@ def scan_sharded(
 
 
 def check_sharded(
-    out: Output, targets: list[str], path: str, *, strict: bool, timeout: float, connect_timeout: float,
+    out: Output, targets: list[Target], path: str, *, strict: bool, timeout: float, connect_timeout: float,
     parallel: int,
 ) -> int:  # fmt: skip
     from trainprobe.cli.check import exit_code, render_check_report

@@ -30,7 +30,8 @@ and the worst unit decides the code)
   0  otherwise: clean, consistent, or unknown (read and finite, but not enough evidence of one
      consistent snapshot)"""
 
+#: the exit code of every fleet (trainprobe.tasks.FleetReports.exit_code): scan, check, diff and logs --on
 FLEET_EXIT_CODES = (
     "With a fleet: 1 if any target found something or could not run (unreachable, failed); else 2 if any "
-    "target had unreadable checkpoints; else 0."
+    "target could not read everything (an unreadable checkpoint or log); else 0."
 )

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trainprobe.cli._command import Command, CommandParser, add_output_options
-from trainprobe.cli._fleet import (
-    add_fleet_options,
-    add_remote_timeouts,
-    expand_specs,
-    is_fleet,
-    live_reporter,
-    render_fleet,
-)
+from trainprobe.cli._command import Command, CommandParser, Remote
+from trainprobe.cli._fleet import is_fleet, resolve, show_fleet
 from trainprobe.cli._output import Console, Output, escape
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
 from trainprobe.json_names import i_json
+
+if TYPE_CHECKING:
+    from trainprobe.remote.target import Target
 
 _CHECK_HELP = (
     "A checkpoint is a unit: a file, or a directory a framework writes as one checkpoint (HF Trainer "
@@ -114,20 +110,15 @@ def add_arguments(parser: CommandParser) -> None:
     options.add_argument(
         "--strict", action="store_true", help="Exit 1 when a verdict is 'unknown' (not enough evidence)."
     )
-    add_output_options(options)
-    remote = parser.add_argument_group("where the files are (--on)")
-    remote.add_argument(
-        "--on", action="append", metavar="TARGET",
-        help="Check on a remote target (ssh=user@host...); repeat, or a range/name/group, for a fleet.",
-    )  # fmt: skip
-    remote.add_argument(
+    parser.group(_REMOTE.heading).add_argument(
         "--sharded", action="store_true",
         help="With a fleet: PATH is one checkpoint unit whose files are spread over the targets (node-local "
         "disks, or storage several see): each target checks the parts it holds, and one verdict comes back "
         "(see below for what a part split over targets can and cannot show).",
     )  # fmt: skip
-    add_remote_timeouts(remote, "the remote check")
-    add_fleet_options(remote)
+
+
+_REMOTE = Remote("fleet", "Check on a remote target (ssh=user@host...).", "the remote check")
 
 
 def check(
@@ -155,13 +146,13 @@ def check(
         from trainprobe.cli._sharded import check_sharded
 
         return check_sharded(
-            out, expand_specs(on, config), paths[0], strict=strict, timeout=timeout,
+            out, resolve(on, config), paths[0], strict=strict, timeout=timeout,
             connect_timeout=connect_timeout, parallel=parallel,
         )  # fmt: skip
     if on:
         from trainprobe.tasks import check_on
 
-        targets = expand_specs(on, config)
+        targets = resolve(on, config)
         if is_fleet(targets):
             return _check_fleet(
                 out, targets, list(paths), strict=strict, timeout=timeout,
@@ -176,45 +167,28 @@ def check(
     return exit_code(report, strict)
 
 
+def _check_summary(report: dict[str, Any]) -> str:
+    return ", ".join(f"{n} {verdict}" for verdict, n in report["summary"].items()) or "no checkpoint"
+
+
 def _check_fleet(
-    out: Output,
-    targets: list[str],
-    paths: list[str],
-    *,
-    strict: bool,
-    timeout: float,
-    connect_timeout: float,
-    parallel: int,
-) -> int:
+    out: Output, targets: list[Target], paths: list[str], *, strict: bool, timeout: float,
+    connect_timeout: float, parallel: int,
+) -> int:  # fmt: skip
     """One check report per target, then the table of targets; the exit code summarises the fleet."""
     from trainprobe.tasks import check_on_fleet
 
-    progress = None if out.quiet or out.json_mode else out.live(stderr=True)
-    _, _, on_done = live_reporter(targets, None, progress)
-    checked = check_on_fleet(
-        targets, paths, parallel=parallel, timeout=timeout, connect_timeout=connect_timeout, on_done=on_done
-    )
-    if progress is not None:
-        progress.raise_failure()
-    fleet, reports = checked.fleet, checked.reports
-    codes = [exit_code(reports[o.target], strict) if o.target in reports else 1 for o in fleet.outcomes]
-    code = 1 if 1 in codes else max(codes, default=0)
-    summaries = {
-        target: ", ".join(f"{n} {verdict}" for verdict, n in report["summary"].items()) or "no checkpoint"
-        for target, report in reports.items()
-    }
-
-    def render(console: Console) -> None:
-        for target, report in reports.items():
-            console.print(f"[bold]── {escape(target)}[/]", soft_wrap=True)
-            render_check_report(console, report)
-            console.print()
-        render_fleet(console, fleet, summaries, title="checked")
-
-    data: dict[str, Any] = fleet.to_json()
-    data["exit_code"] = code
-    out.result(i_json(data), render)
-    return code
+    return show_fleet(
+        out, targets,
+        lambda on_done, _cancel: check_on_fleet(
+            targets, paths, parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
+            on_done=on_done,
+        ),
+        render_check_report, _check_summary, title="checked",
+        code_of=lambda report: exit_code(report, strict),
+    )  # fmt: skip
 
 
-COMMAND = Command(_CHECK_HELP, "PATH... [options]", add_arguments, check, _CHECK_EPILOG)
+COMMAND = Command(
+    _CHECK_HELP, "PATH... [options]", add_arguments, check, _CHECK_EPILOG, remote=_REMOTE, schema_version=2
+)

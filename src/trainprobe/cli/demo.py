@@ -37,7 +37,6 @@ def add_arguments(parser: CommandParser) -> None:
         "--remote", action=argparse.BooleanOptionalAction, default=None,
         help="Also triage through `--on ssh=localhost` (default: when ssh localhost accepts your key).",
     )  # fmt: skip
-    options.add_argument("-h", "--help", action="help")
 
 
 def demo(*, workdir: str | None, quick: bool, remote: bool | None) -> int:
@@ -68,4 +67,4 @@ def demo(*, workdir: str | None, quick: bool, remote: bool | None) -> int:
     return 0 if story_found(run) else 1
 
 
-COMMAND = Command(_HELP, "[options]", add_arguments, demo, _EPILOG)
+COMMAND = Command(_HELP, "[options]", add_arguments, demo, _EPILOG, reports=False)

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trainprobe.cli._command import Command, CommandParser, add_output_options, at_least
-from trainprobe.cli._fleet import (
-    add_fleet_options,
-    add_remote_timeouts,
-    expand_specs,
-    is_fleet,
-    live_reporter,
-    render_fleet,
-)
+from trainprobe.cli._command import Command, CommandParser, Remote, at_least
+from trainprobe.cli._fleet import is_fleet, resolve, show_fleet
 from trainprobe.cli._output import Console, Output, Table, escape
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
 from trainprobe.json_names import i_json
+
+if TYPE_CHECKING:
+    from trainprobe.remote.target import Target
 
 _DIFF_HELP = (
     "A and B are checkpoint units of any kind (a file, checkpoint-N/, global_stepN/, a DCP directory: "
@@ -189,14 +185,9 @@ def add_arguments(parser: CommandParser) -> None:
         "--limit", type=at_least(1), default=50, metavar="N",
         help="Most tensors to list, largest changes first (default: %(default)s).",
     )  # fmt: skip
-    add_output_options(options)
-    remote = parser.add_argument_group("where the files are (--on)")
-    remote.add_argument(
-        "--on", action="append", metavar="TARGET",
-        help="Compare on a remote target (ssh=user@host...); repeat, or a range/name/group, for a fleet.",
-    )  # fmt: skip
-    add_remote_timeouts(remote, "the remote diff")
-    add_fleet_options(remote)
+
+
+_REMOTE = Remote("fleet", "Compare on a remote target (ssh=user@host...).", "the remote diff")
 
 
 def diff(
@@ -217,7 +208,7 @@ def diff(
     if on:
         from trainprobe.tasks import diff_on
 
-        targets = expand_specs(on, config)
+        targets = resolve(on, config)
         if is_fleet(targets):
             return _diff_fleet(
                 out, targets, a, b, show_all=show_all, limit=limit, timeout=timeout,
@@ -232,47 +223,29 @@ def diff(
     return int(report["exit_code"])
 
 
+def _diff_summary(report: dict[str, Any]) -> str:
+    counts = ", ".join(f"{n} {status}" for status, n in report["summary"].items())
+    return f"{counts} — {report['verdict']}"
+
+
 def _diff_fleet(
-    out: Output,
-    targets: list[str],
-    a: str,
-    b: str,
-    *,
-    show_all: bool,
-    limit: int,
-    timeout: float,
-    connect_timeout: float,
-    parallel: int,
-) -> int:
+    out: Output, targets: list[Target], a: str, b: str, *, show_all: bool, limit: int, timeout: float,
+    connect_timeout: float, parallel: int,
+) -> int:  # fmt: skip
     """One diff report per target, then the table of targets; the exit code summarises the fleet."""
     from trainprobe.tasks import diff_on_fleet
 
-    progress = None if out.quiet or out.json_mode else out.live(stderr=True)
-    _, _, on_done = live_reporter(targets, None, progress)
-    fleet = diff_on_fleet(
-        targets, a, b, parallel=parallel, timeout=timeout, connect_timeout=connect_timeout, on_done=on_done
-    )
-    if progress is not None:
-        progress.raise_failure()
-    reports = fleet.reports
-    codes = [int(reports[o.target]["exit_code"]) if o.target in reports else 1 for o in fleet.fleet.outcomes]
-    code = 1 if 1 in codes else max(codes, default=0)
-    summaries = {
-        target: ", ".join(f"{n} {status}" for status, n in r["summary"].items()) + f" — {r['verdict']}"
-        for target, r in reports.items()
-    }
-
-    def render(console: Console) -> None:
-        for target, report in reports.items():
-            console.print(f"[bold]── {escape(target)}[/]", soft_wrap=True)
-            render_diff_report(console, report, show_all, limit)
-            console.print()
-        render_fleet(console, fleet.fleet, summaries, title="compared")
-
-    data: dict[str, Any] = fleet.fleet.to_json()
-    data["exit_code"] = code
-    out.result(i_json(data), render)
-    return code
+    return show_fleet(
+        out, targets,
+        lambda on_done, _cancel: diff_on_fleet(
+            targets, a, b, parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
+            on_done=on_done,
+        ),
+        lambda console, report: render_diff_report(console, report, show_all, limit), _diff_summary,
+        title="compared",
+    )  # fmt: skip
 
 
-COMMAND = Command(_DIFF_HELP, "A B [options]", add_arguments, diff, _DIFF_EPILOG)
+COMMAND = Command(
+    _DIFF_HELP, "A B [options]", add_arguments, diff, _DIFF_EPILOG, remote=_REMOTE, schema_version=2
+)

@@ -9,24 +9,19 @@ from typing import TYPE_CHECKING, Any
 from trainprobe.cli._command import (
     Command,
     CommandParser,
-    add_output_options,
+    Remote,
     at_least,
     non_negative_seconds,
     positive_number,
 )
-from trainprobe.cli._fleet import (
-    add_fleet_options,
-    add_remote_timeouts,
-    expand_specs,
-    is_fleet,
-    live_reporter,
-    render_fleet,
-)
+from trainprobe.cli._fleet import is_fleet, resolve, show_fleet
 from trainprobe.cli._output import Console, Output
+from trainprobe.cli._verdicts import FLEET_EXIT_CODES
 from trainprobe.errors import UsageError
 
 if TYPE_CHECKING:  # imported where used: trainprobe.metrics pulls in numpy, which every command would pay for
     from trainprobe.metrics import LogReport, Options, RunLog
+    from trainprobe.remote.target import Target
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -56,7 +51,7 @@ _LOGS_EPILOG = (
     "  trainprobe logs /runs/3/train.log --on ssh=gpu07 --html report.html     the HTML written here\n"
     "  trainprobe logs /local/run/train.log --on 'ssh=node[01-04]'   one report per node, then a table\n\n"
     "Exit codes: 0 healthy (nothing at --fail-on or worse), 1 findings, 2 unreadable input or bad flags. "
-    "A fleet: 1 if any target has findings at --fail-on or could not be read or reached, else 0."
+    f"{FLEET_EXIT_CODES}"
 )
 
 
@@ -147,18 +142,6 @@ def render_not_read(report: LogReport, console: Console, *, shown: int = 20) -> 
         console.print(f"[bold red]not read[/] … and {len(report.not_read) - shown} more (see --json)")
 
 
-def exit_code_for(report: LogReport, fail_on: str) -> int:
-    """0 nothing at ``fail_on`` or worse, 1 findings, 2 when a path could not be read (whatever was found
-    in the rest: an incomplete report is never healthy)."""
-    from trainprobe.metrics.findings import SEVERITY_RANK
-
-    if report.not_read:
-        return 2
-    if fail_on == "never" or report.worst is None:
-        return 0
-    return 1 if SEVERITY_RANK[report.worst] <= SEVERITY_RANK[fail_on] else 0
-
-
 def add_arguments(parser: CommandParser) -> None:
     parser.add_argument(
         "paths", nargs="+", type=Path, metavar="PATH...",
@@ -181,26 +164,13 @@ def add_arguments(parser: CommandParser) -> None:
         "refused, and lines over 4096 characters are not tried (also for --event).",
     )  # fmt: skip
     add_detector_options(options)
-    output = parser.add_argument_group("output")
+    output = parser.group("output")
     output.add_argument(
         "--html", type=Path, metavar="FILE", help="Write a self-contained HTML report (works offline)."
     )
     output.add_argument(
         "--png", type=Path, metavar="FILE", help="Write PNG charts (needs the plot extra: matplotlib)."
     )
-    add_output_options(
-        output,
-        json_help="One JSON document on stdout (schema_version 1; a fleet: the fleet document, each "
-        "target's report in its result).",
-        quiet_help="No report on stdout; only the exit code.",
-    )
-    remote = parser.add_argument_group("where the logs are (--on)")
-    remote.add_argument(
-        "--on", action="append", metavar="TARGET",
-        help="Read the logs on a remote target (ssh=user@host...); repeat, or a range/name/group: a fleet.",
-    )  # fmt: skip
-    add_remote_timeouts(remote, "the remote analysis")
-    add_fleet_options(remote)
 
 
 def logs(
@@ -239,7 +209,7 @@ def logs(
     if on:
         from trainprobe.tasks import logs_on
 
-        targets = expand_specs(on, config)
+        targets = resolve(on, config)
         if is_fleet(targets):
             if html is not None or png is not None:
                 raise UsageError(
@@ -266,63 +236,41 @@ def logs(
 
         render_png(report, png)
         out.note(f"PNG charts written to {png}")
-    out.result(report.to_json(), lambda console: render_report(report, console))
-    return exit_code_for(report, fail_on)
+    out.result(report.to_json(fail_on=fail_on), lambda console: render_report(report, console))
+    return report.exit_code_for(fail_on)
+
+
+def _logs_summary(report: LogReport) -> str:
+    counts = ", ".join(f"{report.count(s)} {s}" for s in ("error", "warning", "info"))
+    return f"{len(report.runs)} run(s): {counts if report.findings else 'no findings'}"
 
 
 def _logs_fleet(
-    out: Output,
-    targets: list[str],
-    paths: list[Path],
-    options: Options,
-    *,
-    fail_on: str,
-    timeout: float,
-    connect_timeout: float,
-    parallel: int,
-) -> int:
+    out: Output, targets: list[Target], paths: list[Path], options: Options, *, fail_on: str, timeout: float,
+    connect_timeout: float, parallel: int,
+) -> int:  # fmt: skip
     """One log report per target, then the table of targets; the exit code summarises the fleet."""
     from trainprobe.tasks import logs_on_fleet
 
-    progress = None if out.quiet or out.json_mode else out.live(stderr=True)
-    _, _, on_done = live_reporter(targets, None, progress)
-    fleet = logs_on_fleet(
-        targets, paths, options=options, parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
-        on_done=on_done,
+    return show_fleet(
+        out, targets,
+        lambda on_done, _cancel: logs_on_fleet(
+            targets, paths, options=options, parallel=parallel, timeout=timeout,
+            connect_timeout=connect_timeout, on_done=on_done,
+        ),
+        lambda console, report: render_report(report, console), _logs_summary, title="logs read",
+        code_of=lambda report: report.exit_code_for(fail_on),
+        result=lambda report: report.to_json(fail_on=fail_on), names_as_i_json=False,
     )  # fmt: skip
-    if progress is not None:
-        progress.raise_failure()
-    reports = fleet.reports
-    codes = [
-        exit_code_for(reports[o.target], fail_on) if o.target in reports else 1 for o in fleet.fleet.outcomes
-    ]
-    code = 2 if 2 in codes else 1 if 1 in codes else 0
-    summaries = {
-        target: f"{len(r.runs)} run(s): "
-        + (
-            ", ".join(f"{r.count(s)} {s}" for s in ("error", "warning", "info"))
-            if r.findings
-            else "no findings"
-        )
-        for target, r in reports.items()
-    }
-
-    def render(console: Console) -> None:
-        from trainprobe.cli._output import escape
-
-        for target, report in reports.items():
-            console.print(f"[bold]── {escape(target)}[/]", soft_wrap=True)
-            render_report(report, console)
-            console.print()
-        render_fleet(console, fleet.fleet, summaries, title="logs read")
-
-    data: dict[str, Any] = fleet.fleet.to_json()
-    data["exit_code"] = code
-    for entry in data["targets"]:  # each target's report as `logs --json` prints it (its full answer stays in
-        report = reports.get(entry["target"])  # the run's log directory)
-        entry["result"] = None if report is None else report.to_json()
-    out.result(data, render)
-    return code
 
 
-COMMAND = Command(_LOGS_HELP, "PATH... [options]", add_arguments, logs, _LOGS_EPILOG)
+COMMAND = Command(
+    _LOGS_HELP, "PATH... [options]", add_arguments, logs, _LOGS_EPILOG,
+    remote=Remote(
+        "fleet", "Read the logs on a remote target (ssh=user@host...).", "the remote analysis",
+        heading="where the logs are (--on)",
+    ),
+    json_help="One JSON document on stdout (schema_version 1; a fleet: the fleet document, each target's "
+    "report in its result).",
+    quiet_help="No report on stdout; only the exit code.",
+)  # fmt: skip

@@ -36,7 +36,6 @@ def add_arguments(parser: CommandParser) -> None:
         "program that runs, and a client that approves read-only tools without asking would let an injected "
         "prompt run one. run always takes them; names from the targets file always work",
     )
-    options.add_argument("-h", "--help", action="help")
 
 
 def serve(*, allow_interpreters: bool = False) -> int:
@@ -46,4 +45,4 @@ def serve(*, allow_interpreters: bool = False) -> int:
     return 0
 
 
-COMMAND = Command(_HELP, "[options]", add_arguments, serve, _EPILOG)
+COMMAND = Command(_HELP, "[options]", add_arguments, serve, _EPILOG, reports=False)

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trainprobe.cli._command import Command, CommandParser, add_output_options, seconds
-from trainprobe.cli._fleet import (
-    FLEET_HELP,
-    TARGET_HELP,
-    add_fleet_options,
-    expand_specs,
-    is_fleet,
-    live_reporter,
-    render_fleet,
-)
+from trainprobe.cli._command import Command, CommandParser, Remote
+from trainprobe.cli._fleet import FLEET_HELP, TARGET_HELP, is_fleet, resolve, show_fleet
 from trainprobe.cli._output import Console, Output
+
+if TYPE_CHECKING:
+    import threading
+    from collections.abc import Callable
+
+    from trainprobe.remote.fanout import Outcome
+    from trainprobe.remote.target import Target
 
 PROBE_HELP = (
     "Interpreters with their versions, numpy, torch and CUDA; GPUs (nvidia-smi); disk free, load and "
@@ -96,37 +95,32 @@ def _probe_summary(report: dict[str, Any]) -> str:
 
 
 def _probe_fleet(
-    out: Output, targets: list[str], *, cuda: bool, timeout: float, connect_timeout: float, parallel: int
+    out: Output, targets: list[Target], *, cuda: bool, timeout: float, connect_timeout: float, parallel: int
 ) -> int:
-    import threading
-
     from trainprobe.remote.probe import probe_fleet
+    from trainprobe.tasks import FleetReports
 
-    cancel = threading.Event()
-    progress = None if out.quiet or out.json_mode else out.live(cancel, stderr=True)
-    _, _, on_done = live_reporter(targets, None, progress)
-    fleet = probe_fleet(
+    def run(on_done: Callable[[Outcome], None], cancel: threading.Event) -> FleetReports[dict[str, Any]]:
+        fleet = probe_fleet(
+            [str(t) for t in targets], cuda=cuda, parallel=parallel, timeout=timeout,
+            connect_timeout=connect_timeout, on_done=on_done, cancel=cancel,
+        )  # fmt: skip
+        return FleetReports(
+            fleet, {o.target: o.result for o in fleet.outcomes if o.ok and isinstance(o.result, dict)}
+        )
+
+    # a probe report is no verdict: the fleet's code is whether each target was probed
+    return show_fleet(
+        out,
         targets,
-        cuda=cuda,
-        parallel=parallel,
-        timeout=timeout,
-        connect_timeout=connect_timeout,
-        on_done=on_done,
-        cancel=cancel,
+        run,
+        render_probe,
+        _probe_summary,
+        title="probed",
+        code_of=lambda _report: 0,
+        names_as_i_json=False,
+        headed=False,
     )
-    if progress is not None:
-        progress.raise_failure()
-    reports = {o.target: o.result for o in fleet.outcomes if o.ok and isinstance(o.result, dict)}
-
-    def render(console: Console) -> None:
-        for report in reports.values():
-            render_probe(console, report)
-            console.print()
-        summaries = {target: _probe_summary(report) for target, report in reports.items()}
-        render_fleet(console, fleet, summaries, title="probed")
-
-    out.result(fleet.to_json(), render)
-    return fleet.exit_code
 
 
 def add_arguments(parser: CommandParser) -> None:
@@ -139,16 +133,6 @@ def add_arguments(parser: CommandParser) -> None:
         "--cuda", action=argparse.BooleanOptionalAction, default=True,
         help="Import torch in each interpreter to ask about CUDA.",
     )  # fmt: skip
-    options.add_argument(
-        "--timeout", type=seconds, default=300.0, metavar="SECONDS",
-        help="Seconds before the probe is killed, each target (default: %(default)g).",
-    )  # fmt: skip
-    options.add_argument(
-        "--connect-timeout", type=seconds, default=10.0, metavar="SECONDS",
-        help="Seconds to connect and log in (default: %(default)g).",
-    )  # fmt: skip
-    add_fleet_options(options)
-    add_output_options(options, json_help="Print the report as one JSON document.", quiet_help=None)
 
 
 def probe_command(
@@ -160,9 +144,10 @@ def probe_command(
     parallel: int,
     config: Path | None,
     json_mode: bool,
+    quiet: bool,
 ) -> int:
-    out = Output(json_mode=json_mode)
-    expanded = expand_specs(targets, config)
+    out = Output(json_mode=json_mode, quiet=quiet)
+    expanded = resolve(targets, config)
     if is_fleet(expanded):
         return _probe_fleet(
             out, expanded, cuda=cuda, timeout=timeout, connect_timeout=connect_timeout, parallel=parallel
@@ -174,4 +159,9 @@ def probe_command(
     return 0
 
 
-COMMAND = Command(PROBE_HELP, "TARGET... [options]", add_arguments, probe_command, PROBE_EPILOG)
+COMMAND = Command(
+    PROBE_HELP, "TARGET... [options]", add_arguments, probe_command, PROBE_EPILOG,
+    remote=Remote("fleet", "", "the probe", timeout=300.0, heading="where to look", on=False),
+    json_help="Print the report as one JSON document (a fleet: the fleet document, each target's report in "
+    "its result).",
+)  # fmt: skip

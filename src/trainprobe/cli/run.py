@@ -13,18 +13,14 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from trainprobe.cli._command import Command, CommandParser, add_output_options, seconds
-from trainprobe.cli._fleet import (
-    FLEET_HELP,
-    TARGET_HELP,
-    add_fleet_options,
-    expand_specs,
-    is_fleet,
-    live_reporter,
-    render_fleet,
-)
+from trainprobe.cli._command import Command, CommandParser, Remote
+from trainprobe.cli._fleet import FLEET_HELP, TARGET_HELP, is_fleet, live_reporter, render_fleet, resolve
 from trainprobe.cli._output import Output, escape
 from trainprobe.errors import UsageError
+
+TYPE_CHECKING = False  # not typing's: a single run imports no typing (tests/remote/test_import_time.py)
+if TYPE_CHECKING:
+    from trainprobe.remote.target import Target
 
 RUN_HELP = (
     "The script, its arguments and any modules travel over stdin; it runs as __main__ with sys.argv set "
@@ -76,27 +72,8 @@ def add_arguments(parser: CommandParser) -> None:
         "words", nargs="+", metavar="TARGET SCRIPT [-- ARGS...]",
         help="Where to run (leave out with --on), a local Python script, and arguments for it after --.",
     )  # fmt: skip
-    options = parser.add_argument_group("options")
-    options.add_argument(
-        "--on", action="append", metavar="TARGET",
-        help="A target, range, name or group; repeat for a fleet (no TARGET then).",
-    )  # fmt: skip
-    options.add_argument(
-        "--timeout", type=seconds, metavar="SECONDS",
-        help="Seconds before the run is killed (all of it; per target in a fleet). Default: no limit.",
-    )  # fmt: skip
-    options.add_argument(
-        "--connect-timeout", type=seconds, default=10.0, metavar="SECONDS",
-        help="Seconds to connect, authenticate and get through login scripts (default: %(default)g).",
-    )  # fmt: skip
-    options.add_argument(
+    parser.add_argument_group("options").add_argument(
         "--need", metavar="MODULES", help="Modules the interpreter must have, e.g. torch,numpy."
-    )
-    add_fleet_options(options)
-    add_output_options(
-        options,
-        json_help="Print one JSON document (exit code, result, log paths); live output goes to stderr.",
-        quiet_help="No live output and no notes; logs are still kept.",
     )
 
 
@@ -115,7 +92,7 @@ def run_command(
     specs, script, args = _split_words(words, on or [])
     if not os.path.isfile(script):
         raise UsageError(f"script {script} is not a readable file")
-    targets = expand_specs(specs, config)
+    targets = resolve(specs, config)
     needed = tuple(n.strip() for n in (need or "").split(",") if n.strip())
     out = Output(json_mode=json_mode, quiet=quiet)
     if not is_fleet(targets):
@@ -125,7 +102,7 @@ def run_command(
     from trainprobe.remote.fanout import run_fleet
 
     live = LiveStreams(out)
-    on_output, on_plan, on_done = live_reporter(targets, live.stdout, live.stderr)
+    on_output, on_plan, on_done = live_reporter([str(t) for t in targets], live.stdout, live.stderr)
     fleet = run_fleet(
         targets,
         script,
@@ -146,7 +123,7 @@ def run_command(
 
 def run_single(
     out: Output,
-    target: str,
+    target: Target,
     script: str,
     args: Sequence[str],
     *,
@@ -198,4 +175,12 @@ class LiveStreams:
                 stream.raise_failure()
 
 
-COMMAND = Command(RUN_HELP, "TARGET SCRIPT [options] [-- ARGS...]", add_arguments, run_command, RUN_EPILOG)
+COMMAND = Command(
+    RUN_HELP, "TARGET SCRIPT [options] [-- ARGS...]", add_arguments, run_command, RUN_EPILOG,
+    remote=Remote(
+        "fleet", "Where to run (no TARGET word then).", "the run",
+        timeout=None, heading="where it runs",
+    ),
+    json_help="Print one JSON document (exit code, result, log paths); live output goes to stderr.",
+    quiet_help="No live output and no notes; logs are still kept.",
+)  # fmt: skip

@@ -3,24 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from trainprobe.cli._command import Command, CommandParser, add_output_options, at_least
-from trainprobe.cli._fleet import (
-    add_fleet_options,
-    add_remote_timeouts,
-    expand_specs,
-    is_fleet,
-    live_reporter,
-    render_fleet,
-)
+from trainprobe.cli._command import Command, CommandParser, Remote, at_least
+from trainprobe.cli._fleet import is_fleet, resolve, show_fleet
 from trainprobe.cli._output import Console, Output
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
 from trainprobe.json_names import i_json
 
 if TYPE_CHECKING:
     from trainprobe.checkpoint.scan import FileReport, ScanReport, UnitReport
-    from trainprobe.remote.fanout import FleetResult
+    from trainprobe.remote.target import Target
 
 _SCAN_HELP = (
     "Reads torch zip (.pt/.pth/.bin/.ckpt: plain, Lightning, DeepSpeed) and legacy files, safetensors, "
@@ -195,62 +188,28 @@ def render_scan_report(console: Console, report: ScanReport) -> None:
     console.print(summary)
 
 
-def fleet_scan_exit_code(fleet: FleetResult, reports: dict[str, ScanReport]) -> int:
-    """1 if any target found non-finite values (or a suspicious global) or could not scan; else 2 if any
-    target had unreadable files; else 0."""
-    codes = [reports[o.target].exit_code if o.target in reports else 1 for o in fleet.outcomes]
-    return 1 if 1 in codes else max(codes, default=0)
+def _scan_summary(report: ScanReport) -> str:
+    """A target's row in the fleet's table: files, tensors, what was found."""
+    t = report.totals()
+    found = f"{t['nonfinite']} non-finite in {t['bad_tensors']} tensor(s)" if t["nonfinite"] else "no NaN/Inf"
+    unreadable = f", {t['files_unreadable']} unreadable" if t["files_unreadable"] else ""
+    return f"{t['files']} file(s), {t['tensors']} tensors: {found}{unreadable}"
 
 
 def _scan_fleet(
-    out: Output,
-    targets: list[str],
-    paths: list[str],
-    *,
-    stats: bool,
-    verify: bool,
-    timeout: float,
-    connect_timeout: float,
-    parallel: int,
-) -> int:
+    out: Output, targets: list[Target], paths: list[str], *, stats: bool, verify: bool, timeout: float,
+    connect_timeout: float, parallel: int,
+) -> int:  # fmt: skip
     from trainprobe.tasks import scan_on_fleet
 
-    progress = None if out.quiet or out.json_mode else out.live(stderr=True)
-    _, _, on_done = live_reporter(targets, None, progress)
-    scanned = scan_on_fleet(
-        targets, paths, stats=stats, verify=verify, parallel=parallel, timeout=timeout,
-        connect_timeout=connect_timeout, on_done=on_done,
+    return show_fleet(
+        out, targets,
+        lambda on_done, _cancel: scan_on_fleet(
+            targets, paths, stats=stats, verify=verify, parallel=parallel, timeout=timeout,
+            connect_timeout=connect_timeout, on_done=on_done,
+        ),
+        render_scan_report, _scan_summary, title="scanned",
     )  # fmt: skip
-    if progress is not None:
-        progress.raise_failure()
-    fleet, reports = scanned.fleet, scanned.reports
-    code = fleet_scan_exit_code(fleet, reports)
-    summaries = {}
-    for target, report in reports.items():
-        t = report.totals()
-        summaries[target] = (
-            f"{t['files']} file(s), {t['tensors']} tensors: "
-            + (
-                f"{t['nonfinite']} non-finite in {t['bad_tensors']} tensor(s)"
-                if t["nonfinite"]
-                else "no NaN/Inf"
-            )
-            + (f", {t['files_unreadable']} unreadable" if t["files_unreadable"] else "")
-        )
-
-    def render(console: Console) -> None:
-        from trainprobe.cli._output import escape
-
-        for target, report in reports.items():
-            console.print(f"[bold]── {escape(target)}[/]", soft_wrap=True)  # whole: people copy it
-            render_scan_report(console, report)
-            console.print()
-        render_fleet(console, fleet, summaries, title="scanned")
-
-    data: dict[str, Any] = fleet.to_json()
-    data["exit_code"] = code
-    out.result(i_json(data), render)
-    return code
 
 
 def add_arguments(parser: CommandParser) -> None:
@@ -265,20 +224,15 @@ def add_arguments(parser: CommandParser) -> None:
         "--verify", action="store_true", help="Check zip CRC32s and storage sizes against element counts."
     )
     options.add_argument("--workers", type=at_least(1), metavar="N", help="Threads for checking tensors.")
-    add_output_options(options)
-    remote = parser.add_argument_group("where the files are (--on)")
-    remote.add_argument(
-        "--on", action="append", metavar="TARGET",
-        help="Scan on a remote target (ssh=user@host...); repeat, or a range/name/group, for a fleet.",
-    )  # fmt: skip
-    remote.add_argument(
+    parser.group(_REMOTE.heading).add_argument(
         "--sharded", action="store_true",
         help="With a fleet: PATH is one checkpoint unit whose files are spread over the targets (node-local "
         "disks, or storage several see): each target scans the files it holds (shared ones split by size), "
         "and one report comes back, as a scan of all files in one place would give it.",
     )  # fmt: skip
-    add_remote_timeouts(remote, "the remote scan")
-    add_fleet_options(remote)
+
+
+_REMOTE = Remote("fleet", "Scan on a remote target (ssh=user@host...).", "the remote scan")
 
 
 def scan(
@@ -308,7 +262,7 @@ def scan(
         from trainprobe.cli._sharded import scan_sharded
 
         return scan_sharded(
-            out, expand_specs(on, config), paths[0], stats=stats, verify=verify, timeout=timeout,
+            out, resolve(on, config), paths[0], stats=stats, verify=verify, timeout=timeout,
             connect_timeout=connect_timeout, parallel=parallel,
         )  # fmt: skip
     if on:
@@ -316,7 +270,7 @@ def scan(
             from trainprobe.tasks import scan_on
         except ImportError:  # an installation with the checkpoint readers only
             raise UsageError("remote scanning (--on) is not available in this installation") from None
-        targets = expand_specs(on, config)
+        targets = resolve(on, config)
         if is_fleet(targets):
             return _scan_fleet(
                 out, targets, list(paths), stats=stats, verify=verify, timeout=timeout,
@@ -335,4 +289,6 @@ def scan(
     return report.exit_code
 
 
-COMMAND = Command(_SCAN_HELP, "PATH... [options]", add_arguments, scan, _SCAN_EPILOG)
+COMMAND = Command(
+    _SCAN_HELP, "PATH... [options]", add_arguments, scan, _SCAN_EPILOG, remote=_REMOTE, schema_version=2
+)

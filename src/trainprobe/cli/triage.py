@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from trainprobe.cli._command import (
     Command,
     CommandParser,
-    add_output_options,
+    Remote,
     at_least,
     non_negative_seconds,
     positive_number,
 )
-from trainprobe.cli._fleet import add_remote_timeouts
+from trainprobe.cli._fleet import one_target
 from trainprobe.cli._output import Console, Output, Table, escape
 from trainprobe.errors import UsageError
 from trainprobe.json_names import i_json
@@ -129,20 +130,16 @@ def add_arguments(parser: CommandParser) -> None:
         help="Log lines matching REGEX are events (repeatable).",
     )  # fmt: skip
     options.add_argument("--workers", type=at_least(1), metavar="N", help="Checkpoints checked at once.")
-    output = parser.add_argument_group("output")
-    output.add_argument(
+    parser.group("output").add_argument(
         "--html", dest="html_path", type=Path, metavar="FILE", help="Write the self-contained HTML report."
     )
-    add_output_options(output)
-    remote = parser.add_argument_group("where the files are (--on)")
-    remote.add_argument("--on", metavar="TARGET", help="Triage on a remote target (ssh=user@host...).")
-    add_remote_timeouts(remote, "the remote work")
 
 
 def triage(
     run_dir: str,
     *,
-    on: str | None,
+    on: list[str] | None,
+    config: Path | None,
     json_mode: bool,
     html_path: Path | None,
     quiet: bool,
@@ -154,26 +151,26 @@ def triage(
     connect_timeout: float,
 ) -> int:
     out = Output(json_mode=json_mode, quiet=quiet)
-    if on is not None:
-        from trainprobe.remote import parse_target
-
-        parse_target(on)  # a malformed target is a usage error before anything starts
-        out.note(f"triaging {run_dir} on {on}")
+    options: dict[str, Any] = {
+        "threshold": threshold, "stall_floor_s": stall_floor, "event_patterns": list(event),
+        "workers": workers,
+    }  # fmt: skip
     from trainprobe.triage import render_triage_html
-    from trainprobe.triage import triage as run_triage
 
-    with out.progress("triage", total=1.0) as advance:
-        report = run_triage(
-            run_dir,
-            on=on,
-            threshold=threshold,
-            stall_floor_s=stall_floor,
-            event_patterns=list(event),
-            workers=workers,
-            progress=advance,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-        )
+    if on:
+        target = one_target(
+            on, config, refusal="triage diagnoses one run directory on one target",
+            hint="run one triage per target (slurm=JOB@NODE for one node of a job)",
+        )  # fmt: skip
+        from trainprobe.tasks import triage_on
+
+        out.note(f"triaging {run_dir} on {target}")
+        report = triage_on(target, run_dir, timeout=timeout, connect_timeout=connect_timeout, **options)
+    else:
+        from trainprobe.triage import triage as run_triage
+
+        with out.progress("triage", total=1.0) as advance:
+            report = run_triage(run_dir, progress=advance, **options)
     if report.logs is None and not report.checkpoints and not report.problems:
         if report.log_files:
             why = "; ".join(f"{s['path']}: {s['why']}" for s in report.logs_skipped[:3])
@@ -194,4 +191,11 @@ def triage(
     return int(report.exit_code)
 
 
-COMMAND = Command(_HELP, "RUN_DIR [options]", add_arguments, triage, _EPILOG)
+COMMAND = Command(
+    _HELP, "RUN_DIR [options]", add_arguments, triage, _EPILOG,
+    remote=Remote(
+        "one", "Triage on a remote target (ssh=user@host..., a name from the targets file).",
+        "the remote work",
+    ),
+    schema_version=2,
+)  # fmt: skip

@@ -12,10 +12,10 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from trainprobe.cli._command import Command, CommandParser, add_output_options, seconds
-from trainprobe.cli._fleet import CONFIG_HELP, expand_specs, is_fleet
+from trainprobe.cli._command import Command, CommandParser, Remote, seconds
+from trainprobe.cli._fleet import one_target
 from trainprobe.cli._output import Output
-from trainprobe.cli.logs import FAIL_ON, add_detector_options, exit_code_for, render_report
+from trainprobe.cli.logs import FAIL_ON, add_detector_options, render_report
 from trainprobe.errors import UsageError
 
 if TYPE_CHECKING:  # imported where used: trainprobe.metrics pulls in numpy, which every command would pay for
@@ -81,12 +81,6 @@ def add_arguments(parser: CommandParser) -> None:
         help="The log to follow; with --on, a path there (`watch TARGET PATH` works too).",
     )  # fmt: skip
     parser.add_argument("path", nargs="?", help=argparse.SUPPRESS)
-    remote = parser.add_argument_group("where the log is (--on)")
-    remote.add_argument(
-        "--on", action="append", metavar="TARGET",
-        help="Follow the log on a remote target (ssh=user@host//venv=..., a name from the targets file).",
-    )  # fmt: skip
-    remote.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     options = parser.add_argument_group("options")
     options.add_argument(
         "--exec", dest="exec_cmd", metavar="CMD",
@@ -102,9 +96,6 @@ def add_arguments(parser: CommandParser) -> None:
         help="Exit 1 at the end if a finding is this severe (default: %(default)s).",
     )  # fmt: skip
     add_detector_options(options, stall=False)
-    add_output_options(
-        options, json_help="JSON Lines: one object per finding, then the summary.", quiet_help=None
-    )
 
 
 def watch(
@@ -119,8 +110,10 @@ def watch(
     threshold: float,
     on: list[str] | None,
     config: Path | None,
+    connect_timeout: float,
+    quiet: bool,
 ) -> int:
-    out = Output(json_mode=json_mode)
+    out = Output(json_mode=json_mode, quiet=quiet)
     try:
         argv = shlex.split(exec_cmd) if exec_cmd else None
     except ValueError as exc:
@@ -133,7 +126,14 @@ def watch(
         )
     specs = on or ([target_or_path] if path is not None else [])
     log = Path(path if path is not None else target_or_path)
-    remote_target = _one_target(specs, config) if specs else None
+    remote_target = (
+        one_target(
+            specs, config, refusal="watch follows one log on one target",
+            hint="run one watch per target (slurm=JOB@NODE), or `trainprobe logs --on` for a fleet's report",
+        )
+        if specs
+        else None
+    )  # fmt: skip
     if remote_target is None and log.is_dir():
         raise UsageError(f"{log}: is a directory", hint="watch one log file")
 
@@ -145,7 +145,7 @@ def watch(
     def on_finding(f: Finding) -> None:
         if json_mode:
             out.json({"type": "finding", **f.to_json()}, indent=None)
-        else:
+        elif not quiet:
             out.console.print(
                 f"[{_STYLE[f.severity]}]{f.severity}[/] {escape(f.run)} {escape(f.metric)} step "
                 f"{fmt_step(f.step)}: {escape(f.message)}\n  [dim]→ {escape(f.suggestion)}[/]"
@@ -168,32 +168,30 @@ def watch(
         from trainprobe.tasks import watch_on
 
         report = watch_on(
-            remote_target, str(log), on_finding, options=options, interval=interval, notify=out.note
-        )
+            remote_target, str(log), on_finding, options=options, interval=interval, notify=out.note,
+            connect_timeout=connect_timeout,
+        )  # fmt: skip
     else:
         report = watch_file(log, on_finding, options=options, interval=interval)
     if report is None:
         out.note(f"{log}: no metric rows arrived")
         return 0
     if json_mode:
-        out.json({"type": "summary", **report.to_json()}, indent=None)
-    else:
+        out.json({"type": "summary", **report.to_json(fail_on=fail_on)}, indent=None)
+    elif not quiet:
         out.console.rule("summary")
         render_report(report, out.console)
-    return exit_code_for(report, fail_on)
+    return report.exit_code_for(fail_on)
 
 
-def _one_target(specs: list[str], config: Path | None) -> str:
-    """The one target ``--on`` names, parsed before anything starts (a malformed one is a usage error); a
-    fleet is refused: one watch follows one stream."""
-    targets = expand_specs(specs, config)
-    if is_fleet(targets):
-        raise UsageError(
-            f"watch follows one log on one target; {' '.join(specs)} names "
-            + (f"{len(targets)} targets" if len(targets) > 1 else "every node of a Slurm job"),
-            hint="run one watch per target (slurm=JOB@NODE), or `trainprobe logs --on` for a fleet's report",
-        )
-    return targets[0]
-
-
-COMMAND = Command(_WATCH_HELP, "PATH [--on TARGET] [options]", add_arguments, watch, _WATCH_EPILOG)
+COMMAND = Command(
+    _WATCH_HELP, "PATH [--on TARGET] [options]", add_arguments, watch, _WATCH_EPILOG,
+    remote=Remote(
+        "one", "Follow the log on a remote target (ssh=user@host//venv=..., a name from the targets file).",
+        None,
+        heading="where the log is (--on)",
+    ),
+    json_help="JSON Lines: one object per finding, then the summary (logs --json's document, schema_version "
+    "1).",
+    quiet_help="Print no findings and no summary; only the exit code tells (--exec still runs).",
+)  # fmt: skip

@@ -107,12 +107,29 @@ class LogReport:
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
 
-    def to_json(self, *, series: bool = False, max_points: int = 2000, data: bool = False) -> dict[str, Any]:
-        """The ``logs --json`` document (schema_version 1); ``series``: each metric downsampled to about
-        ``max_points`` points (the HTML's curves); ``data``: each run's every value too (``runs[].data``, see
-        :meth:`RunLog.to_json`), which :meth:`from_json` needs."""
+    def exit_code_for(self, fail_on: str = "error") -> int:
+        """0 nothing at ``fail_on`` (a severity, or "never") or worse, 1 findings, 2 when a path could not
+        be read (whatever was found in the rest: an incomplete report is never healthy)."""
+        if self.not_read:
+            return 2
+        if fail_on == "never" or self.worst is None:
+            return 0
+        return 1 if SEVERITY_RANK[self.worst] <= SEVERITY_RANK[fail_on] else 0
+
+    @property
+    def exit_code(self) -> int:
+        """The exit code at the default ``fail_on="error"`` (``logs`` without ``--fail-on``)."""
+        return self.exit_code_for()
+
+    def to_json(
+        self, *, series: bool = False, max_points: int = 2000, data: bool = False, fail_on: str = "error"
+    ) -> dict[str, Any]:
+        """The ``logs --json`` document (schema_version 1), its ``exit_code`` at ``fail_on``; ``series``: each
+        metric downsampled to about ``max_points`` points (the HTML's curves); ``data``: each run's every
+        value too (``runs[].data``, see :meth:`RunLog.to_json`), which :meth:`from_json` needs."""
         out: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
+            "exit_code": self.exit_code_for(fail_on),
             "summary": {s: self.count(s) for s in SEVERITY_RANK},
             "runs": [
                 {

@@ -23,6 +23,11 @@ TYPE_CHECKING = False  # no typing at run time: every run imports this module
 if TYPE_CHECKING:
     from typing import Any
 
+#: seconds to connect, authenticate and get through login scripts: the one default of every run, call, fleet
+#: and task (and of the CLI's --connect-timeout: trainprobe.cli._command.CONNECT_TIMEOUT_S, held equal by a
+#: test); a login that runs conda's hooks or a slow LDAP lookup takes several seconds
+CONNECT_TIMEOUT_S = 20.0
+
 
 def _script(script: str | os.PathLike[str]) -> tuple[bytes, str]:
     """(source bytes, filename for tracebacks); a str naming an existing file is a path, else source."""
@@ -60,7 +65,7 @@ def run(
     args: Sequence[str] = (),
     *,
     timeout: float | None = None,
-    connect_timeout: float = 10.0,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
     need: Sequence[str] = (),
     stdout: Sink | None = None,
     stderr: Sink | None = None,
@@ -126,7 +131,7 @@ def call(
     function: Callable[..., Any],
     *args: Any,
     timeout: float | None = None,
-    connect_timeout: float = 10.0,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
     need: Sequence[str] = (),
     modules: Sequence[str] = (),
     **kwargs: Any,

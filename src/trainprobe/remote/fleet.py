@@ -38,7 +38,7 @@ from pathlib import Path
 
 from trainprobe.errors import UsageError
 from trainprobe.remote._record import field, record
-from trainprobe.remote.target import parse_target
+from trainprobe.remote.target import Target, parse_target
 
 TYPE_CHECKING = False  # no typing at run time: a single `trainprobe run` expands its target through here
 if TYPE_CHECKING:
@@ -226,3 +226,14 @@ def expand_targets(specs: Sequence[str], config: FleetConfig | None = None) -> l
     if not out:
         raise UsageError("no targets given", hint="e.g. ssh=node[01-04]//docker=trainer")
     return out
+
+
+def resolve(specs: Sequence[str], config: str | os.PathLike[str] | FleetConfig | None = None) -> list[Target]:
+    """The targets ``specs`` name (target strings, host ranges, names and groups of the targets file), parsed,
+    in order, each once: what every command's ``--on`` (and the MCP tools' ``target``) means.
+
+    ``config`` is the targets file (a path, or one already loaded); None: ``$TRAINPROBE_CONFIG``, else the
+    XDG location, where a missing file is an empty one. UsageError as :func:`expand_targets` raises it.
+    """
+    loaded = config if isinstance(config, FleetConfig) else load_config(config)
+    return [parse_target(text) for text in expand_targets(specs, loaded)]

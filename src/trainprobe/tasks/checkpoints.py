@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from trainprobe.remote.api import CONNECT_TIMEOUT_S
 from trainprobe.tasks.remote_call import FleetReports, RemoteTask
 
 TYPE_CHECKING = False
@@ -47,7 +48,7 @@ def scan_on(
     stats: bool = False,
     verify: bool = False,
     timeout: float | None = None,
-    connect_timeout: float = 10.0,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
 ) -> ScanReport:
     """:func:`trainprobe.checkpoint.scan` on ``target``; the report a local scan gives. Raises the run's
     RemoteError if the scan could not run."""
@@ -64,7 +65,7 @@ def scan_on_fleet(
     verify: bool = False,
     parallel: int = 32,
     timeout: float | None = None,
-    connect_timeout: float = 10.0,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
     on_done: Callable[[Outcome], None] | None = None,
     log_dir: str | Path | None = None,
 ) -> FleetReports[ScanReport]:
@@ -76,7 +77,11 @@ def scan_on_fleet(
 
 
 def check_on(
-    target: str | Target, paths: Sequence[str], *, timeout: float | None = None, connect_timeout: float = 10.0
+    target: str | Target,
+    paths: Sequence[str],
+    *,
+    timeout: float | None = None,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
 ) -> dict[str, Any]:
     """``trainprobe check`` where the checkpoints are: the ``check --json`` document a local
     :func:`trainprobe.checkpoint.check.check_paths` gives, computed on ``target``."""
@@ -89,7 +94,7 @@ def check_on_fleet(
     *,
     parallel: int = 32,
     timeout: float | None = None,
-    connect_timeout: float = 10.0,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
     on_done: Callable[[Outcome], None] | None = None,
     log_dir: str | Path | None = None,
 ) -> FleetReports[dict[str, Any]]:

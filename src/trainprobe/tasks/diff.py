@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from trainprobe.remote.api import CONNECT_TIMEOUT_S
 from trainprobe.tasks.remote_call import FleetReports, RemoteTask
 
 TYPE_CHECKING = False
@@ -33,7 +34,12 @@ def diff_task() -> RemoteTask[dict[str, Any]]:
 
 
 def diff_on(
-    target: str | Target, a: str, b: str, *, timeout: float | None = None, connect_timeout: float = 10.0
+    target: str | Target,
+    a: str,
+    b: str,
+    *,
+    timeout: float | None = None,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
 ) -> dict[str, Any]:
     """``trainprobe diff A B`` where the checkpoints are: the document a local
     ``diff_paths(a, b).to_json()`` gives, computed on ``target``. A path that names no checkpoint there is
@@ -48,7 +54,7 @@ def diff_on_fleet(
     *,
     parallel: int = 32,
     timeout: float | None = None,
-    connect_timeout: float = 10.0,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
     on_done: Callable[[Outcome], None] | None = None,
     log_dir: str | Path | None = None,
 ) -> FleetReports[dict[str, Any]]:

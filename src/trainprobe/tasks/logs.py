@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from trainprobe.remote.api import CONNECT_TIMEOUT_S
 from trainprobe.tasks.remote_call import FleetReports, RemoteTask
 
 TYPE_CHECKING = False
@@ -41,7 +42,7 @@ def logs_on(
     *,
     options: Options | None = None,
     timeout: float | None = None,
-    connect_timeout: float = 10.0,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
 ) -> LogReport:
     """:func:`trainprobe.metrics.analyze` of ``paths`` on ``target``: the report a local analysis gives.
     A trainprobe error there (a log that is not there: LogError) is raised here as that error; any other
@@ -58,7 +59,7 @@ def logs_on_fleet(
     options: Options | None = None,
     parallel: int = 32,
     timeout: float | None = None,
-    connect_timeout: float = 10.0,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
     on_done: Callable[[Outcome], None] | None = None,
     log_dir: str | Path | None = None,
 ) -> FleetReports[LogReport]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import trainprobe.errors as errors
 from trainprobe.errors import RemoteError, RemoteExceptionError, TrainprobeError, UsageError
+from trainprobe.remote.api import CONNECT_TIMEOUT_S
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,7 +28,44 @@ class FleetReports(Generic[R]):
 
     @property
     def exit_code(self) -> int:
-        return self.fleet.exit_code
+        """The fleet's code from each report's own: see :meth:`exit_code_by`."""
+        return self.exit_code_by(report_exit_code)
+
+    def exit_code_by(self, code_of: Callable[[R], int]) -> int:
+        """1 if any target failed (no report) or its report's code (``code_of``) is 1, else the largest
+        report code (2: some target could not read everything); a finding anywhere wins over unreadable."""
+        codes = [
+            code_of(self.reports[o.target]) if o.target in self.reports else 1 for o in self.fleet.outcomes
+        ]
+        if not codes:
+            return self.fleet.exit_code
+        return 1 if 1 in codes else max(codes)
+
+    def to_json(
+        self, *, exit_code: int | None = None, result: Callable[[R], Any] | None = None
+    ) -> dict[str, Any]:
+        """The fleet document: :meth:`FleetResult.to_json` with each target's report in ``result`` (its
+        ``to_json()``, as the command prints it for one target, or what ``result`` makes of it), null for a
+        target without one (its raw answer stays in the run's log directory), and the fleet's
+        ``exit_code`` (``exit_code``: one computed with a command's rule, e.g. ``check --strict``)."""
+        data = self.fleet.to_json()
+        data["exit_code"] = self.exit_code if exit_code is None else exit_code
+        for entry in data["targets"]:
+            report = self.reports.get(entry["target"])
+            entry["result"] = None if report is None else (result or _report_json)(report)
+        return data
+
+
+def report_exit_code(report: Any) -> int:
+    """A report's exit code: its ``exit_code`` attribute, or the ``exit_code`` of a report document."""
+    if isinstance(report, Mapping):
+        return int(report["exit_code"])
+    return int(report.exit_code)
+
+
+def _report_json(report: Any) -> Any:
+    to_json = getattr(report, "to_json", None)
+    return to_json() if callable(to_json) else report
 
 
 @dataclass(frozen=True)
@@ -43,8 +81,8 @@ class RemoteTask(Generic[R]):
     modules: tuple[str, ...] = ()
 
     def on(
-        self, target: str | Target, *args: Any, timeout: float | None = None, connect_timeout: float = 10.0,
-        **kwargs: Any,
+        self, target: str | Target, *args: Any, timeout: float | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT_S, **kwargs: Any,
     ) -> R:  # fmt: skip
         """The report from ``target``; raises the run's RemoteError (no interpreter with ``need``: an
         InterpreterNotFoundError listing what each candidate lacked), or the trainprobe error the function
@@ -66,7 +104,7 @@ class RemoteTask(Generic[R]):
         *args: Any,
         parallel: int = 32,
         timeout: float | None = None,
-        connect_timeout: float = 10.0,
+        connect_timeout: float = CONNECT_TIMEOUT_S,
         on_done: Callable[[Outcome], None] | None = None,
         log_dir: str | Path | None = None,
         **kwargs: Any,

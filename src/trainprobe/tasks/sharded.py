@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainprobe.remote.api import CONNECT_TIMEOUT_S
 from trainprobe.tasks.remote_call import RemoteTask
 
 TYPE_CHECKING = False
@@ -63,7 +64,7 @@ def scan_sharded(
     verify: bool = False,
     parallel: int = 32,
     timeout: float | None = None,
-    connect_timeout: float = 10.0,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
     on_progress: Callable[[ShareProgress], None] | None = None,
     log_dir: str | Path | None = None,
 ) -> ShardedScan:
@@ -92,7 +93,7 @@ def check_sharded(
     *,
     parallel: int = 32,
     timeout: float | None = None,
-    connect_timeout: float = 10.0,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
     on_progress: Callable[[ShareProgress], None] | None = None,
     log_dir: str | Path | None = None,
 ) -> ShardedCheck:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainprobe.errors import RemoteExceptionError, UsageError
+from trainprobe.remote.api import CONNECT_TIMEOUT_S
 from trainprobe.tasks.remote_call import RemoteTask
 
 TYPE_CHECKING = False
@@ -37,7 +38,7 @@ def collect_on(
     event_patterns: list[str] | None = None,
     workers: int | None = None,
     timeout: float | None = 3600.0,
-    connect_timeout: float = 20.0,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
 ) -> dict[str, Any]:
     """:func:`~trainprobe.triage.collect` on ``target`` (every option of triage travels with it). A usage
     error there (no such directory, a bad ``--event`` regex) is a UsageError here, naming the target."""

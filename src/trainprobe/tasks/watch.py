@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from trainprobe.errors import RemoteError
+from trainprobe.remote.api import CONNECT_TIMEOUT_S
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -34,8 +35,10 @@ class RemoteFollower:
         reconnect_delay: float = 1.0,
         max_failures: int = 5,
         notify: Callable[[str], None] = lambda _m: None,
+        connect_timeout: float = CONNECT_TIMEOUT_S,
     ) -> None:
         self.target = str(target)
+        self.connect_timeout = connect_timeout
         self.path = path
         self.on_lines = on_lines
         self.interval = interval
@@ -82,6 +85,7 @@ class RemoteFollower:
                 [self.path, self.ident, str(self.offset), str(self.interval)],
                 stdout=self._sink,
                 cancel=cancel,
+                connect_timeout=self.connect_timeout,
             )
             if cancel.is_set():
                 return
@@ -110,6 +114,7 @@ def watch_on(
     notify: Callable[[str], None] = lambda _m: None,
     cancel: threading.Event | None = None,
     reconnect_delay: float = 1.0,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
 ) -> LogReport | None:
     """Follow ``path`` on ``target`` until Ctrl-C (or ``cancel``), calling ``on_finding`` per new finding;
     the summary report at the end (None when fewer than two metric rows arrived), as
@@ -130,8 +135,9 @@ def watch_on(
             online.feed(lines)
 
     follower = RemoteFollower(
-        target, path, on_lines, interval=min(interval, 0.5), notify=notify, reconnect_delay=reconnect_delay
-    )
+        target, path, on_lines, interval=min(interval, 0.5), notify=notify, reconnect_delay=reconnect_delay,
+        connect_timeout=connect_timeout,
+    )  # fmt: skip
 
     def follow() -> None:
         try:
