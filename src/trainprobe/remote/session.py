@@ -307,6 +307,7 @@ def execute(
             _frame(b"A", program_frame("agent", far_magic, with_source=True)),
             _frame(b"C", marshal.dumps(config, 4)),
             _frame(b"S", script),
+            _frame(b"U", program_frame("_script_runner", far_magic, with_source=True)),
             *(_frame(b"M", module.frame(far_magic)) for module in modules),
             _frame(b"G", b""),
         ])  # fmt: skip
