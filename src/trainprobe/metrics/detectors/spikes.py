@@ -30,6 +30,7 @@ level before, is a cliff.
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -82,11 +83,8 @@ def detect_spikes(
     findings: list[Finding] = []
     sus = suspect[rows] if suspect is not None else np.zeros(rows.size, dtype=bool)
     for part in stretches(steps):
-        findings.extend(
-            _spikes_in(
-                run, metric, kind, rows[part], x[part], steps[part], sus[part], threshold, window, rel_guard
-            )
-        )
+        stretch = _Stretch(run, metric, kind, rows[part], x[part], steps[part], threshold, window, rel_guard)
+        findings.extend(_spikes_in(stretch, sus[part]))
     start_level = float(np.median(x[: min(10, x.size)]))
     for f in findings:
         if f.kind != SPIKE or f.severity == "info":
@@ -98,18 +96,23 @@ def detect_spikes(
     return findings
 
 
-def _spikes_in(
-    run: RunLog,
-    metric: str,
-    kind: str,
-    rows: np.ndarray,
-    x: np.ndarray,
-    steps: np.ndarray,
-    suspect: np.ndarray,
-    threshold: float,
-    window: int,
-    rel_guard: float,
-) -> list[Finding]:
+@dataclass(frozen=True)
+class _Stretch:
+    """One metric's finite rows within one stretch of steps, and the settings they are judged by."""
+
+    run: RunLog
+    metric: str
+    kind: str
+    rows: np.ndarray
+    x: np.ndarray
+    steps: np.ndarray
+    threshold: float
+    window: int
+    rel_guard: float
+
+
+def _spikes_in(s: _Stretch, suspect: np.ndarray) -> list[Finding]:
+    x, steps, kind, threshold, window, rel_guard = s.x, s.steps, s.kind, s.threshold, s.window, s.rel_guard
     n = x.size
     if n < MIN_BASELINE:
         if kind != "loss" or n < 2:
@@ -132,9 +135,7 @@ def _spikes_in(
         group = flagged[: int(gaps[0]) + 1] if gaps.size else flagged
         group = _with_onset(x, med, group, at)
         dev = x - med
-        finding = _judge(
-            run, metric, kind, rows, x, steps, med, scale, dev, group, threshold, window, rel_guard
-        )
+        finding = _judge(s, med, scale, dev, group)
         at = int(group[-1]) + 1
         if finding is None:
             continue
@@ -221,73 +222,91 @@ def _baseline(
 
 
 def _judge(
-    run: RunLog,
-    metric: str,
-    kind: str,
-    rows: np.ndarray,
-    x: np.ndarray,
-    steps: np.ndarray,
-    med: np.ndarray,
-    scale: np.ndarray,
-    dev: np.ndarray,
-    group: np.ndarray,
-    threshold: float,
-    window: int,
-    rel_guard: float,
+    s: _Stretch, med: np.ndarray, scale: np.ndarray, dev: np.ndarray, group: np.ndarray
 ) -> Finding | None:
+    """The spike or cliff of one group of flagged rows, or None."""
     start = int(group[0])
     peak = int(group[np.argmax(np.abs(dev[group]))])
     base = float(med[start])
     spread = float(scale[start]) if np.isfinite(scale[start]) else 0.0
+    tol = max(s.threshold / 2 * spread, s.rel_guard * abs(base))
+    recovered = _recovered_after(s, start, peak, base, tol)
+    if recovered is None:
+        cliff = _cliff(s, start)
+        if cliff is not None:
+            return cliff
+    settled: float | None = None
+    if recovered is None and s.kind in ("loss", "accuracy"):
+        recovered, settled = _settled(s.x, s.steps, start, peak, base, s.window)
+    return _spike(s, group, peak, base, float(dev[peak]), recovered, settled)
+
+
+def _recovered_after(s: _Stretch, start: int, peak: int, base: float, tol: float) -> float | None:
+    """Steps from the spike's start until the series is back within ``tol`` of ``base`` (or beyond it in
+    the good direction); None if it never is."""
+    rest_values = s.x[peak + 1 :]
+    if s.kind == "loss":
+        back = rest_values <= base + tol
+    elif s.kind == "accuracy":
+        back = rest_values >= base - tol
+    else:
+        back = np.abs(rest_values - base) <= tol
+    rest = np.flatnonzero(back)
+    return float(s.steps[peak + 1 + int(rest[0])] - s.steps[start]) if rest.size else None
+
+
+def _cliff(s: _Stretch, start: int) -> Finding | None:
+    """A jump at ``start`` that did not come back, the level over the next window and the one after ≥ 50 %
+    (the same way) from the level before: a cliff."""
+    x, steps, window = s.x, s.steps, s.window
     level_before = float(np.median(x[max(0, start - window) : start]))
     after = x[start : start + window]
     later = x[start + window : start + 2 * window]
     shift_after = _rel_change(level_before, float(np.median(after))) if after.size >= 5 else 0.0
     shift_later = _rel_change(level_before, float(np.median(later))) if later.size >= 5 else shift_after
-    tol = max(threshold / 2 * spread, rel_guard * abs(base))
-    rest_values = x[peak + 1 :]
-    if kind == "loss":
-        back = rest_values <= base + tol
-    elif kind == "accuracy":
-        back = rest_values >= base - tol
-    else:
-        back = np.abs(rest_values - base) <= tol
-    rest = np.flatnonzero(back)
-    recovered = float(steps[peak + 1 + int(rest[0])] - steps[start]) if rest.size else None
     is_shift = (
         abs(shift_after) >= 0.5 and abs(shift_later) >= 0.5 and np.sign(shift_after) == np.sign(shift_later)
     )
-    if is_shift and recovered is None and after.size >= min(window, 10):
-        new_level = float(np.median(later if later.size >= 5 else after))
-        return Finding(
-            CLIFF,
-            "error" if kind in ("loss", "accuracy") else "warning",
-            run.name,
-            metric,
-            float(steps[start]),
-            float(steps[min(start + window, len(steps) - 1)]),
-            value=new_level,
-            baseline=level_before,
-            magnitude=shift_later,
-            row=int(rows[start]),
-            message=(
-                f"{metric} {'jumped' if new_level > level_before else 'fell off a cliff'} at step "
-                f"{fmt_step(steps[start])}: {fmt_value(level_before)} → {fmt_value(new_level)} "
-                f"({_change(level_before, new_level)}) and stayed there"
-            ),
-        )
-    settled: float | None = None
-    if recovered is None and kind in ("loss", "accuracy"):
-        recovered, settled = _settled(x, steps, start, peak, base, window)
+    if not is_shift or after.size < min(window, 10):
+        return None
+    new_level = float(np.median(later if later.size >= 5 else after))
+    return Finding(
+        CLIFF,
+        "error" if s.kind in ("loss", "accuracy") else "warning",
+        s.run.name,
+        s.metric,
+        float(steps[start]),
+        float(steps[min(start + window, len(steps) - 1)]),
+        value=new_level,
+        baseline=level_before,
+        magnitude=shift_later,
+        row=int(s.rows[start]),
+        message=(
+            f"{s.metric} {'jumped' if new_level > level_before else 'fell off a cliff'} at step "
+            f"{fmt_step(steps[start])}: {fmt_value(level_before)} → {fmt_value(new_level)} "
+            f"({_change(level_before, new_level)}) and stayed there"
+        ),
+    )
+
+
+def _spike(
+    s: _Stretch,
+    group: np.ndarray,
+    peak: int,
+    base: float,
+    peak_dev: float,
+    recovered: float | None,
+    settled: float | None,
+) -> Finding:
+    x, steps, start = s.x, s.steps, int(group[0])
     ratio = float(x[peak] / base) if base else float("inf")
-    size = abs(float(dev[peak])) / max(abs(base), 1e-12)
-    if kind in ("loss", "accuracy"):
-        if size >= 2.0 or recovered is None:
-            severity = "error"
-        elif len(group) > 3 or size >= 0.5:
-            severity = "warning"
-        else:
-            severity = "info"
+    size = abs(peak_dev) / max(abs(base), 1e-12)
+    if s.kind not in ("loss", "accuracy"):
+        severity = "info"
+    elif size >= 2.0 or recovered is None:
+        severity = "error"
+    elif len(group) > 3 or size >= 0.5:
+        severity = "warning"
     else:
         severity = "info"
     if recovered is None and peak == len(x) - 1:
@@ -304,18 +323,18 @@ def _judge(
     return Finding(
         SPIKE,
         severity,
-        run.name,
-        metric,
+        s.run.name,
+        s.metric,
         float(steps[start]),
         float(steps[int(group[-1])]),
         value=float(x[peak]),
         baseline=base,
         magnitude=ratio,
         recovered_after=recovered,
-        row=int(rows[start]),
+        row=int(s.rows[start]),
         settled_at=settled,
         message=(
-            f"{metric} spiked at step {fmt_step(steps[start])}: {fmt_value(base)} → "
+            f"{s.metric} spiked at step {fmt_step(steps[start])}: {fmt_value(base)} → "
             f"{fmt_value(float(x[peak]))} (×{ratio:.3g}), {rec_text}"
         ),
     )

@@ -106,14 +106,15 @@ def _halvings(run: RunLog, step_from: float, step_to: float) -> int:
     return 0
 
 
-def _loss_divergence(
+def _explosion_or_climb(
     run: RunLog, metric: str, rows: np.ndarray, steps: np.ndarray, x: np.ndarray, start_level: float
 ) -> Finding | None:
+    """10× the lowest level so far and staying up (the module docstring's first shape)."""
     n = x.size
     smooth = _running_median3(x)
     low = np.minimum.accumulate(smooth)
-    # explosion or sustained climb: ten rows to tell it from a spike that decays, and above a tenth of where
-    # the loss started (0.01 → 0.1 near the floor is noise)
+    # ten rows to tell it from a spike that decays, and above a tenth of where the loss started (0.01 → 0.1
+    # near the floor is noise)
     m = max(n - 10, 0)  # rows with ten rows from them on
     jumps = np.flatnonzero((x[1 : 1 + m] >= 10 * low[:m]) & (low[:m] > 0)) + 1
     candidates = jumps[:1000].tolist()
@@ -124,102 +125,103 @@ def _loss_divergence(
         base = low[i - 1]
         span = max(10, (n - i) // 10)  # a tenth of what is left: a spike that decays is no climb
         level = float(np.median(x[i : i + span]))
-        if level >= 5 * base and level >= 0.1 * start_level:
-            back = np.flatnonzero(smooth[i:] < 3 * base)
-            end = i + int(back[0]) - 1 if back.size else n - 1
-            if back.size and end - i + 1 < 0.2 * (n - i):
-                continue  # up and back down within a fifth of what follows: a spike, not a climb
-            rise = x[i : end + 1]
-            half = max(1, rise.size // 2)
-            if back.size and rise.size >= 4 and np.median(rise[half:]) < np.median(rise[:half]):
-                continue  # a jump that decays back (a save that upset training): a spike, not a climb
-            if rise.size >= 6:
-                onset = onset_of[i]
-                jump, settled = float(np.median(x[onset : onset + 3])), float(np.median(rise[half:]))
-                before = float(np.median(x[max(0, onset - 20) : onset]))
-                if settled < 0.6 * jump and settled < 3 * before:
-                    continue  # a jump that fell most of the way back and stays near where it was: a spike
-            peak = float(x[i : end + 1].max())
-            return _finding(
-                run,
-                metric,
-                rows,
-                steps,
-                i,
-                max(end, i),
-                float(base),
-                peak,
-                f"{fmt_value(float(base))} → {fmt_value(float(x[i]))} and up to {fmt_value(peak)}"
-                + (
-                    " by the end of the log"
-                    if not back.size
-                    else f", back under {fmt_value(3 * float(base))} at step {fmt_step(steps[end + 1])}"
-                ),
-            )
-    # a rising tail of a long log
-    blocks = 20
-    if n >= blocks * 5:
-        size = n // blocks
-        meds = np.median(x[: size * blocks].reshape(blocks, size), axis=1)
-        best = int(np.argmin(meds))
-        tail = meds[best:]
-        if tail.size >= 4 and np.all(np.diff(tail[-4:]) > 0) and tail[-1] >= 1.5 * meds[best]:
-            onset = best * size + size // 2
-            return _finding(
-                run,
-                metric,
-                rows,
-                steps,
-                onset,
-                n - 1,
-                float(meds[best]),
-                float(tail[-1]),
-                f"it rose from {fmt_value(float(meds[best]))} to {fmt_value(float(tail[-1]))} at the end and "
-                "keeps rising",
-            )
-    # a short climb
-    if n < 50:
-        ups = np.diff(x) > 0
-        run_len = 0
-        for i, up in enumerate(ups):
-            run_len = run_len + 1 if up else 0
-            first = i + 1 - run_len
-            if run_len >= 4 and x[i + 1] >= 1.5 * x[first]:
-                return _finding(
-                    run,
-                    metric,
-                    rows,
-                    steps,
-                    first + 1,
-                    i + 1,
-                    float(x[first]),
-                    float(x[i + 1]),
-                    f"it rose on {run_len} rows in a row, {fmt_value(float(x[first]))} → "
-                    f"{fmt_value(float(x[i + 1]))}",
-                )
-    # a climb the gradients confirm
-    best = int(np.argmin(x))
-    if best + 2 < n and x[best + 1] > 1.02 * x[best] and x[best + 2] > 1.02 * x[best + 1]:
-        step_from, step_to = float(steps[best]), float(steps[-1])
-        grads = [g for g in _grad_columns(run) if _grows(run, g, step_from, step_to, 3.0)]
-        halved = _halvings(run, step_from, step_to)
-        if grads or halved >= 2:
-            why = (
-                f"{grads[0]} grew ≥3× over the same steps"
-                if grads
-                else f"the loss scale was cut {halved} times"
-            )
-            return _finding(
-                run,
-                metric,
-                rows,
-                steps,
-                best + 1,
-                n - 1,
-                float(x[best]),
-                float(x[best:].max()),
-                f"it rose from {fmt_value(float(x[best]))} to {fmt_value(float(x[-1]))} while {why}",
-            )
+        if level < 5 * base or level < 0.1 * start_level:
+            continue
+        back = np.flatnonzero(smooth[i:] < 3 * base)
+        end = i + int(back[0]) - 1 if back.size else n - 1
+        if back.size and end - i + 1 < 0.2 * (n - i):
+            continue  # up and back down within a fifth of what follows: a spike, not a climb
+        if _decays_back(x, x[i : end + 1], onset_of[i], came_back=bool(back.size)):
+            continue
+        peak = float(x[i : end + 1].max())
+        text = f"{fmt_value(float(base))} → {fmt_value(float(x[i]))} and up to {fmt_value(peak)}" + (
+            " by the end of the log"
+            if not back.size
+            else f", back under {fmt_value(3 * float(base))} at step {fmt_step(steps[end + 1])}"
+        )
+        return _finding(run, metric, rows, steps, i, max(end, i), float(base), peak, text)
+    return None
+
+
+def _decays_back(x: np.ndarray, rise: np.ndarray, onset: int, *, came_back: bool) -> bool:
+    """A jump that is a spike after all: it came back and its second half is lower than its first (a save
+    that upset training), or it fell most of the way back and stays near where it was."""
+    half = max(1, rise.size // 2)
+    if came_back and rise.size >= 4 and np.median(rise[half:]) < np.median(rise[:half]):
+        return True
+    if rise.size >= 6:
+        jump, settled = float(np.median(x[onset : onset + 3])), float(np.median(rise[half:]))
+        before = float(np.median(x[max(0, onset - 20) : onset]))
+        if settled < 0.6 * jump and settled < 3 * before:
+            return True
+    return False
+
+
+def _rising_tail(
+    run: RunLog, metric: str, rows: np.ndarray, steps: np.ndarray, x: np.ndarray, start_level: float
+) -> Finding | None:
+    """A long log whose last four of twenty block medians keep rising, to ≥ 1.5× the best."""
+    n, blocks = x.size, 20
+    if n < blocks * 5:
+        return None
+    size = n // blocks
+    meds = np.median(x[: size * blocks].reshape(blocks, size), axis=1)
+    best = int(np.argmin(meds))
+    tail = meds[best:]
+    if tail.size < 4 or not np.all(np.diff(tail[-4:]) > 0) or tail[-1] < 1.5 * meds[best]:
+        return None
+    low, high = float(meds[best]), float(tail[-1])
+    text = f"it rose from {fmt_value(low)} to {fmt_value(high)} at the end and keeps rising"
+    return _finding(run, metric, rows, steps, best * size + size // 2, n - 1, low, high, text)
+
+
+def _short_climb(
+    run: RunLog, metric: str, rows: np.ndarray, steps: np.ndarray, x: np.ndarray, start_level: float
+) -> Finding | None:
+    """A few pasted lines: four or more rises in a row, to ≥ 1.5× where they began."""
+    if x.size >= 50:
+        return None
+    ups = np.diff(x) > 0
+    run_len = 0
+    for i, up in enumerate(ups):
+        run_len = run_len + 1 if up else 0
+        first = i + 1 - run_len
+        if run_len >= 4 and x[i + 1] >= 1.5 * x[first]:
+            low, high = float(x[first]), float(x[i + 1])
+            text = f"it rose on {run_len} rows in a row, {fmt_value(low)} → {fmt_value(high)}"
+            return _finding(run, metric, rows, steps, first + 1, i + 1, low, high, text)
+    return None
+
+
+def _climb_with_gradients(
+    run: RunLog, metric: str, rows: np.ndarray, steps: np.ndarray, x: np.ndarray, start_level: float
+) -> Finding | None:
+    """Two rises in a row after the lowest point while a gradient norm grows ≥ 3× (or the loss scale is cut
+    twice) over the same steps."""
+    n, best = x.size, int(np.argmin(x))
+    if not (best + 2 < n and x[best + 1] > 1.02 * x[best] and x[best + 2] > 1.02 * x[best + 1]):
+        return None
+    step_from, step_to = float(steps[best]), float(steps[-1])
+    grads = [g for g in _grad_columns(run) if _grows(run, g, step_from, step_to, 3.0)]
+    halved = _halvings(run, step_from, step_to)
+    if not grads and halved < 2:
+        return None
+    why = f"{grads[0]} grew ≥3× over the same steps" if grads else f"the loss scale was cut {halved} times"
+    text = f"it rose from {fmt_value(float(x[best]))} to {fmt_value(float(x[-1]))} while {why}"
+    return _finding(run, metric, rows, steps, best + 1, n - 1, float(x[best]), float(x[best:].max()), text)
+
+
+#: the shapes of a diverging loss, in the module docstring's order: the first that fits is the finding
+_LOSS_SHAPES = (_explosion_or_climb, _rising_tail, _short_climb, _climb_with_gradients)
+
+
+def _loss_divergence(
+    run: RunLog, metric: str, rows: np.ndarray, steps: np.ndarray, x: np.ndarray, start_level: float
+) -> Finding | None:
+    for shape in _LOSS_SHAPES:
+        found = shape(run, metric, rows, steps, x, start_level)
+        if found is not None:
+            return found
     return None
 
 
