@@ -56,6 +56,14 @@ class Finding:
     suggestion: str = ""
     runs: list[str] = field(default_factory=list)
 
+    @property
+    def lasting(self) -> bool:
+        """Whether the run stays broken after it: a cliff, a non-finite value, a divergence, or an error-level
+        spike that never came back (no checkpoint saved after its start is one to resume from)."""
+        return self.kind in (CLIFF, NON_FINITE, DIVERGENCE) or (
+            self.kind == SPIKE and self.severity == "error" and self.recovered_after is None
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,

@@ -8,14 +8,15 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from trainprobe.conventions import step_text
+from trainprobe.metrics.findings import Finding
 from trainprobe.triage.model import (
-    Anomaly,
     CheckpointInfo,
     Conclusion,
     Disagreement,
     Duplicate,
     Problem,
-    fmt,
+    anomaly_json,
 )
 
 
@@ -34,7 +35,7 @@ def resume_from(
         if not units:
             return None, "no checkpoint found in the run directory"
         return None, "no checkpoint is healthy" + (
-            f" before step {fmt(bad_from)}" if bad_from is not None else ""
+            f" before step {step_text(bad_from)}" if bad_from is not None else ""
         )
     best = healthy[-1]
     consistency = (
@@ -46,7 +47,7 @@ def resume_from(
     )
     why = f"the latest checkpoint that is finite and not torn — check: {consistency}"
     if bad_from is not None:
-        why += f"; saved before the lasting anomaly at step {fmt(bad_from)}"
+        why += f"; saved before the lasting anomaly at step {step_text(bad_from)}"
     skipped = [c for c in ordered if not c.healthy and (c.step or -1) > (best.step or -1)]
     if skipped:
         why += f"; later ones are not healthy ({', '.join(f'{c.relpath}: {c.verdict}' for c in skipped[:4])})"
@@ -64,17 +65,17 @@ def _broken(
     lines: list[str] = []
     for u in nonfinite:
         lines.append(
-            f"NaN/Inf in {u.relpath} (step {fmt(u.step)}): {u.nonfinite_values:,} value(s) in "
+            f"NaN/Inf in {u.relpath} (step {step_text(u.step)}): {u.nonfinite_values:,} value(s) in "
             f"{u.nonfinite_tensors} tensor(s) — {u.describe_nonfinite(5)}"
         )
     for u in torn:
         groups = ", ".join(f"step {s}: {n} tensor(s)" for s, n in u.step_groups.items())
         lines.append(
-            f"torn: {u.relpath} (step {fmt(u.step)}) mixes training steps"
+            f"torn: {u.relpath} (step {step_text(u.step)}) mixes training steps"
             + (f" — {groups}" if groups else f" — {u.reason}")
         )
     for u in other:
-        lines.append(f"{u.verdict}: {u.relpath} (step {fmt(u.step)}) — {u.reason}")
+        lines.append(f"{u.verdict}: {u.relpath} (step {step_text(u.step)}) — {u.reason}")
     if not lines:
         lines.append(
             f"nothing: every one of {len(units)} checkpoint(s) is finite and not torn"
@@ -104,7 +105,7 @@ def _broken(
 
 
 def _logs(
-    logs: dict[str, Any] | None, log_files: list[str], problems: list[Problem], anomalies: list[Anomaly],
+    logs: dict[str, Any] | None, log_files: list[str], problems: list[Problem], anomalies: list[Finding],
     stalls: list[dict[str, Any]],
 ) -> dict[str, Any]:  # fmt: skip
     not_read = [p for p in problems if p.kind == "log-not-read"]
@@ -115,7 +116,7 @@ def _logs(
         key=lambda t: t[0],
     )
     for step, kind, metric, message in shown:
-        lines.append(f"step {fmt(step)}: {kind} in {metric} — {message}")
+        lines.append(f"step {step_text(step)}: {kind} in {metric} — {message}")
     read = [f for f in log_files if f not in {p.path for p in not_read}]
     if not logs:
         lines.insert(0, "no log read: " + ("; ".join(p.text() for p in not_read) or "no training log found"))
@@ -127,7 +128,7 @@ def _logs(
         "read": read,
         "not_read": [p.path for p in not_read],
         "lines": lines,
-        "findings": [a.to_json() for a in anomalies]
+        "findings": [anomaly_json(a) for a in anomalies]
         + [
             {"kind": "stall", "metric": s.get("metric"), "step": s["step"], "message": s["message"]}
             for s in stalls
@@ -136,7 +137,7 @@ def _logs(
 
 
 def _causes(conclusions: list[Conclusion]) -> dict[str, Any]:
-    lines = [f"step {fmt(c.step)}: {c.title} ({c.confidence} confidence)" for c in conclusions]
+    lines = [f"step {step_text(c.step)}: {c.title} ({c.confidence} confidence)" for c in conclusions]
     return {"lines": lines or ["nothing to explain"], "causes": [c.cause for c in conclusions]}
 
 
@@ -154,7 +155,7 @@ def _resume(unit: CheckpointInfo | None, why: str) -> dict[str, Any]:
         "path": unit.path,
         "step": unit.step,
         "why": why,
-        "lines": [f"resume from {unit.relpath} (step {fmt(unit.step)}): {why}"],
+        "lines": [f"resume from {unit.relpath} (step {step_text(unit.step)}): {why}"],
     }
 
 
@@ -166,7 +167,7 @@ def four_answers(
     logs: dict[str, Any] | None,
     log_files: list[str],
     problems: list[Problem],
-    anomalies: list[Anomaly],
+    anomalies: list[Finding],
     stalls: list[dict[str, Any]],
     conclusions: list[Conclusion],
     resume: CheckpointInfo | None,

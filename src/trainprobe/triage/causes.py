@@ -22,6 +22,8 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+from trainprobe.conventions import step_text
+from trainprobe.metrics.findings import Finding
 from trainprobe.triage.model import (
     ANOMALY_KINDS,
     EVENT_CAUSE,
@@ -32,12 +34,10 @@ from trainprobe.triage.model import (
     SAVE_RACE,
     SAVE_STALL,
     UNKNOWN,
-    Anomaly,
     CheckpointInfo,
     Conclusion,
     SaveMatch,
 )
-from trainprobe.triage.model import fmt as _fmt
 
 GROUP_STEPS = 3.0
 
@@ -47,11 +47,11 @@ def num(x: Any) -> float:
     return float(x) if x is not None else float("nan")
 
 
-def anomalies_of(logs: dict[str, Any] | None) -> tuple[list[Anomaly], list[dict[str, Any]]]:
+def anomalies_of(logs: dict[str, Any] | None) -> tuple[list[Finding], list[dict[str, Any]]]:
     """(anomalies, stalls) among the logs' findings; info-level findings are neither."""
     if not logs:
         return [], []
-    anomalies: list[Anomaly] = []
+    anomalies: list[Finding] = []
     stalls: list[dict[str, Any]] = []
     for f in logs["findings"]:
         if f["kind"] == "stall":
@@ -59,20 +59,7 @@ def anomalies_of(logs: dict[str, Any] | None) -> tuple[list[Anomaly], list[dict[
             continue
         if f["kind"] not in ANOMALY_KINDS or f["severity"] == "info":
             continue
-        recovered = f["kind"] == "spike" and f.get("recovered_after_steps") is not None
-        anomalies.append(
-            Anomaly(
-                f["kind"],
-                f["severity"],
-                f["run"],
-                f["metric"],
-                num(f["step"]),
-                num(f["end_step"]),
-                f["message"],
-                f.get("suggestion", ""),
-                recovered,
-            )
-        )
+        anomalies.append(Finding.from_json(f))
     anomalies.sort(key=lambda a: (a.step, a.run, a.metric))
     return anomalies, stalls
 
@@ -106,7 +93,7 @@ def last_finite_before(logs: dict[str, Any] | None, run: str, metric: str, step:
     return max(found, default=None)
 
 
-def _leads_into(a: Anomaly, anomalies: list[Anomaly], logs: dict[str, Any] | None) -> Anomaly | None:
+def _leads_into(a: Finding, anomalies: list[Finding], logs: dict[str, Any] | None) -> Finding | None:
     """The non-finite anomaly a divergence runs into: the divergence ends at the metric's last finite row
     before it (a climb that came back down first is an anomaly of its own), or None."""
     if a.kind != "divergence":
@@ -120,11 +107,11 @@ def _leads_into(a: Anomaly, anomalies: list[Anomaly], logs: dict[str, Any] | Non
     return None
 
 
-def group(anomalies: list[Anomaly], logs: dict[str, Any] | None = None) -> list[list[Anomaly]]:
+def group(anomalies: list[Finding], logs: dict[str, Any] | None = None) -> list[list[Finding]]:
     """Anomalies within :data:`GROUP_STEPS` of the first of a group are one group; a climb into a non-finite
     value joins that value's group, after it (the group's first anomaly names its step)."""
     lead_ins = {id(a): b for a in anomalies if (b := _leads_into(a, anomalies, logs)) is not None}
-    groups: list[list[Anomaly]] = []
+    groups: list[list[Finding]] = []
     for a in anomalies:
         if id(a) in lead_ins:
             continue
@@ -181,11 +168,11 @@ def _first_after(step: float, units: list[CheckpointInfo]) -> CheckpointInfo | N
 
 
 def _unit_line(c: CheckpointInfo) -> str:
-    return f"{c.relpath} (step {_fmt(c.step)} from its {c.step_source})"
+    return f"{c.relpath} (step {step_text(c.step)} from its {c.step_source})"
 
 
 def _after_save(
-    group: list[Anomaly], save: Save, stalls: list[dict[str, Any]], evidence: list[str]
+    group: list[Finding], save: Save, stalls: list[dict[str, Any]], evidence: list[str]
 ) -> Conclusion | None:
     step = group[0].step
     stall = _stall_near(save, stalls)
@@ -194,7 +181,7 @@ def _after_save(
     if not (stall or torn):
         return None
     evidence.append(
-        f"{_fmt(step - save.step)} step(s) after the checkpoint save at step {_fmt(save.step)} "
+        f"{step_text(step - save.step)} step(s) after the checkpoint save at step {step_text(save.step)} "
         f"({save.source}: {save.text[:120]})"
     )
     if stall:
@@ -205,12 +192,14 @@ def _after_save(
             + (f"is torn: {ckpt.reason}" if torn else f"is {ckpt.verdict}: {ckpt.reason}")
         )
     else:
-        evidence.append(f"no checkpoint unit on disk is the one the save at step {_fmt(save.step)} wrote")
+        evidence.append(
+            f"no checkpoint unit on disk is the one the save at step {step_text(save.step)} wrote"
+        )
     path = ckpt.path if ckpt else None
     if torn:
         return Conclusion(
             SAVE_RACE,
-            f"the checkpoint save at step {_fmt(save.step)} raced training",
+            f"the checkpoint save at step {step_text(save.step)} raced training",
             "high" if stall else "medium",
             step,
             group,
@@ -221,7 +210,7 @@ def _after_save(
         )
     return Conclusion(
         SAVE_STALL,
-        f"the checkpoint save at step {_fmt(save.step)} stalled training",
+        f"the checkpoint save at step {step_text(save.step)} stalled training",
         "medium",
         step,
         group,
@@ -233,7 +222,7 @@ def _after_save(
 
 
 def explain(
-    group: list[Anomaly],
+    group: list[Finding],
     near: float,
     saves: list[Save],
     stalls: list[dict[str, Any]],
@@ -248,8 +237,8 @@ def explain(
     lead_in = [a for a in group if _leads_into(a, group, logs) is not None]
     if lead_in:
         evidence.append(
-            f"{lead_in[0].metric} had been climbing since step {_fmt(lead_in[0].step)} and turned non-finite "
-            f"at step {_fmt(step)}: one event, the climb into it"
+            f"{lead_in[0].metric} had been climbing since step {step_text(lead_in[0].step)} and turned "
+            f"non-finite at step {step_text(step)}: one event, the climb into it"
         )
     before = [s for s in saves if s.step <= step and step - s.step <= near]
     if before:
@@ -259,7 +248,7 @@ def explain(
     nxt = _first_after(step, units)
     if not before and nxt is not None and nxt.has_nonfinite:
         opt_bad = nxt.optimizer_nonfinite
-        evidence.append(f"no checkpoint save within {_fmt(near)} steps before step {_fmt(step)}")
+        evidence.append(f"no checkpoint save within {step_text(near)} steps before step {step_text(step)}")
         evidence.append(
             f"the next checkpoint, {_unit_line(nxt)}, holds NaN/Inf "
             + (f"in optimizer state ({len(opt_bad)}+ tensors): " if opt_bad else "in weights: ")
@@ -269,18 +258,18 @@ def explain(
         if prev:
             last = max(prev, key=lambda c: c.step or 0)
             evidence.append(
-                f"the checkpoint before it, {last.relpath} (step {_fmt(last.step)}), is {last.verdict}"
+                f"the checkpoint before it, {last.relpath} (step {step_text(last.step)}), is {last.verdict}"
             )
         return Conclusion(
             EXPLOSION,
-            f"a gradient explosion at step {_fmt(step)} blew up the "
+            f"a gradient explosion at step {step_text(step)} blew up the "
             + ("optimizer state" if opt_bad else "weights"),
             "high" if opt_bad else "medium",
             step,
             group,
             evidence,
-            f"inspect the batch(es) at step {_fmt(step)}, clip gradients / skip non-finite steps, and resume "
-            "from the last healthy checkpoint",
+            f"inspect the batch(es) at step {step_text(step)}, clip gradients / skip non-finite steps, and "
+            "resume from the last healthy checkpoint",
             checkpoint=nxt.path,
         )
     for kind, cause, label in (
@@ -296,10 +285,12 @@ def explain(
         if evs:
             e = evs[-1]
             at = num(e["step"])
-            evidence.append(f"{_fmt(step - at)} step(s) after {label} at step {_fmt(at)}: {e['text']}")
+            evidence.append(
+                f"{step_text(step - at)} step(s) after {label} at step {step_text(at)}: {e['text']}"
+            )
             return Conclusion(
                 cause,
-                f"{label} at step {_fmt(num(e['step']))}",
+                f"{label} at step {step_text(num(e['step']))}",
                 "medium",
                 step,
                 group,
@@ -308,11 +299,11 @@ def explain(
             )
     if before:
         evidence.append(
-            f"a checkpoint save at step {_fmt(before[-1].step)} precedes it, but it neither stalled logging "
-            "nor wrote a torn checkpoint"
+            f"a checkpoint save at step {step_text(before[-1].step)} precedes it, but it neither stalled "
+            "logging nor wrote a torn checkpoint"
         )
     elif nxt is not None:
-        evidence.append(f"the next checkpoint, {nxt.relpath} (step {_fmt(nxt.step)}), is {nxt.verdict}")
+        evidence.append(f"the next checkpoint, {nxt.relpath} (step {step_text(nxt.step)}), is {nxt.verdict}")
     else:
         evidence.append("no checkpoint at or after it to confirm the state")
     return Conclusion(

@@ -10,7 +10,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from trainprobe.triage.model import TriageReport, fmt
+from trainprobe.conventions import step_text
+from trainprobe.triage.model import TriageReport
 
 W, LEFT, RIGHT = 900, 64, 16
 PANEL_H, PAD_T, PAD_B, LANE_H = 150, 10, 22, 46
@@ -53,7 +54,7 @@ def nice_ticks(lo: float, hi: float, target: int = 6) -> list[float]:
 
 
 def _label(x: float) -> str:
-    return fmt(x) if float(x).is_integer() else f"{x:.6g}"
+    return step_text(x) if float(x).is_integer() else f"{x:.6g}"
 
 
 class Axis:
@@ -104,7 +105,9 @@ def _markers(report: TriageReport, run: str, metric: str, axis: Axis, top: float
         if s.run != run:
             continue
         x = axis.x(s.step)
-        title = f"save at step {fmt(s.step)}: {s.text}" + (f" → {s.unit}" if s.unit else " (no unit on disk)")
+        title = f"save at step {step_text(s.step)}: {s.text}" + (
+            f" → {s.unit}" if s.unit else " (no unit on disk)"
+        )
         out.append(
             f'<line class="save" x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{bottom}" stroke="#2ca02c" '
             f'stroke-dasharray="4 3"><title>{html.escape(title)}</title></line>'
@@ -203,7 +206,7 @@ def run_charts(report: TriageReport, *, max_metrics: int = 8) -> str:
         if c.step is None:
             continue
         title = html.escape(
-            f"{c.relpath} (step {fmt(c.step)} from its {c.step_source}): {c.verdict} — {c.reason}"
+            f"{c.relpath} (step {step_text(c.step)} from its {c.step_source}): {c.verdict} — {c.reason}"
         )
         lane.append(
             f'<circle class="ckpt {html.escape(c.verdict)}" data-step="{c.step}" '

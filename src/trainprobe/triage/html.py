@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import html
 
+from trainprobe.conventions import step_text
 from trainprobe.triage.chart import VERDICT_COLOR, run_charts
-from trainprobe.triage.model import TriageReport, fmt
+from trainprobe.triage.model import TriageReport
 
 _CSS = """
 body{font:14px/1.4 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#222;max-width:980px}
@@ -63,7 +64,7 @@ def _conclusions(report: TriageReport) -> str:
     for c in report.conclusions:
         items = "".join(f"<li>{esc(e)}</li>" for e in c.evidence)
         out.append(
-            f'<div class="triage {c.confidence}" data-cause="{esc(c.cause)}"><h3>step {fmt(c.step)}: '
+            f'<div class="triage {c.confidence}" data-cause="{esc(c.cause)}"><h3>step {step_text(c.step)}: '
             f"{esc(c.title)} <small>({esc(c.confidence)} confidence)</small></h3><ul>{items}</ul>"
             f'<div class="sugg">→ {esc(c.suggestion)}</div></div>'
         )
@@ -77,9 +78,9 @@ def _units(report: TriageReport) -> str:
     rows = []
     for c in report.checkpoints:
         color = VERDICT_COLOR.get(c.verdict, "#333")
-        saved = f"; the log's save at step {fmt(c.saved_at['step'])}" if c.saved_at else ""
+        saved = f"; the log's save at step {step_text(c.saved_at['step'])}" if c.saved_at else ""
         rows.append(
-            f'<tr class="ckpt-row"><td>{fmt(c.step)}</td><td>{esc(c.relpath)}</td>'
+            f'<tr class="ckpt-row"><td>{step_text(c.step)}</td><td>{esc(c.relpath)}</td>'
             f'<td style="color:{color}" class="verdict">{esc(c.verdict)}</td><td>{esc(c.reason)}'
             f'<div class="sugg">{esc(c.step_origin)}{esc(saved)}</div></td></tr>'
         )

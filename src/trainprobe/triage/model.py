@@ -13,9 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
+from trainprobe.conventions import step_json
+from trainprobe.metrics.findings import CLIFF, DIVERGENCE, MISSING, NON_FINITE, SPIKE, Finding
 
 SCHEMA_VERSION = 2
-ANOMALY_KINDS = ("spike", "cliff", "non_finite", "divergence", "missing_value")
+# The logs' findings triage explains (a stall is evidence, not an anomaly; the rest are about throughput or
+# fitting, not a broken run).
+ANOMALY_KINDS = (SPIKE, CLIFF, NON_FINITE, DIVERGENCE, MISSING)
 SAVE_RACE, SAVE_STALL, EXPLOSION, RESUME_CAUSE, LR_CAUSE, EVENT_CAUSE, UNKNOWN = (
     "save-race",
     "save-stall",
@@ -25,18 +29,22 @@ SAVE_RACE, SAVE_STALL, EXPLOSION, RESUME_CAUSE, LR_CAUSE, EVENT_CAUSE, UNKNOWN =
     "event",
     "unknown",
 )
-KIND_WORD = {"non_finite": "NaN/Inf", "missing_value": "missing value"}
+KIND_WORD = {NON_FINITE: "NaN/Inf", MISSING: "missing value"}
 
 
-def j(x: float) -> int | float:
-    """A step for JSON: an int when it is one."""
-    return int(x) if float(x).is_integer() else float(x)
-
-
-def fmt(step: float | None) -> str:
-    if step is None:
-        return "?"
-    return str(int(step)) if float(step).is_integer() else f"{step:g}"
+def anomaly_json(finding: Finding) -> dict[str, Any]:
+    """An anomaly as the triage document lists it: the finding's place and message, and whether a spike
+    came back."""
+    return {
+        "kind": finding.kind,
+        "severity": finding.severity,
+        "run": finding.run,
+        "metric": finding.metric,
+        "step": step_json(finding.step),
+        "end_step": step_json(finding.end_step),
+        "message": finding.message,
+        "recovered": finding.kind == SPIKE and finding.recovered_after is not None,
+    }
 
 
 @dataclass
@@ -141,7 +149,7 @@ class SaveMatch:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "step": j(self.step),
+            "step": step_json(self.step),
             "text": self.text,
             "run": self.run,
             "path": self.path,
@@ -186,38 +194,6 @@ class Duplicate:
 
 
 @dataclass
-class Anomaly:
-    kind: str
-    severity: str
-    run: str
-    metric: str
-    step: float
-    end_step: float
-    message: str
-    suggestion: str
-    recovered: bool
-
-    @property
-    def lasting(self) -> bool:
-        """Whether the run stays broken after it (no checkpoint after its start is one to resume from)."""
-        return self.kind in ("cliff", "non_finite", "divergence") or (
-            self.kind == "spike" and self.severity == "error" and not self.recovered
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "severity": self.severity,
-            "run": self.run,
-            "metric": self.metric,
-            "step": j(self.step),
-            "end_step": j(self.end_step),
-            "message": self.message,
-            "recovered": self.recovered,
-        }
-
-
-@dataclass
 class Conclusion:
     """The likely cause of one anomaly (or of a few at the same steps), with the evidence for it."""
 
@@ -225,7 +201,7 @@ class Conclusion:
     title: str
     confidence: str
     step: float
-    anomalies: list[Anomaly]
+    anomalies: list[Finding]
     evidence: list[str]
     suggestion: str
     checkpoint: str | None = None
@@ -235,8 +211,8 @@ class Conclusion:
             "cause": self.cause,
             "title": self.title,
             "confidence": self.confidence,
-            "step": j(self.step),
-            "anomalies": [a.to_json() for a in self.anomalies],
+            "step": step_json(self.step),
+            "anomalies": [anomaly_json(a) for a in self.anomalies],
             "evidence": self.evidence,
             "suggestion": self.suggestion,
             "checkpoint": self.checkpoint,
@@ -254,7 +230,7 @@ class TimelineItem:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "step": j(self.step),
+            "step": step_json(self.step),
             "kind": self.kind,
             "type": self.type,
             "text": self.text,
@@ -293,7 +269,7 @@ class TriageReport:
     resume_reason: str
     seconds: float
     near_steps: float
-    anomalies: list[Anomaly] = field(default_factory=list)
+    anomalies: list[Finding] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     saves: list[SaveMatch] = field(default_factory=list)
     disagreements: list[Disagreement] = field(default_factory=list)
@@ -348,7 +324,7 @@ class TriageReport:
             "timeline": [t.to_json() for t in self.timeline],
             "log_files": self.log_files,
             "logs_skipped": self.logs_skipped,
-            "near_steps": j(self.near_steps),
+            "near_steps": step_json(self.near_steps),
             "seconds": self.seconds,
             "logs": self.logs,
         }

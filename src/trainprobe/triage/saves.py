@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from trainprobe.triage.model import CheckpointInfo, Disagreement, SaveMatch, fmt
+from trainprobe.conventions import step_json, step_text
+from trainprobe.triage.model import CheckpointInfo, Disagreement, SaveMatch
 
 _SAME_SAVE = ("manifest", "step field", "trainer_state.json", "scheduler")
 _NAMES = ("name", "directory")
@@ -111,8 +112,8 @@ def match_saves(events: dict[str, list[dict[str, Any]]], units: list[CheckpointI
     by_rel = {u.relpath: u for u in units}
     for rel, save in taken.items():
         unit = by_rel[rel]
-        unit.saved_at = {"step": int(save.step) if save.step.is_integer() else save.step, "run": save.run,
-                         "text": save.text, "matched_by": save.matched_by}  # fmt: skip
+        unit.saved_at = {"step": step_json(save.step), "run": save.run, "text": save.text,
+                         "matched_by": save.matched_by}  # fmt: skip
         if unit.step is None or unit.step_source.startswith("mtime"):
             unit.step, unit.step_source = int(save.step), LOG_LINE
     return saves
@@ -157,8 +158,8 @@ def disagreements(units: list[CheckpointInfo]) -> list[Disagreement]:
                 steps,
                 trusted,
                 u.step,
-                f"{u.relpath}: {others}, but its {trusted} says {fmt(u.step)} — trusting the {trusted}: "
-                + why,
+                f"{u.relpath}: {others}, but its {trusted} says {step_text(u.step)} — trusting the "
+                f"{trusted}: {why}",
             )
         )
     return out
