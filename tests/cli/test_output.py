@@ -10,9 +10,9 @@ import threading
 import pytest
 from rich.console import Console as RichConsole
 
-from trainprobe.cli._errors import OutputError
 from trainprobe.cli._output import Console, LiveOutput, Table, escape, json_text
 from trainprobe.cli._plain import render_markup
+from trainprobe.cli._streams import OutputError
 
 TRICKY = [
     "plain text",

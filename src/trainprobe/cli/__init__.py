@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(words: list[str]) -> int:
-    from trainprobe.cli._errors import write_stderr, write_stdout
+    from trainprobe.cli._streams import write_stderr, write_stdout
 
     if words and words[0] == "--debug":  # before the command: every exception with its traceback
         import os

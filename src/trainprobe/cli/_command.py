@@ -228,7 +228,7 @@ def _add_output_group(parser: CommandParser, command: Command) -> argparse._Argu
 def run_command(name: str, summary: str, words: Sequence[str]) -> int:
     """Import the command's module, parse ``words`` for it and run it. A command that needs words and got
     none shows its help (on stderr: it is a usage error, exit 2)."""
-    from trainprobe.cli._errors import write_stderr, write_stdout
+    from trainprobe.cli._streams import write_stderr, write_stdout
 
     command: Command = importlib.import_module(f"trainprobe.cli.{name}").COMMAND
     parser = build_parser(name, summary, command)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import sys
 
+from trainprobe.cli._streams import OutputError
 from trainprobe.errors import TrainprobeError
 
 TYPE_CHECKING = False  # not typing's: this module is on every path, `trainprobe --version` included
@@ -32,34 +33,6 @@ EXIT_BROKEN_PIPE = 141
 EXIT_INTERRUPTED = 130
 #: a command that crashed (a bug in trainprobe, memory exhausted): never 0, never a finding's 1 or usage's 2
 EXIT_INTERNAL_ERROR = 3
-
-
-class OutputError(TrainprobeError):
-    """Writing the command's own output failed (not a closed pipe: that is ``BrokenPipeError``)."""
-
-    def __init__(self, stream: str, error: OSError) -> None:
-        super().__init__(f"cannot write to {stream}: {error.strerror or error}")
-        self.stream = stream
-
-
-def write(stream: IO[str], name: str, text: str) -> None:
-    """``text`` to ``stream``, flushed; a failure is ``BrokenPipeError`` or :class:`OutputError`."""
-    try:
-        stream.write(text)
-        stream.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        raise OutputError(name, exc) from None
-
-
-def write_stdout(text: str) -> None:
-    """Plain text to stdout (help, the version): never through rich, whatever the stream."""
-    write(sys.stdout, "stdout", text)
-
-
-def write_stderr(text: str) -> None:
-    write(sys.stderr, "stderr", text)
 
 
 def guarded(command: Callable[[], int]) -> int:

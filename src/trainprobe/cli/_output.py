@@ -9,7 +9,7 @@ valid JSON). Progress bars go to stderr, on a terminal only.
 
 Every write is flushed at once (a finding ``watch`` prints reaches a pipe when it is found) and a failed write
 is one error: a closed pipe raises ``BrokenPipeError`` (the program exits 141), anything else (a full disk)
-:class:`~trainprobe.cli._errors.OutputError` (see :mod:`trainprobe.cli._errors`).
+:class:`~trainprobe.cli._streams.OutputError` (see :mod:`trainprobe.cli._errors`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
-from trainprobe.cli._errors import OutputError, write
 from trainprobe.cli._plain import Table, escape, render_markup, sgr
+from trainprobe.cli._streams import OutputError, write
 from trainprobe.visible import visible_lines, visible_surrogates
 
 if TYPE_CHECKING:

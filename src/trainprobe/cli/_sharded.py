@@ -9,10 +9,11 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from trainprobe.cli._output import Console, Output, Table, escape
-from trainprobe.cli.scan import human_bytes, render_scan_report
+from trainprobe.cli._sizes import human_bytes
 
 if TYPE_CHECKING:
-    from trainprobe.remote.target import Target
+    from collections.abc import Callable
+
     from trainprobe.tasks import ShareProgress
 
 
@@ -40,14 +41,6 @@ class _Progress:
             self.out.note(f"  {p.target}: {done}")
 
 
-def render_sharded(console: Console, data: dict[str, Any]) -> None:
-    """The merged report (as a local scan prints it), then each target's share and what was not read."""
-    from trainprobe.checkpoint.scan_report import ScanReport
-
-    render_scan_report(console, ScanReport.from_json(data))
-    render_shares(console, data["sharded"])
-
-
 def render_shares(console: Console, sharded: dict[str, Any]) -> None:
     """Who read what, the files no target holds, conflicts and failed targets."""
     table = Table("target", "status", "files", "bytes", "seconds", "read", title="who read what")
@@ -70,46 +63,20 @@ def render_shares(console: Console, sharded: dict[str, Any]) -> None:
         console.print(f"[bold red]{escape(target)} failed:[/] {escape(why)}", soft_wrap=True)
 
 
-def scan_sharded(
+def show_sharded(
     out: Output,
-    targets: list[Target],
-    path: str,
-    *,
-    stats: bool,
-    verify: bool,
-    timeout: float,
-    connect_timeout: float,
-    parallel: int,
+    run: Callable[[Callable[[ShareProgress], None] | None], Any],
+    render_report: Callable[[Console, dict[str, Any]], None],
+    code_of: Callable[[Any, dict[str, Any]], int],
 ) -> int:
-    from trainprobe.tasks import scan_sharded as run
-
-    progress = None if out.quiet else _Progress(out)
-    result = run(
-        targets, path, stats=stats, verify=verify, parallel=parallel, timeout=timeout,
-        connect_timeout=connect_timeout, on_progress=progress,
-    )  # fmt: skip
-    data = result.to_json()
-    out.result(data, lambda console: render_sharded(console, data))
-    return result.exit_code
-
-
-def check_sharded(
-    out: Output, targets: list[Target], path: str, *, strict: bool, timeout: float, connect_timeout: float,
-    parallel: int,
-) -> int:  # fmt: skip
-    from trainprobe.cli.check import exit_code, render_check_report
-    from trainprobe.tasks import check_sharded as run
-
-    progress = None if out.quiet else _Progress(out)
-    result = run(
-        targets, path, parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
-        on_progress=progress,
-    )  # fmt: skip
+    """``run(on_progress)`` (a ``tasks.scan_sharded`` or ``check_sharded``), its progress on stderr, then its
+    one report (``render_report`` of its JSON) and who read what; returns ``code_of(result, document)``."""
+    result = run(None if out.quiet else _Progress(out))
     data = result.to_json()
 
     def render(console: Console) -> None:
-        render_check_report(console, data)
+        render_report(console, data)
         render_shares(console, data["sharded"])
 
     out.result(data, render)
-    return 1 if result.failed else exit_code(data, strict)
+    return code_of(result, data)

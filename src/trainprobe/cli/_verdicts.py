@@ -1,20 +1,24 @@
-"""What ``scan``, ``check`` and ``diff`` print about verdicts: the marks, and the exit codes of
-:mod:`trainprobe.checkpoint.verdict` in words (that module is not imported here: importing
+"""What ``scan``, ``check``, ``diff`` and ``triage`` print about verdicts: their styles and marks, and the
+exit codes of :mod:`trainprobe.checkpoint.verdict` in words (that module is not imported here: importing
 ``trainprobe.checkpoint`` at ``--help`` time would cost numpy; ``tests/cli/test_verdict_help.py`` holds the
 two to the same table)."""
 
 from __future__ import annotations
 
-MARK = {
-    "clean": "[green]✓ clean[/]",
-    "consistent": "[green]✓ consistent[/]",
-    "unknown": "[yellow]? unknown[/]",
-    "nonfinite": "[bold red]✗ NON-FINITE[/]",
-    "suspicious": "[bold red]✗ SUSPICIOUS[/]",
-    "torn": "[bold red]✗ TORN[/]",
-    "corrupt": "[bold red]✗ CORRUPT[/]",
-    "unreadable": "[yellow]! unreadable[/]",
+#: each verdict's style and the mark scan, check and diff head a unit with: the one table of every command
+#: that shows verdicts (triage too); a finding is bold red, a doubt yellow
+_VERDICTS = {
+    "clean": ("green", "✓ clean"),
+    "consistent": ("green", "✓ consistent"),
+    "unknown": ("yellow", "? unknown"),
+    "nonfinite": ("bold red", "✗ NON-FINITE"),
+    "suspicious": ("bold red", "✗ SUSPICIOUS"),
+    "torn": ("bold red", "✗ TORN"),
+    "corrupt": ("bold red", "✗ CORRUPT"),
+    "unreadable": ("yellow", "! unreadable"),
 }
+STYLE = {verdict: style for verdict, (style, _) in _VERDICTS.items()}
+MARK = {verdict: f"[{style}]{mark}[/]" for verdict, (style, mark) in _VERDICTS.items()}
 
 #: the exit codes every checkpoint command shares (trainprobe.checkpoint.verdict.exit_code); an indented
 #: paragraph, so the help keeps it as written

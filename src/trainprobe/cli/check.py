@@ -143,11 +143,17 @@ def check(
                 "--sharded takes --on (the targets that hold the files) and one PATH (the unit)",
                 hint="e.g. trainprobe check --on 'ssh=node[01-04]' --sharded /local/ckpt/global_step4000",
             )
-        from trainprobe.cli._sharded import check_sharded
+        from trainprobe.cli._sharded import show_sharded
+        from trainprobe.tasks import check_sharded
 
-        return check_sharded(
-            out, resolve(on, config), paths[0], strict=strict, timeout=timeout,
-            connect_timeout=connect_timeout, parallel=parallel,
+        targets = resolve(on, config)
+        return show_sharded(
+            out,
+            lambda progress: check_sharded(
+                targets, paths[0], parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
+                on_progress=progress,
+            ),
+            render_check_report, lambda result, data: 1 if result.failed else exit_code(data, strict),
         )  # fmt: skip
     if on:
         from trainprobe.tasks import check_on

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trainprobe.cli._command import Command, CommandParser, Remote, at_least
 from trainprobe.cli._fleet import is_fleet, resolve, show_fleet
 from trainprobe.cli._output import Console, Output
+from trainprobe.cli._sizes import human_bytes, short_count
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
 from trainprobe.json_names import i_json
 
 if TYPE_CHECKING:
-    from trainprobe.checkpoint.scan import FileReport, ScanReport, UnitReport
+    from trainprobe.checkpoint.scanning.report import FileReport, ScanReport, UnitReport
     from trainprobe.remote.target import Target
 
 _SCAN_HELP = (
@@ -43,21 +44,6 @@ _SCAN_EPILOG = (
 )
 
 
-def human_bytes(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"  # pragma: no cover
-
-
-def _count(n: int) -> str:
-    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if n >= div:
-            return f"{n / div:.1f}{unit}"
-    return str(n)
-
-
 _MAX_BAD = 10  # non-finite tensors listed per file (the JSON has all)
 _NOTE_STYLE = {"suspicious-global": "bold red", "pickled-class": "dim", "metadata-nonfinite": "dim"}
 
@@ -78,7 +64,7 @@ def _render_file(
         console.print(f"{head}  {escape(f.error)}")
     else:
         console.print(
-            f"{head}  [dim]{f.format} · {f.role} · {f.tensor_count} tensors · {_count(f.parameters)} "
+            f"{head}  [dim]{f.format} · {f.role} · {f.tensor_count} tensors · {short_count(f.parameters)} "
             f"params · {human_bytes(f.bytes)} · {f.nonfinite} non-finite · {f.seconds:.2f} s[/]"
         )
     pad = indent + "    "
@@ -160,14 +146,14 @@ def _render_unit(console: Console, u: UnitReport, stats: bool) -> None:
 
 def render_scan_report(console: Console, report: ScanReport) -> None:
     """The human form of a scan report (identical for local and remote scans)."""
-    from trainprobe.checkpoint.scan import SUSPICIOUS
+    from trainprobe.checkpoint.scanning.report import SUSPICIOUS
 
     for u in report.units:
         _render_unit(console, u, report.stats)
     t = report.totals()
     summary = (
         f"{t['units']} checkpoint(s), {t['files']} file(s), {t['tensors']} tensors, "
-        f"{_count(t['parameters'])} params, {human_bytes(t['bytes'])} in {t['seconds']:.2f} s: "
+        f"{short_count(t['parameters'])} params, {human_bytes(t['bytes'])} in {t['seconds']:.2f} s: "
     )
     if t["nonfinite"]:
         summary += (
@@ -186,6 +172,13 @@ def render_scan_report(console: Console, report: ScanReport) -> None:
     if t["units_unreadable"]:
         summary += f", [yellow]{t['units_unreadable']} unreadable[/]"
     console.print(summary)
+
+
+def _render_merged_scan(console: Console, data: dict[str, Any]) -> None:
+    """A sharded scan's one report, as a scan of all its files in one place prints it."""
+    from trainprobe.checkpoint.scanning.report import ScanReport
+
+    render_scan_report(console, ScanReport.from_json(data))
 
 
 def _scan_summary(report: ScanReport) -> str:
@@ -259,11 +252,17 @@ def scan(
                 "--sharded takes --on (the targets that hold the files) and one PATH (the unit)",
                 hint="e.g. trainprobe scan --on 'ssh=node[01-04]' --sharded /local/ckpt/step_4000",
             )
-        from trainprobe.cli._sharded import scan_sharded
+        from trainprobe.cli._sharded import show_sharded
+        from trainprobe.tasks import scan_sharded
 
-        return scan_sharded(
-            out, resolve(on, config), paths[0], stats=stats, verify=verify, timeout=timeout,
-            connect_timeout=connect_timeout, parallel=parallel,
+        targets = resolve(on, config)
+        return show_sharded(
+            out,
+            lambda progress: scan_sharded(
+                targets, paths[0], stats=stats, verify=verify, parallel=parallel, timeout=timeout,
+                connect_timeout=connect_timeout, on_progress=progress,
+            ),
+            _render_merged_scan, lambda result, _data: int(result.exit_code),
         )  # fmt: skip
     if on:
         try:

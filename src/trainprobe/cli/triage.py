@@ -15,6 +15,7 @@ from trainprobe.cli._command import (
 )
 from trainprobe.cli._fleet import one_target
 from trainprobe.cli._output import Console, Output, Table, escape
+from trainprobe.cli._verdicts import STYLE
 from trainprobe.errors import UsageError
 from trainprobe.json_names import i_json
 
@@ -41,16 +42,6 @@ remote run failed; 2 a log or unit that could not be read and nothing found, a u
 readable in RUN_DIR; 0 healthy (the rule of scan and check, trainprobe.checkpoint.verdict)."""
 
 _CAUSE_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
-_VERDICT_STYLE = {
-    "clean": "green",
-    "consistent": "green",
-    "unknown": "yellow",
-    "nonfinite": "bold red",
-    "suspicious": "bold red",
-    "torn": "bold yellow",
-    "corrupt": "yellow",
-    "unreadable": "dim",
-}
 
 
 def _step(x: float | None) -> str:
@@ -77,7 +68,7 @@ def render_triage(console: Console, report: object) -> None:
         for col in ("step", "checkpoint", "verdict", "evidence"):
             table.add_column(col, overflow="fold")
         for c in report.checkpoints:
-            style = _VERDICT_STYLE.get(c.verdict, "")
+            style = STYLE.get(c.verdict, "")
             reason = c.reason.split(" — ")[0]
             saved = f"; the log's save at step {_step(c.saved_at['step'])}" if c.saved_at else ""
             table.add_row(
