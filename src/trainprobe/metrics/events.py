@@ -39,18 +39,25 @@ NONFINITE_LINE = "non_finite_reported"
 
 EVENT_KINDS = (CHECKPOINT_SAVE, RESUME, EPOCH, LR_CHANGE, EVAL, CUSTOM, NONFINITE_LINE)
 
+
+def _any_word(*words: str) -> re.Pattern[str]:
+    """One of ``words`` (regular expressions) as a whole word, any case."""
+    return re.compile(r"(?i)\b(?:" + "|".join(words) + r")\b")
+
+
 # A save that happened (or is happening): a past or progressive verb, and what was saved.
-_SAVE_VERB = re.compile(
-    r"(?i)\b(?:saving|saved|wrote|writing|written|stored|storing|dumped|dumping|exported|exporting|"
-    r"checkpointed|checkpointing|persisted|persisting)\b"
+_SAVE_VERB = _any_word(
+    *("saving", "saved", "wrote", "writing", "written", "stored", "storing", "dumped", "dumping"),
+    *("exported", "exporting", "checkpointed", "checkpointing", "persisted", "persisting"),
 )
 _SAVED_THING = re.compile(r"(?i)checkpoint|ckpt|\bmodel\b|weights|\bstate|snapshot|optimizer")
 _SAVE_ALONE = re.compile(r"(?i)\b(?:checkpoint|ckpt)\w*\s+(?:\S+\s+){0,3}?(?:saved|written|stored)\b")
-_NOT_A_SAVE = re.compile(
-    r"(?i)\b(?:will|would|should|every|interval|about to|skip\w*|not|no|disabled?|failed|unable|"
-    r"cannot|can't|could not|load\w*|resum\w*|restor\w*)\b"
+# What a line says before its verb that makes it no save: a plan, a setting, a failure, a load.
+_NOT_A_SAVE = _any_word(
+    *("will", "would", "should", "every", "interval", "about to", r"skip\w*", "not", "no", "disabled?"),
+    *("failed", "unable", "cannot", "can't", "could not", r"load\w*", r"resum\w*", r"restor\w*"),
 )
-_FAILED_SAVE = re.compile(r"(?i)\b(?:disabled|failed|skipped|skipping|unable|cannot|error)\b")
+_FAILED_SAVE = _any_word("disabled", "failed", "skipped", "skipping", "unable", "cannot", "error")
 # Echoed source code and shell lines mention saving too; they are not events. An assignment marks code, but
 # ``key=number`` without spaces does not: loggers write "Saving checkpoint to ... (step=10)", while source
 # spaces its "save_every : int = 0".

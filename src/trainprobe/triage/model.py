@@ -256,24 +256,27 @@ class Problem:
 
 @dataclass
 class TriageReport:
+    """One run directory triaged: what was read (and what not), what the units and logs say, the causes
+    found, the unit to resume from, and the four ``answers`` drawn from all of it."""
+
     run_dir: str
     target: str | None
     host: str
     log_files: list[str]
     logs_skipped: list[dict[str, str]]
     logs: dict[str, Any] | None
+    problems: list[Problem]
     checkpoints: list[CheckpointInfo]
-    timeline: list[TimelineItem]
+    saves: list[SaveMatch]
+    disagreements: list[Disagreement]
+    duplicates: list[Duplicate]
+    anomalies: list[Finding]
     conclusions: list[Conclusion]
+    timeline: list[TimelineItem]
     resume_from: CheckpointInfo | None
     resume_reason: str
-    seconds: float
     near_steps: float
-    anomalies: list[Finding] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-    saves: list[SaveMatch] = field(default_factory=list)
-    disagreements: list[Disagreement] = field(default_factory=list)
-    duplicates: list[Duplicate] = field(default_factory=list)
+    seconds: float
     answers: dict[str, Any] = field(default_factory=dict)
 
     @property
