@@ -146,11 +146,11 @@ def triage_remote(run: DemoRun) -> None:
             f"try it against any machine you can ssh to (only Python and numpy needed there): {how}"
         )
         return
-    from trainprobe.triage import triage
+    from trainprobe.tasks import triage_on
 
     target = run.remote_target
     try:
-        report = triage(str(run.workdir / "naive"), on=target, stall_floor_s=STALL_FLOOR_S)
+        report = triage_on(target, str(run.workdir / "naive"), stall_floor_s=STALL_FLOOR_S)
     except TrainprobeError as exc:
         run.say(f"remote: trainprobe triage --on {target} failed: {exc}")
         return
