@@ -69,10 +69,11 @@ def test_unsafe_words_are_rejected(word: str) -> None:
 
 
 def test_both_ends_agree_on_the_protocol() -> None:
-    from trainprobe.remote import _discovery, _stage1, agent, session
+    from trainprobe.remote import _discovery, _stage1, agent, frames
 
-    assert session.MAGIC == _stage1.MAGIC
+    assert frames.MAGIC == _stage1.MAGIC
     assert _discovery.OUR_BOOT.decode() in BOOT
-    assert (session.STDOUT, session.STDERR, session.READY, session.EXIT) == (
+    assert (frames.STDOUT, frames.STDERR, frames.READY, frames.EXIT) == (
         agent.STDOUT, agent.STDERR, agent.READY, agent.EXIT,
     )  # fmt: skip
+    assert frames.HEARTBEAT_FRAME[:1] == agent.HEARTBEAT

@@ -32,7 +32,7 @@ from trainprobe.errors import (
     UnreachableError,
     UsageError,
 )
-from trainprobe.remote import run, run_errors, session
+from trainprobe.remote import frames, run, run_errors
 
 from .faults import (
     assert_nothing_left,
@@ -188,7 +188,7 @@ def test_when_the_path_drops_the_far_side_kills_the_run(
     sshd: SshServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     no_reuse(monkeypatch)
-    monkeypatch.setattr(session, "HEARTBEAT_S", 0.5)
+    monkeypatch.setattr(frames, "HEARTBEAT_S", 0.5)
     monkeypatch.setattr(run_errors, "LINK_LOST_S", 3.0)
     user = sshd.setup.users["dash"]
     results: list[object] = []

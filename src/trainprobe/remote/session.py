@@ -2,11 +2,11 @@
 
 It starts the argv from :mod:`trainprobe.remote.argv` in a session of its own, waits for stage 1's hello
 before writing anything to the far side's stdin (a login script that reads stdin would eat the frames), then
-feeds stage 1 and the agent their frames from a writer thread that keeps stdin open and sends a heartbeat
-every :data:`HEARTBEAT_S` (closing stdin, or a silence of :data:`LINK_LOST_S`, is how the far side learns to
-kill the run). It reads frames from stdout in the calling thread, checking each frame's kind and size,
-enforces the connect timeout (until the hello, then again until the agent is ready) and the run timeout, and
-keeps every byte under the run directory. Why a run failed comes from the hop that knows
+feeds stage 1 and the agent their frames (:mod:`trainprobe.remote.frames`) from a writer thread that keeps
+stdin open and sends a heartbeat every ``HEARTBEAT_S`` (closing stdin, or a silence of ``LINK_LOST_S``, is how
+the far side learns to kill the run). It reads frames from stdout in the calling thread, checking each frame's
+kind and size, enforces the connect timeout (until the hello, then again until the agent is ready) and the run
+timeout, and keeps every byte under the run directory. Why a run failed comes from the hop that knows
 (:meth:`~trainprobe.remote.hops.protocols.WrappingHop.explain_failure`), then from the bootstrap
 (:func:`~trainprobe.remote.argv.explain_bootstrap_failure`). Thread-safe: each call owns its process, files
 and threads.
@@ -31,6 +31,18 @@ from trainprobe.errors import RemoteError, RemoteExceptionError, UsageError
 from trainprobe.remote import run_errors
 from trainprobe.remote._record import field, record
 from trainprobe.remote.far_code import LOCAL_MAGIC, module_code, program_frame
+from trainprobe.remote.frames import (
+    EXIT,
+    HELLO,
+    NOT_FOUND,
+    READY,
+    STDERR,
+    STDOUT,
+    Feeder,
+    FrameParser,
+    StreamCorrupted,
+    frame,
+)
 from trainprobe.remote.hops.records import EXIT_CONNECTION
 from trainprobe.remote.logs import new_run_dir
 from trainprobe.remote.run_errors import RunState, cannot_start, settle
@@ -41,18 +53,8 @@ if TYPE_CHECKING:
 
     from trainprobe.remote.target import Target
 
-# The far side's words (trainprobe.remote._stage1 and .agent say them; a test checks both ends agree). Not
-# imported from there: the agent is the far side's code, shipped as text.
-MAGIC = b"\n\x00TRAINPROBE-AGENT-1\x00"
-HELLO, NOT_FOUND, READY, STDOUT, STDERR, EXIT = b"H", b"F", b"R", b"1", b"2", b"X"
-HEARTBEAT_FRAME = b"B\0\0\0\0"
-#: the biggest frame the far side may send (an exit report holding main()'s value); more means corruption
-MAX_FRAME = 1 << 30
-
 #: after closing stdin (timeout, Ctrl-C), how long the far side gets to report before ssh is killed
 STOP_GRACE_S = 5.0
-#: seconds between heartbeats to the agent (it kills the run after run_errors.LINK_LOST_S without one)
-HEARTBEAT_S = 2.0
 
 
 Sink = Callable[[bytes], None]
@@ -123,91 +125,6 @@ class RunResult:
             if self.error is None
             else {"type": type(self.error).__name__, "message": str(self.error)},
         }
-
-
-def _frame(kind: bytes, data: bytes) -> bytes:
-    return kind + len(data).to_bytes(4, "big") + data
-
-
-class _Feeder(threading.Thread):
-    """Writes the frames once stage 1 said hello (``payload(far_magic)`` builds them for the far Python's
-    bytecode), then a heartbeat every HEARTBEAT_S until told to stop; then closes the far side's stdin."""
-
-    def __init__(self, pipe: IO[bytes], payload: Callable[[bytes], bytes]) -> None:
-        super().__init__(daemon=True, name="trainprobe-feed")
-        self.pipe = pipe
-        self.payload = payload
-        self.hello = threading.Event()
-        self.far_magic = b""
-        self.closing = threading.Event()
-
-    def said_hello(self, far_magic: bytes) -> None:
-        self.far_magic = far_magic
-        self.hello.set()
-
-    def run(self) -> None:
-        try:
-            while not self.hello.wait(0.5):
-                if self.closing.is_set():
-                    return
-            if not self.closing.is_set():
-                self.pipe.write(self.payload(self.far_magic))
-                self.pipe.flush()
-                while not self.closing.wait(HEARTBEAT_S):
-                    self.pipe.write(HEARTBEAT_FRAME)
-                    self.pipe.flush()
-        except (OSError, ValueError):
-            pass
-        finally:
-            with contextlib.suppress(OSError, ValueError):
-                self.pipe.close()
-
-    def stop(self) -> None:
-        self.closing.set()
-
-
-class StreamCorrupted(Exception):
-    """A frame from the far side with an unknown kind or an impossible size."""
-
-
-class _Frames:
-    """Incremental parser of the far side's stdout: noise before the magic, then frames."""
-
-    KINDS = frozenset((HELLO, NOT_FOUND, READY, STDOUT, STDERR, EXIT))
-
-    def __init__(self) -> None:
-        self.buffer = bytearray()
-        self.started = False
-        self.noise = bytearray()
-
-    def feed(self, data: bytes) -> list[tuple[bytes, bytes]]:
-        self.buffer += data
-        if not self.started:
-            at = self.buffer.find(MAGIC)
-            if at < 0:
-                keep = len(MAGIC) - 1
-                if len(self.buffer) > keep:
-                    self.noise += self.buffer[:-keep]
-                    del self.buffer[:-keep]
-                return []
-            self.noise += self.buffer[:at]
-            del self.buffer[: at + len(MAGIC)]
-            self.started = True
-        frames = []
-        while len(self.buffer) >= 5:
-            kind = bytes(self.buffer[:1])
-            size = int.from_bytes(self.buffer[1:5], "big")
-            if kind not in self.KINDS or size > MAX_FRAME:
-                raise StreamCorrupted(f"frame {bytes(self.buffer[:5])!r}")
-            if len(self.buffer) < 5 + size:
-                break
-            frames.append((kind, bytes(self.buffer[5 : 5 + size])))
-            del self.buffer[: 5 + size]
-        return frames
-
-    def before_agent(self) -> bytes:
-        """Everything the far side wrote before the agent's magic (login scripts), the last bytes too."""
-        return bytes(self.noise) + (b"" if self.started else bytes(self.buffer))
 
 
 class _Signalled(BaseException):
@@ -290,7 +207,7 @@ def execute(
     """Run one script through ``argv`` (built for ``target``); every failure of the run comes back in
     ``RunResult.error``, never raised. Raises UsageError only when no run directory can be made."""
     run = RunState(target, timeout, connect_timeout)
-    parser = _Frames()
+    parser = FrameParser()
     run_dir = Path(log_dir) if log_dir else new_run_dir(target.slug)
     if log_dir:
         try:
@@ -303,13 +220,13 @@ def execute(
 
     def payload(far_magic: bytes) -> bytes:
         return b"".join([
-            _frame(b"D", program_frame("_discovery", far_magic, with_source=False)),
-            _frame(b"A", program_frame("agent", far_magic, with_source=True)),
-            _frame(b"C", marshal.dumps(config, 4)),
-            _frame(b"S", script),
-            _frame(b"U", program_frame("_script_runner", far_magic, with_source=True)),
-            *(_frame(b"M", module.frame(far_magic)) for module in modules),
-            _frame(b"G", b""),
+            frame(b"D", program_frame("_discovery", far_magic, with_source=False)),
+            frame(b"A", program_frame("agent", far_magic, with_source=True)),
+            frame(b"C", marshal.dumps(config, 4)),
+            frame(b"S", script),
+            frame(b"U", program_frame("_script_runner", far_magic, with_source=True)),
+            *(frame(b"M", module.frame(far_magic)) for module in modules),
+            frame(b"G", b""),
         ])  # fmt: skip
 
     meta: dict[str, Any] = {"target": run.name, "argv": list(argv), "script": filename, "args": list(args),
@@ -331,11 +248,11 @@ def execute(
             return result
         assert proc.stdin is not None
         assert proc.stdout is not None
-        feeder = _Feeder(proc.stdin, payload)
+        feeder = Feeder(proc.stdin, payload)
         feeder.start()
         try:
             with _StopSignals():
-                _pump(run, parser, proc, feeder, cancel, out_file, err_file, stdout, stderr, meta)
+                _pump(run, parser, proc, feeder, cancel, _Output(out_file, err_file, stdout, stderr), meta)
         finally:
             feeder.stop()
             _wait_or_kill(proc, 0.0 if run.stop_reason in ("connect", "ready", "corrupt") else STOP_GRACE_S)
@@ -353,16 +270,48 @@ def execute(
     return result
 
 
+class _Output:
+    """Where the script's stdout and stderr go: the run directory's files, and the caller's sinks if any."""
+
+    def __init__(self, out_file: IO[bytes], err_file: IO[bytes], stdout: Sink | None, stderr: Sink | None):
+        self.files = {STDOUT: out_file, STDERR: err_file}
+        self.sinks = {STDOUT: stdout, STDERR: stderr}
+
+    def write(self, kind: bytes, data: bytes) -> None:
+        self.files[kind].write(data)
+        sink = self.sinks[kind]
+        if sink is not None:
+            sink(data)
+
+
+def _take(
+    run: RunState, feeder: Feeder, output: _Output, meta: dict[str, Any], kind: bytes, data: bytes
+) -> None:
+    """One frame from the far side."""
+    if kind in (STDOUT, STDERR):
+        output.write(kind, data)
+    elif kind == HELLO:
+        run.hello_at = time.monotonic()
+        meta["hello_after"] = round(run.hello_at - run.start, 4)
+        feeder.said_hello(data)
+    elif kind == READY:
+        run.ready = json.loads(data)
+        meta["ready"] = run.ready
+        meta["ready_after"] = round(time.monotonic() - run.start, 4)
+    elif kind == NOT_FOUND:
+        run.failure = json.loads(data)
+    elif kind == EXIT:
+        run.report = json.loads(data)
+        feeder.stop()
+
+
 def _pump(
     run: RunState,
-    parser: _Frames,
+    parser: FrameParser,
     proc: subprocess.Popen[bytes],
-    feeder: _Feeder,
+    feeder: Feeder,
     cancel: threading.Event | None,
-    out_file: IO[bytes],
-    err_file: IO[bytes],
-    stdout: Sink | None,
-    stderr: Sink | None,
+    output: _Output,
     meta: dict[str, Any],
 ) -> None:
     """Read the far side's frames until its stdout closes; stop the run when a limit passes."""
@@ -408,27 +357,7 @@ def _pump(
                 stop("corrupt", time.monotonic())
                 break
             for kind, data in frames:
-                if kind == STDOUT:
-                    out_file.write(data)
-                    if stdout is not None:
-                        stdout(data)
-                elif kind == STDERR:
-                    err_file.write(data)
-                    if stderr is not None:
-                        stderr(data)
-                elif kind == HELLO:
-                    run.hello_at = time.monotonic()
-                    meta["hello_after"] = round(run.hello_at - run.start, 4)
-                    feeder.said_hello(data)
-                elif kind == READY:
-                    run.ready = json.loads(data)
-                    meta["ready"] = run.ready
-                    meta["ready_after"] = round(time.monotonic() - run.start, 4)
-                elif kind == NOT_FOUND:
-                    run.failure = json.loads(data)
-                elif kind == EXIT:
-                    run.report = json.loads(data)
-                    feeder.stop()
+                _take(run, feeder, output, meta, kind, data)
     except KeyboardInterrupt:
         run.stop_reason = "interrupt"
     except _Signalled as exc:
