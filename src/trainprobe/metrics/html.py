@@ -61,6 +61,93 @@ def _scale(lo: float, hi: float) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
+class _Axes:
+    """The chart's plot area: data coordinates (steps, values) to SVG coordinates."""
+
+    def __init__(self, steps: list[float], finite: list[float]) -> None:
+        self.x0, self.x1 = (min(steps), max(steps)) if steps else (0, 1)
+        if self.x1 <= self.x0:
+            self.x1 = self.x0 + 1
+        self.y0, self.y1 = _scale(min(finite) if finite else 0.0, max(finite) if finite else 1.0)
+        self.w = _W - _PAD_L - _PAD_R
+        self.h = _H - _PAD_T - _PAD_B
+
+    def sx(self, s: float) -> float:
+        return _PAD_L + (s - self.x0) / (self.x1 - self.x0) * self.w
+
+    def sy(self, v: float) -> float:
+        return _PAD_T + (1 - (v - self.y0) / (self.y1 - self.y0)) * self.h
+
+
+def _shades_and_marks(
+    axes: _Axes, shades: list[tuple[float, float, str, str]], marks: list[tuple[float, str, str]]
+) -> list[str]:
+    """Anomalies as shaded spans, events as dashed lines, each with its title for a hover."""
+    parts: list[str] = []
+    for start, end, color, title in shades:
+        if not (math.isfinite(start) and math.isfinite(end)):
+            continue
+        a, b = axes.sx(max(start, axes.x0)), axes.sx(min(max(end, start), axes.x1))
+        parts.append(
+            f'<rect class="anomaly" x="{a - 2:.1f}" y="{_PAD_T}" width="{max(b - a, 0) + 4:.1f}" '
+            f'height="{axes.h}" fill="{color}" fill-opacity="0.18"><title>{html.escape(title)}</title></rect>'
+        )
+    for step, color, title in marks:
+        if axes.x0 <= step <= axes.x1:
+            x = axes.sx(step)
+            parts.append(
+                f'<line class="event" x1="{x:.1f}" x2="{x:.1f}" y1="{_PAD_T}" y2="{_PAD_T + axes.h}" '
+                f'stroke="{color}" stroke-dasharray="4 3"><title>{html.escape(title)}</title></line>'
+            )
+    return parts
+
+
+def _series_lines(axes: _Axes, steps: list[float], values: list[Any]) -> list[str]:
+    """The series as polylines (a lone value as a point), and a red dot on top for each non-finite value."""
+    parts: list[str] = []
+    segments: list[list[str]] = [[]]
+    previous = -math.inf
+    diffs = sorted(b - a for a, b in itertools.pairwise(steps) if b > a)
+    big_jump = 20 * diffs[len(diffs) // 2] if diffs else math.inf
+    for s, v in zip(steps, values, strict=True):
+        # Lift the pen at a non-finite value, a resume (the step went back) and a hole in the log.
+        if v is None or s < previous or s - previous > big_jump:
+            segments.append([])
+        previous = s
+        if v is not None:
+            segments[-1].append(f"{axes.sx(s):.1f},{axes.sy(v):.1f}")
+    for seg in segments:
+        if len(seg) == 1:
+            px, py = seg[0].split(",")
+            parts.append(f'<circle class="point" cx="{px}" cy="{py}" r="1.5" fill="#333"/>')
+        elif seg:
+            parts.append(
+                '<polyline class="series" fill="none" stroke="#333" stroke-width="1" '
+                f'points="{" ".join(seg)}"/>'
+            )
+    for s, v in zip(steps, values, strict=True):
+        if v is None:
+            parts.append(
+                f'<circle class="nonfinite" cx="{axes.sx(s):.1f}" cy="{_PAD_T + 4}" r="3" fill="#d62728"/>'
+            )
+    return parts
+
+
+def _ticks(axes: _Axes) -> list[str]:
+    ticks = []
+    for k in range(5):
+        v = axes.y0 + (axes.y1 - axes.y0) * k / 4
+        ticks.append(
+            f'<text class="axis" x="{_PAD_L - 4}" y="{axes.sy(v) + 3:.1f}" text-anchor="end">{v:.3g}</text>'
+        )
+        s = axes.x0 + (axes.x1 - axes.x0) * k / 4
+        ticks.append(
+            f'<text class="axis" x="{axes.sx(s):.1f}" y="{_H - 10}" text-anchor="middle">'
+            f"{fmt_step(round(s))}</text>"
+        )
+    return ticks
+
+
 def _chart(
     name: str,
     metric: str,
@@ -76,81 +163,18 @@ def _chart(
     ]
     steps = [s for s, _ in kept]
     values = [v for _, v in kept]
-    finite = [v for v in values if v is not None]
-    x0, x1 = (min(steps), max(steps)) if steps else (0, 1)
-    if x1 <= x0:
-        x1 = x0 + 1
-    y0, y1 = _scale(min(finite) if finite else 0.0, max(finite) if finite else 1.0)
-    w = _W - _PAD_L - _PAD_R
-    h = _H - _PAD_T - _PAD_B
-
-    def sx(s: float) -> float:
-        return _PAD_L + (s - x0) / (x1 - x0) * w
-
-    def sy(v: float) -> float:
-        return _PAD_T + (1 - (v - y0) / (y1 - y0)) * h
-
-    parts: list[str] = []
-    for start, end, color, title in shades:
-        if not (math.isfinite(start) and math.isfinite(end)):
-            continue
-        a, b = sx(max(start, x0)), sx(min(max(end, start), x1))
-        parts.append(
-            f'<rect class="anomaly" x="{a - 2:.1f}" y="{_PAD_T}" width="{max(b - a, 0) + 4:.1f}" '
-            f'height="{h}" fill="{color}" fill-opacity="0.18"><title>{html.escape(title)}</title></rect>'
-        )
-    for step, color, title in marks:
-        if x0 <= step <= x1:
-            x = sx(step)
-            parts.append(
-                f'<line class="event" x1="{x:.1f}" x2="{x:.1f}" y1="{_PAD_T}" y2="{_PAD_T + h}" '
-                f'stroke="{color}" stroke-dasharray="4 3"><title>{html.escape(title)}</title></line>'
-            )
-    segments: list[list[str]] = [[]]
-    previous = -math.inf
-    diffs = sorted(b - a for a, b in itertools.pairwise(steps) if b > a)
-    big_jump = 20 * diffs[len(diffs) // 2] if diffs else math.inf
-    for s, v in zip(steps, values, strict=True):
-        # Lift the pen at a non-finite value, a resume (the step went back) and a hole in the log.
-        if v is None or s < previous or s - previous > big_jump:
-            segments.append([])
-        previous = s
-        if v is not None:
-            segments[-1].append(f"{sx(s):.1f},{sy(v):.1f}")
-    for seg in segments:
-        if len(seg) == 1:
-            px, py = seg[0].split(",")
-            parts.append(f'<circle class="point" cx="{px}" cy="{py}" r="1.5" fill="#333"/>')
-        elif seg:
-            parts.append(
-                '<polyline class="series" fill="none" stroke="#333" stroke-width="1" '
-                f'points="{" ".join(seg)}"/>'
-            )
-    for s, v in zip(steps, values, strict=True):
-        if v is None:
-            parts.append(
-                f'<circle class="nonfinite" cx="{sx(s):.1f}" cy="{_PAD_T + 4}" r="3" fill="#d62728"/>'
-            )
-    ticks = []
-    for k in range(5):
-        v = y0 + (y1 - y0) * k / 4
-        ticks.append(
-            f'<text class="axis" x="{_PAD_L - 4}" y="{sy(v) + 3:.1f}" text-anchor="end">{v:.3g}</text>'
-        )
-        s = x0 + (x1 - x0) * k / 4
-        ticks.append(
-            f'<text class="axis" x="{sx(s):.1f}" y="{_H - 10}" text-anchor="middle">'
-            f"{fmt_step(round(s))}</text>"
-        )
+    axes = _Axes(steps, [v for v in values if v is not None])
+    w, h = axes.w, axes.h
+    parts = _shades_and_marks(axes, shades, marks) + _series_lines(axes, steps, values)
     payload = json.dumps(
-        {"name": metric, "s": steps, "v": values, "x0": x0, "x1": x1, "left": _PAD_L, "w": w}
+        {"name": metric, "s": steps, "v": values, "x0": axes.x0, "x1": axes.x1, "left": _PAD_L, "w": w}
     )
     return (
         f'<div class="chartbox"><h3>{html.escape(name)} · {html.escape(metric)}</h3>'
         f'<svg class="chart" viewBox="0 0 {_W} {_H}" width="100%" data-series="{html.escape(payload)}" '
         f'xmlns="http://www.w3.org/2000/svg"><rect x="{_PAD_L}" y="{_PAD_T}" width="{w}" height="{h}" '
-        f'fill="none" stroke="#eee"/>{"".join(ticks)}{"".join(parts)}<line class="cursor" x1="-10" x2="-10" '
-        f'y1="{_PAD_T}" '
+        f'fill="none" stroke="#eee"/>{"".join(_ticks(axes))}{"".join(parts)}<line class="cursor" x1="-10" '
+        f'x2="-10" y1="{_PAD_T}" '
         f'y2="{_PAD_T + h}" stroke="#999" stroke-opacity="0.6"/></svg><div class="readout"></div></div>'
     )
 
