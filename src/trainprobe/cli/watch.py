@@ -19,6 +19,8 @@ from trainprobe.cli.logs import FAIL_ON, add_detector_options, render_report
 from trainprobe.errors import UsageError
 
 if TYPE_CHECKING:  # imported where used: trainprobe.metrics pulls in numpy, which every command would pay for
+    from collections.abc import Callable
+
     from trainprobe.metrics import Finding
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -137,24 +139,10 @@ def watch(
     if remote_target is None and log.is_dir():
         raise UsageError(f"{log}: is a directory", hint="watch one log file")
 
-    from trainprobe.cli._output import escape
     from trainprobe.metrics import Options
-    from trainprobe.metrics.findings import fmt_step
     from trainprobe.metrics.follow import watch_file
 
-    def on_finding(f: Finding) -> None:
-        if json_mode:
-            out.json({"type": "finding", **f.to_json()}, indent=None)
-        elif not quiet:
-            out.console.print(
-                f"[{_STYLE[f.severity]}]{f.severity}[/] {escape(f.run)} {escape(f.metric)} step "
-                f"{fmt_step(f.step)}: {escape(f.message)}\n  [dim]→ {escape(f.suggestion)}[/]"
-            )
-        if argv:
-            try:
-                run_exec(argv, f)
-            except OSError as exc:
-                out.error(f"--exec {argv[0]}: {exc.strerror or exc}")
+    on_finding = _finding_sink(out, argv)
 
     def stop_on_term(_sig: int, _frame: FrameType | None) -> None:
         raise KeyboardInterrupt
@@ -182,6 +170,29 @@ def watch(
         out.console.rule("summary")
         render_report(report, out.console)
     return report.exit_code_for(fail_on)
+
+
+def _finding_sink(out: Output, argv: list[str] | None) -> Callable[[Finding], None]:
+    """What ``watch`` does with each new finding: one line (a JSON line under --json, nothing under -q), then
+    the ``--exec`` command if there is one."""
+    from trainprobe.cli._output import escape
+    from trainprobe.metrics.findings import fmt_step
+
+    def on_finding(f: Finding) -> None:
+        if out.json_mode:
+            out.json({"type": "finding", **f.to_json()}, indent=None)
+        elif not out.quiet:
+            out.console.print(
+                f"[{_STYLE[f.severity]}]{f.severity}[/] {escape(f.run)} {escape(f.metric)} step "
+                f"{fmt_step(f.step)}: {escape(f.message)}\n  [dim]→ {escape(f.suggestion)}[/]"
+            )
+        if argv:
+            try:
+                run_exec(argv, f)
+            except OSError as exc:
+                out.error(f"--exec {argv[0]}: {exc.strerror or exc}")
+
+    return on_finding
 
 
 COMMAND = Command(

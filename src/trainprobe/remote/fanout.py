@@ -105,8 +105,21 @@ def run_fleet(
             on_done(outcome)
         return outcome
 
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(parallel, len(expanded))))
-    futures = [pool.submit(one, i, t) for i, t in enumerate(expanded)]
+    ran = _run_all(one, expanded, parallel, cancel)
+    outcomes = _in_given_order(order, dict(zip(map(str, expanded), ran, strict=True)), expanded, early)
+    fleet = FleetResult(outcomes, duration=time.monotonic() - start, parallel=parallel, log_dir=root)
+    (root / "fleet.json").write_text(
+        json.dumps(fleet.to_json(), indent=2, default=str) + "\n", encoding="utf-8"
+    )
+    return fleet
+
+
+def _run_all(
+    one: Callable[[int, Target], Outcome], targets: list[Target], parallel: int, cancel: threading.Event
+) -> list[Outcome]:
+    """``one(index, target)`` for every target in a pool of ``parallel`` threads; their outcomes in order."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(parallel, len(targets))))
+    futures = [pool.submit(one, i, t) for i, t in enumerate(targets)]
     try:
         with _CancelOnSignals(cancel):
             pending = set(futures)
@@ -117,19 +130,19 @@ def run_fleet(
         raise
     finally:
         pool.shutdown(wait=True)
-    finished = {o.target: o for o in early}
-    for future, target in zip(futures, expanded, strict=True):
-        finished[str(target)] = future.result()
-    # keep the caller's order: a slurm job's nodes stand where the job was
+    return [future.result() for future in futures]
+
+
+def _in_given_order(
+    order: list[Target], ran: dict[str, Outcome], expanded: list[Target], early: list[Outcome]
+) -> list[Outcome]:
+    """Every outcome in the caller's order: a Slurm job's nodes stand where the job was, and the jobs that
+    ended before running (``early``) where they were given."""
+    finished = {o.target: o for o in early} | ran
     position = {str(t): i for i, t in enumerate(order)}
     ranked = [(position.get(str(t), position.get(str(job_of(t)), len(order))), str(t)) for t in expanded]
     ranked += [(position.get(o.target, len(order)), o.target) for o in early]
-    outcomes = [finished[name] for _, name in sorted(ranked, key=lambda pair: pair[0])]
-    fleet = FleetResult(outcomes, duration=time.monotonic() - start, parallel=parallel, log_dir=root)
-    (root / "fleet.json").write_text(
-        json.dumps(fleet.to_json(), indent=2, default=str) + "\n", encoding="utf-8"
-    )
-    return fleet
+    return [finished[name] for _, name in sorted(ranked, key=lambda pair: pair[0])]
 
 
 class _CancelOnSignals:
