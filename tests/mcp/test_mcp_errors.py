@@ -143,3 +143,15 @@ def test_without_the_sdk_the_server_names_the_extra_to_install() -> None:
         "pip install 'trainprobe[mcp]'\n"
     )
     assert proc.stdout == ""
+
+
+def test_a_far_side_error_is_its_own_sentence_by_the_tasks_rule() -> None:
+    from trainprobe.errors import RemoteExceptionError
+    from trainprobe.mcp.tools import Place, shown_message
+
+    engine = "local//python=/usr/bin/python3"
+    far = RemoteExceptionError(engine, "LogError: /runs/a.log: no such file or directory")
+    assert shown_message(far, Place(engine, None)) == "/runs/a.log: no such file or directory"
+    assert shown_message(far, Place(engine, "gpu07")) == "gpu07: /runs/a.log: no such file or directory"
+    bug = RemoteExceptionError(engine, "ZeroDivisionError: division by zero")  # no trainprobe error: kept
+    assert shown_message(bug, Place(engine, "gpu07")) == "gpu07: ZeroDivisionError: division by zero"

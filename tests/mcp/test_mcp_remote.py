@@ -13,7 +13,7 @@ from fixtures.sshd import SshServer
 from trainprobe.checkpoint import scan
 from trainprobe.checkpoint.diff import diff_paths_json
 from trainprobe.metrics import analyze
-from trainprobe.triage import triage
+from trainprobe.tasks import triage_on
 from triage.runs import STALL_FLOOR, story_run
 
 pytestmark = pytest.mark.ssh
@@ -69,7 +69,7 @@ def test_triage_on_a_target_equals_the_library_on_it(remote: McpSession, target:
     result = remote.call("triage", {"run_dir": run_dir, "target": target, "stall_floor_s": STALL_FLOOR})
     assert not result.is_error, text_of(result)
     document = result.structured_content
-    library = triage(run_dir, on=target, stall_floor_s=STALL_FLOOR).to_json()
+    library = triage_on(target, run_dir, stall_floor_s=STALL_FLOOR).to_json()
     assert without_timings(document) == without_timings(library)
     assert document["target"] == target
     assert text_of(result).startswith(f"triage of {run_dir} on {target}: problems (exit code 1)")

@@ -1,4 +1,4 @@
-"""The pure parts: reading a log's tail, and summaries that never cut silently."""
+"""The pure parts: summaries that never cut silently, and rank as the library does."""
 
 from __future__ import annotations
 
@@ -8,24 +8,6 @@ from pathlib import Path
 import pytest
 
 from trainprobe.mcp import summary
-from trainprobe.mcp.tools import read_tail
-
-
-def test_the_tail_is_the_last_complete_lines_and_where_they_start(tmp_path: Path) -> None:
-    log = tmp_path / "train.log"
-    lines = [f"step {i} loss {i % 7}" for i in range(200_000)]  # ~4 MB: several blocks back from the end
-    log.write_text("\n".join(lines) + "\nstep 200000 lo")  # the last line is still being written
-    data = log.read_bytes()
-    tail, first, size = read_tail(str(log), 1500)
-    assert tail == lines[-1500:]
-    assert size == len(data)
-    assert data[first:].startswith(b"step 198500 loss ")
-
-
-def test_a_short_file_is_read_whole(tmp_path: Path) -> None:
-    log = tmp_path / "train.log"
-    log.write_text("a\nb\n")
-    assert read_tail(str(log), 100) == (["a", "b"], 0, 4)
 
 
 def test_a_long_summary_is_cut_at_a_line_and_says_how_much_is_left(tmp_path: Path) -> None:
@@ -66,3 +48,13 @@ def test_a_document_the_summary_cannot_read_is_still_the_answer(
     text = result.content[0].text  # type: ignore[union-attr]
     assert text.startswith("(no summary: ValueError: ")
     assert json.loads(Path(text.splitlines()[-1].split(": ", 1)[1]).read_text()) == document
+
+
+def test_check_lists_the_worst_verdicts_first_in_the_librarys_order() -> None:
+    from trainprobe.checkpoint.verdict import ORDER
+
+    verdicts = ["consistent", "unknown", "suspicious", "unreadable", "torn", "corrupt", "nonfinite"]
+    doc = {"checkpoints": [{"path": f"/c/{v}.pt", "verdict": v} for v in verdicts], "summary": {}}
+    listed = [line.split(": ")[0] for line in summary.check(doc).text(None).splitlines()[1:-1]]
+    assert listed == [f"- {v}" for v in ORDER if v in verdicts]
+    assert listed[:2] == ["- suspicious", "- nonfinite"]  # before torn: once last, as no verdict of check

@@ -45,7 +45,7 @@ DECLARED = {
     "scan": {"schema_version", "verdict", "exit_code", "totals", "units", "files"},
     "check": {"schema_version", "exit_code", "summary", "checkpoints"},
     "diff": {"a", "b", "verdict", "exit_code", "tensors", "same_run"},
-    "logs": {"schema_version", "summary", "runs", "findings", "not_read"},
+    "logs": {"schema_version", "exit_code", "summary", "runs", "findings", "not_read"},
     "watch_tail": {"summary", "runs", "findings", "tail"},
     "probe": {"target", "host", "interpreters", "gpus", "processes", "counts", "targets"},
     "run": {"target", "exit_code", "result", "error", "stdout_log", "stderr_log", "counts", "targets"},

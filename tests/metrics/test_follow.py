@@ -1,11 +1,12 @@
-"""Following a growing file: partial lines, rotation, truncation; online findings appear once."""
+"""Following a growing file: partial lines, rotation, truncation; online findings appear once; a log's tail
+read backwards and its findings."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from trainprobe.metrics.follow import FileFollower, OnlineAnalyzer
+from trainprobe.metrics.follow import FileFollower, OnlineAnalyzer, read_tail, tail_findings
 from trainprobe.metrics.synthetic import seed_story_lines
 
 
@@ -43,3 +44,35 @@ def test_online_findings_are_reported_once_and_after_their_recovery() -> None:
     assert [(f.kind, f.step) for f in fresh] == [("spike", 2029.0)]
     assert fresh[0].recovered_after is not None
     assert online.new_findings() == []
+
+
+def test_the_tail_is_the_last_complete_lines_and_where_they_start(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    lines = [f"step {i} loss {i % 7}" for i in range(200_000)]  # ~4 MB: several blocks back from the end
+    log.write_text("\n".join(lines) + "\nstep 200000 lo")  # the last line is still being written
+    data = log.read_bytes()
+    tail, first, size = read_tail(str(log), 1500)
+    assert tail == lines[-1500:]
+    assert size == len(data)
+    assert data[first:].startswith(b"step 198500 loss ")
+
+
+def test_a_short_file_is_read_whole(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("a\nb\n")
+    assert read_tail(str(log), 100) == (["a", "b"], 0, 4)
+
+
+def test_tail_findings_are_the_findings_of_the_last_lines_after_a_step(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(
+        "".join(f"step: {i}  loss: {9.5 if i == 120 else 2.0 - 0.002 * i:.4f}\n" for i in range(200))
+    )
+    document = tail_findings(str(log), lines=100)
+    assert [(f["kind"], f["step"]) for f in document["findings"]] == [("spike", 120)]
+    assert document["tail"]["lines"] == 100
+    assert log.read_bytes()[document["tail"]["from_byte"] :].startswith(b"step: 100 ")
+    later = tail_findings(str(log), since_step=120)
+    assert later["findings"] == []
+    assert later["tail"]["findings_before_since_step"] == 1
+    assert sum(later["summary"].values()) == 0

@@ -85,6 +85,7 @@ class LogsDocument(TypedDict, total=False):
     """`trainprobe logs --json`: the runs read and their findings, most severe first."""
 
     schema_version: int
+    exit_code: int
     summary: dict[str, Any]
     runs: list[Any]
     findings: list[Any]

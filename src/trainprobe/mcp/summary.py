@@ -202,8 +202,13 @@ def check(doc: dict[str, Any]) -> Summary:
             lines.append(f"    … {len(failed) - 3} more failed check(s)")
         return lines
 
-    order = {"torn": 0, "corrupt": 1, "unreadable": 2, "unknown": 3, "consistent": 4}
-    ranked = sorted(checkpoints, key=lambda c: (not c.get("nonfinite"), order.get(c.get("verdict", ""), 5)))
+    from trainprobe.checkpoint.verdict import ORDER  # worst first: the library's one ranking
+
+    def rank(c: dict[str, Any]) -> tuple[bool, int]:
+        verdict = c.get("verdict")
+        return not c.get("nonfinite"), ORDER.index(verdict) if verdict in ORDER else len(ORDER)
+
+    ranked = sorted(checkpoints, key=rank)
     s.items(ranked, one, limit=10, what="checkpoints")
     return s
 

@@ -15,11 +15,11 @@ diff           ``trainprobe.tasks.diff_on`` (``trainprobe.checkpoint.diff.diff_p
 logs           ``trainprobe.tasks.logs_on`` (``trainprobe.metrics.analyze.analyze_json`` far side)
 probe          ``trainprobe.remote.probe.probe`` / ``probe_fleet``
 run            ``trainprobe.remote.run`` / ``trainprobe.remote.fanout.run_fleet``
-watch_tail     ``trainprobe.remote.call`` of :func:`tail_findings_json` (``trainprobe.metrics.follow``)
+watch_tail     ``trainprobe.tasks.tail.tail_on`` (``trainprobe.metrics.follow.tail_findings`` far side)
 =============  ==========================================================================================
 
-This module is shipped to the far side for :func:`tail_findings_json`, so its top level imports only the
-standard library and ``trainprobe.errors``.
+Its top level imports only the standard library and ``trainprobe.errors``: the server starts without
+numpy, and each tool imports what it calls.
 """
 
 from __future__ import annotations
@@ -27,14 +27,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from trainprobe.errors import RemoteExceptionError, TrainprobeError, UsageError
 
 LOCAL = "local"
 CONNECT_TIMEOUT_S = 20.0
-NEED = ("numpy",)  # what the shipped readers import far side
+R = TypeVar("R")
 
 
 class Place(NamedTuple):
@@ -123,15 +122,13 @@ def presented(where: Place) -> Iterator[None]:
 
 
 def shown_message(exc: TrainprobeError, where: Place) -> str:
-    """A trainprobe error raised far side is that error's own sentence (not ``RemoteExceptionError: …``);
-    the target is the one the user named, and the local default names none, as the CLI without ``--on``."""
-    import trainprobe.errors as errors
-
+    """A trainprobe error raised far side is that error's own sentence (not ``RemoteExceptionError: …``,
+    by the tasks' one rule, :func:`trainprobe.tasks.raised_far_side`); the target is the one the user named,
+    and the local default names none, as the CLI without ``--on``."""
     if isinstance(exc, RemoteExceptionError):
-        kind, _, far = exc.reason.partition(": ")
-        cls = getattr(errors, kind, None)
-        if isinstance(cls, type) and issubclass(cls, TrainprobeError) and far:
-            return far if where.label is None else f"{where.label}: {far}"
+        from trainprobe.tasks import raised_far_side
+
+        exc = raised_far_side(exc) or exc
     message = str(exc)
     prefix = where.engine + ": "
     if message.startswith(prefix):
@@ -143,56 +140,43 @@ def shown_message(exc: TrainprobeError, where: Place) -> str:
 # -- the tools' documents ------------------------------------------------------------------------------------
 
 
+def on(where: Place, task: Callable[..., R], *args: Any, timeout: float, **kwargs: Any) -> R:
+    """``task(where.engine, *args, **kwargs)`` (a ``trainprobe.tasks.*_on``), its errors worded as the CLI
+    words them."""
+    with presented(where):
+        return task(where.engine, *args, timeout=timeout, connect_timeout=CONNECT_TIMEOUT_S, **kwargs)
+
+
 def triage(
     target: str, run_dir: str, *, threshold: float, stall_floor_s: float, events: list[str], timeout: float
 ) -> dict[str, Any]:
     from trainprobe.tasks import triage_on
 
     where = place(target, "triage")
-    with presented(where):
-        report = triage_on(
-            where.engine,
-            run_dir,
-            timeout=timeout,
-            connect_timeout=CONNECT_TIMEOUT_S,
-            threshold=threshold,
-            stall_floor_s=stall_floor_s,
-            event_patterns=list(events),
-        )
-        report.target = where.label
-        return report.to_json()
+    report = on(
+        where, triage_on, run_dir, timeout=timeout, threshold=threshold, stall_floor_s=stall_floor_s,
+        event_patterns=list(events),
+    )  # fmt: skip
+    report.target = where.label
+    return report.to_json()
 
 
 def scan(target: str, paths: list[str], *, stats: bool, verify: bool, timeout: float) -> dict[str, Any]:
     from trainprobe.tasks import scan_on
 
-    where = place(target, "scan")
-    with presented(where):
-        report = scan_on(
-            where.engine,
-            paths,
-            stats=stats,
-            verify=verify,
-            timeout=timeout,
-            connect_timeout=CONNECT_TIMEOUT_S,
-        )
-        return report.to_json()
+    return on(place(target, "scan"), scan_on, paths, stats=stats, verify=verify, timeout=timeout).to_json()
 
 
 def check(target: str, paths: list[str], *, timeout: float) -> dict[str, Any]:
     from trainprobe.tasks import check_on
 
-    where = place(target, "check")
-    with presented(where):
-        return check_on(where.engine, paths, timeout=timeout, connect_timeout=CONNECT_TIMEOUT_S)
+    return on(place(target, "check"), check_on, paths, timeout=timeout)
 
 
 def diff(target: str, a: str, b: str, *, timeout: float) -> dict[str, Any]:
     from trainprobe.tasks import diff_on
 
-    where = place(target, "diff")
-    with presented(where):
-        return diff_on(where.engine, a, b, timeout=timeout, connect_timeout=CONNECT_TIMEOUT_S)
+    return on(place(target, "diff"), diff_on, a, b, timeout=timeout)
 
 
 def logs(target: str, paths: list[str], *, timeout: float, **options: Any) -> dict[str, Any]:
@@ -205,39 +189,15 @@ def logs(target: str, paths: list[str], *, timeout: float, **options: Any) -> di
     if options.get("window", 50) < 5:
         raise UsageError("--window must be at least 5")
     where = place(target, "logs")
-    with presented(where):
-        report = logs_on(
-            where.engine, paths, options=Options.from_json(options), timeout=timeout,
-            connect_timeout=CONNECT_TIMEOUT_S,
-        )  # fmt: skip
-        return report.to_json()
+    return on(where, logs_on, paths, options=Options.from_json(options), timeout=timeout).to_json()
 
 
 def watch_tail(target: str, path: str, *, timeout: float, **options: Any) -> dict[str, Any]:
-    return _call("watch_tail", target, tail_findings_json, path, timeout=timeout, **options)
+    """:func:`trainprobe.tasks.tail.tail_on`'s document; ``options`` are its ``lines``, ``since_step``,
+    ``threshold`` and ``event_patterns``."""
+    from trainprobe.tasks.tail import tail_on
 
-
-def _call(
-    tool: str, target: str, function: Callable[..., Any], *args: Any, timeout: float, **kwargs: Any
-) -> dict[str, Any]:
-    """``function(*args, **kwargs)`` where the files are, as ``trainprobe.tasks`` does for scan and check."""
-    from trainprobe.remote import call
-
-    where = place(target, tool)
-    with presented(where):
-        document = call(
-            where.engine,
-            function,
-            *args,
-            timeout=timeout,
-            connect_timeout=CONNECT_TIMEOUT_S,
-            need=NEED,
-            modules=("trainprobe.metrics",) if function.__module__ == __name__ else (),
-            **kwargs,
-        )
-    if not isinstance(document, dict):
-        raise TrainprobeError(f"{where.label or LOCAL}: {tool} returned no report")
-    return document
+    return on(place(target, "watch_tail"), tail_on, path, timeout=timeout, **options)
 
 
 def probe(target: str, *, cuda: bool, timeout: float) -> dict[str, Any]:
@@ -288,103 +248,3 @@ def run_failure(document: dict[str, Any]) -> str | None:
     message = str(error.get("message"))
     local = engine_target(LOCAL) + ": "
     return message[len(local) :] if message.startswith(local) else message
-
-
-# -- run far side --------------------------------------------------------------------------------------------
-
-
-_BLOCK = 1 << 20
-
-
-def read_tail(path: str, lines: int) -> tuple[list[str], int, int]:
-    """(the last ``lines`` complete lines of ``path``, the byte offset of the first, the file's size).
-
-    Read backwards a block at a time, so a 450 MB log costs what its tail costs. A last line without its
-    newline is still being written and is left for the next look."""
-    import os
-    import stat
-
-    from trainprobe.errors import LogError
-
-    try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; only a regular file is read.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise LogError(path, "not a regular file (a FIFO, socket or device is not read)")
-        with open(fd, "rb") as fh:
-            size = fh.seek(0, 2)
-            start, blocks, newlines = size, [], 0
-            while start > 0 and newlines <= lines:
-                step = min(_BLOCK, start)
-                start -= step
-                fh.seek(start)
-                block = fh.read(step)
-                newlines += block.count(b"\n")
-                blocks.append(block)
-    except FileNotFoundError:
-        raise LogError(path, "no such file or directory", hint="check the path") from None
-    except IsADirectoryError:
-        raise LogError(path, "is a directory", hint="watch one log file") from None
-    except OSError as exc:
-        raise LogError(path, f"cannot be read ({exc.strerror or exc})") from None
-    data = b"".join(reversed(blocks))
-    end = data.rfind(b"\n") + 1
-    parts = data[:end].split(b"\n")[:-1]
-    if start > 0:
-        parts = parts[1:]  # the first one began before the bytes read
-    kept = parts[-lines:] if lines else []
-    first = start + end - sum(len(p) + 1 for p in kept)
-    return [p.decode("utf-8", "replace") for p in kept], first, size
-
-
-def tail_findings_json(
-    path: str,
-    *,
-    lines: int = 5000,
-    since_step: float | None = None,
-    threshold: float = 6.0,
-    event_patterns: list[str] | None = None,
-) -> dict[str, Any]:
-    """The findings of the last ``lines`` lines of a growing text or JSONL log, as ``watch`` finds them (its
-    summary document), with a ``tail`` object saying which bytes were read; only findings after
-    ``since_step`` when given."""
-    from trainprobe.errors import LogError
-    from trainprobe.metrics import Options
-    from trainprobe.metrics.follow import OnlineAnalyzer
-
-    text, first, size = read_tail(path, lines)
-    online = OnlineAnalyzer(
-        Path(path).stem, Options(threshold=threshold, event_patterns=list(event_patterns or []))
-    )
-    online.feed(text)
-    rows = len(online.run())
-    if rows < 2:
-        raise LogError(
-            path,
-            f"no metric rows in its last {len(text)} line(s)",
-            hint="watch_tail reads text and JSONL logs; the logs tool reads CSV, TensorBoard and the rest",
-        )
-    online.new_findings(final=True)
-    assert online.report is not None  # set by new_findings once there are two rows
-    document = online.report.to_json()
-    total = len(document["findings"])
-    if since_step is not None:
-        document["findings"] = [f for f in document["findings"] if _after(f["step"], since_step)]
-        document["summary"] = {
-            s: sum(f["severity"] == s for f in document["findings"]) for s in document["summary"]
-        }
-    document["tail"] = {
-        "path": path,
-        "file_bytes": size,
-        "from_byte": first,
-        "lines": len(text),
-        "rows": rows,
-        "since_step": since_step,
-        "findings_before_since_step": total - len(document["findings"]),
-    }
-    return document
-
-
-def _after(step: Any, since: float) -> bool:
-    return isinstance(step, (int, float)) and step > since

@@ -1,4 +1,6 @@
-"""Following a growing log like ``tail -F`` and running the detectors as it grows (``trainprobe watch``)."""
+"""Following a growing log like ``tail -F`` and running the detectors as it grows (``trainprobe watch``), and
+the findings of its last lines alone (:func:`tail_findings`: the MCP tool ``watch_tail``, shipped to where
+the log is by :func:`trainprobe.tasks.tail.tail_on`)."""
 
 from __future__ import annotations
 
@@ -6,10 +8,10 @@ import json
 import os
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from trainprobe.errors import LogError
 from trainprobe.metrics.analyze import LogReport, Options, analyze
@@ -23,6 +25,7 @@ from trainprobe.metrics.walk import why_not
 _CHUNK = 64 << 20  # the most one poll reads (the rest comes on the next polls)
 _MAX_LINE = 1 << 20  # a partial line longer than this is dropped, not buffered
 _SEEK_DATA: int | None = getattr(os, "SEEK_DATA", None)
+_TAIL_BLOCK = 1 << 20  # read_tail reads backwards this much at a time
 
 
 class FileFollower:
@@ -208,3 +211,88 @@ def watch_file(
     for f in online.new_findings(final=True) if len(online.run()) >= 2 else []:
         on_finding(f)
     return online.report
+
+
+def read_tail(path: str, lines: int) -> tuple[list[str], int, int]:
+    """(the last ``lines`` complete lines of ``path``, the byte offset of the first, the file's size).
+
+    Read backwards a block at a time, so a 450 MB log costs what its tail costs. A last line without its
+    newline is still being written and is left for the next look."""
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; only a regular file is read.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise LogError(path, "not a regular file (a FIFO, socket or device is not read)")
+        with open(fd, "rb") as fh:
+            size = fh.seek(0, 2)
+            start, blocks, newlines = size, [], 0
+            while start > 0 and newlines <= lines:
+                step = min(_TAIL_BLOCK, start)
+                start -= step
+                fh.seek(start)
+                block = fh.read(step)
+                newlines += block.count(b"\n")
+                blocks.append(block)
+    except FileNotFoundError:
+        raise LogError(path, "no such file or directory", hint="check the path") from None
+    except IsADirectoryError:
+        raise LogError(path, "is a directory", hint="watch one log file") from None
+    except OSError as exc:
+        raise LogError(path, f"cannot be read ({exc.strerror or exc})") from None
+    data = b"".join(reversed(blocks))
+    end = data.rfind(b"\n") + 1
+    parts = data[:end].split(b"\n")[:-1]
+    if start > 0:
+        parts = parts[1:]  # the first one began before the bytes read
+    kept = parts[-lines:] if lines else []
+    first = start + end - sum(len(p) + 1 for p in kept)
+    return [p.decode("utf-8", "replace") for p in kept], first, size
+
+
+def tail_findings(
+    path: str,
+    *,
+    lines: int = 5000,
+    since_step: float | None = None,
+    threshold: float = 6.0,
+    event_patterns: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The findings of the last ``lines`` lines of a growing text or JSONL log, as ``watch`` finds them (its
+    summary document), with a ``tail`` object saying which bytes were read; only findings after
+    ``since_step`` when given."""
+    text, first, size = read_tail(path, lines)
+    online = OnlineAnalyzer(
+        Path(path).stem, Options(threshold=threshold, event_patterns=list(event_patterns))
+    )
+    online.feed(text)
+    rows = len(online.run())
+    if rows < 2:
+        raise LogError(
+            path,
+            f"no metric rows in its last {len(text)} line(s)",
+            hint="a tail is read as a text or JSONL log; logs reads CSV, TensorBoard and the rest",
+        )
+    online.new_findings(final=True)
+    assert online.report is not None  # set by new_findings once there are two rows
+    document = online.report.to_json()
+    total = len(document["findings"])
+    if since_step is not None:
+        document["findings"] = [f for f in document["findings"] if _after(f["step"], since_step)]
+        document["summary"] = {
+            s: sum(f["severity"] == s for f in document["findings"]) for s in document["summary"]
+        }
+    document["tail"] = {
+        "path": path,
+        "file_bytes": size,
+        "from_byte": first,
+        "lines": len(text),
+        "rows": rows,
+        "since_step": since_step,
+        "findings_before_since_step": total - len(document["findings"]),
+    }
+    return document
+
+
+def _after(step: Any, since: float) -> bool:
+    return isinstance(step, (int, float)) and step > since
