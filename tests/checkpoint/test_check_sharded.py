@@ -20,10 +20,10 @@ import pytest
 from fixtures.frameworks import damage
 from fixtures.frameworks.node_local import spread_over_nodes
 from trainprobe.checkpoint.check import check_paths
-from trainprobe.checkpoint.check.sharded import ShardedCheck, merge_check_shards
-from trainprobe.checkpoint.check.share import check_share
-from trainprobe.checkpoint.shard_plan import plan_shards
-from trainprobe.checkpoint.shards import inventory
+from trainprobe.checkpoint.sharded.check_share import check_share
+from trainprobe.checkpoint.sharded.inventory import inventory
+from trainprobe.checkpoint.sharded.merge import ShardedCheck, merge_check_shards
+from trainprobe.checkpoint.sharded.plan import plan_shards
 
 pytest.importorskip("torch")
 

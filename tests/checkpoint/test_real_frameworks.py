@@ -20,7 +20,7 @@ from fixtures.frameworks.catalog import GENERATORS
 from trainprobe.checkpoint import scan
 from trainprobe.checkpoint.check import check_paths
 from trainprobe.checkpoint.diff import diff_paths
-from trainprobe.checkpoint.scan_report import UnitReport
+from trainprobe.checkpoint.scanning.report import UnitReport
 from trainprobe.checkpoint.units.discover import discover_units
 from trainprobe.checkpoint.verdict import exit_code
 

@@ -19,8 +19,10 @@ import pytest
 from fixtures.frameworks import damage
 from fixtures.frameworks.node_local import spread_over_nodes
 from trainprobe.checkpoint import scan
-from trainprobe.checkpoint.shard_plan import ShardedScan, merge_shards, plan_shards
-from trainprobe.checkpoint.shards import inventory, scan_share
+from trainprobe.checkpoint.sharded.inventory import inventory
+from trainprobe.checkpoint.sharded.merge import ShardedScan, merge_shards
+from trainprobe.checkpoint.sharded.plan import plan_shards
+from trainprobe.checkpoint.sharded.scan_share import scan_share
 from trainprobe.errors import UsageError
 
 pytest.importorskip("torch")

@@ -31,7 +31,14 @@ from trainprobe.checkpoint.reading.formats import open_file as open_checkpoint
 from trainprobe.checkpoint.reading.pickle.globals import KnownGlobal, classify_global
 from trainprobe.checkpoint.reading.pickle.unpickler import SafeUnpickler, safe_loads
 from trainprobe.checkpoint.reading.zipcheck import verify_zip_crc
-from trainprobe.checkpoint.scan import SCHEMA_VERSION, FileReport, ScanReport, TensorResult, UnitReport, scan
+from trainprobe.checkpoint.scanning.report import (
+    SCHEMA_VERSION,
+    FileReport,
+    ScanReport,
+    TensorResult,
+    UnitReport,
+)
+from trainprobe.checkpoint.scanning.run import scan
 from trainprobe.checkpoint.units.discover import Unit, discover_units
 from trainprobe.checkpoint.verdict import exit_code, worst
 

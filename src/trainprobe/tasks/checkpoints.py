@@ -2,7 +2,8 @@
 
 ``trainprobe.checkpoint`` (stdlib + numpy) is shipped; the far side needs only Python and numpy. Globs expand
 there and relative paths are relative to the remote login directory (or ``cd=``). Each report is the one the
-local function gives: a :class:`~trainprobe.checkpoint.scan.ScanReport`, the ``check --json`` document.
+local function gives: a :class:`~trainprobe.checkpoint.scanning.report.ScanReport`, the ``check --json``
+document.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ from trainprobe.tasks.remote_call import FleetReports, RemoteTask
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from trainprobe.checkpoint.scan import ScanReport
+    from trainprobe.checkpoint.scanning.report import ScanReport
     from trainprobe.remote.fanout import Outcome
     from trainprobe.remote.target import Target
 
 
 def scan_task() -> RemoteTask[ScanReport]:
     """The scan as a task (built on call: importing trainprobe.checkpoint costs numpy's import)."""
-    from trainprobe.checkpoint.scan import ScanReport, scan
+    from trainprobe.checkpoint.scanning.report import ScanReport
+    from trainprobe.checkpoint.scanning.run import scan
 
     return RemoteTask("scan", scan, ScanReport.from_json)
 

@@ -3,11 +3,12 @@ every target that holds some of them, as one report.
 
 Two rounds on the fleet, and the library in between (this module only runs things):
 
-1. every target lists what it has of PATH (:func:`trainprobe.checkpoint.shards.inventory`);
-2. :func:`trainprobe.checkpoint.shard_plan.plan_shards` decides who reads which file, and each target with a
-   share reads it where it is (:func:`trainprobe.checkpoint.shards.scan_share`), its progress (files and
-   bytes) coming back on its stderr; the files of a target that fails are reported as not read;
-3. :func:`trainprobe.checkpoint.shard_plan.merge_shards` makes one report of the reads.
+1. every target lists what it has of PATH (:func:`trainprobe.checkpoint.sharded.inventory.inventory`);
+2. :func:`trainprobe.checkpoint.sharded.plan.plan_shards` decides who reads which file, and each target
+   with a share reads it where it is (:func:`trainprobe.checkpoint.sharded.scan_share.scan_share`), its
+   progress (files and bytes) coming back on its stderr; the files of a target that fails are reported as
+   not read;
+3. :func:`trainprobe.checkpoint.sharded.merge.merge_shards` makes one report of the reads.
 
 ::
 
@@ -32,8 +33,8 @@ from trainprobe.tasks.remote_call import RemoteTask
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from trainprobe.checkpoint.check.sharded import ShardedCheck
-    from trainprobe.checkpoint.shard_plan import ShardedScan, ShardPlan
+    from trainprobe.checkpoint.sharded.merge import ShardedCheck, ShardedScan
+    from trainprobe.checkpoint.sharded.plan import ShardPlan
     from trainprobe.remote.target import Target
 
 
@@ -70,8 +71,9 @@ def scan_sharded(
 ) -> ShardedScan:
     """Scan the unit ``path`` (a directory, the same path on every target) on the targets that hold its
     files; see the module doc. Raises UsageError when no target has a checkpoint unit at ``path``."""
-    from trainprobe.checkpoint.shard_plan import merge_shards, plan_shards
-    from trainprobe.checkpoint.shards import scan_share
+    from trainprobe.checkpoint.sharded.merge import merge_shards
+    from trainprobe.checkpoint.sharded.plan import plan_shards
+    from trainprobe.checkpoint.sharded.scan_share import scan_share
 
     started = time.perf_counter()
     root = Path(log_dir) if log_dir else _run_dir("sharded")
@@ -99,13 +101,13 @@ def check_sharded(
 ) -> ShardedCheck:
     """``check`` the unit ``path`` (a directory, the same path on every target) on the targets that hold
     its files, as :func:`scan_sharded` scans it: one check report
-    (:func:`trainprobe.checkpoint.check.sharded.merge_check_shards`). A multi-file part goes whole to a
+    (:func:`trainprobe.checkpoint.sharded.merge.merge_check_shards`). A multi-file part goes whole to a
     target that holds all its data files; where none does, it is checked in shares and what cannot be
     judged in shares is reported as not checked. Raises UsageError when no target has a checkpoint unit
     at ``path``."""
-    from trainprobe.checkpoint.check.sharded import merge_check_shards
-    from trainprobe.checkpoint.check.share import check_share
-    from trainprobe.checkpoint.shard_plan import plan_shards
+    from trainprobe.checkpoint.sharded.check_share import check_share
+    from trainprobe.checkpoint.sharded.merge import merge_check_shards
+    from trainprobe.checkpoint.sharded.plan import plan_shards
 
     root = Path(log_dir) if log_dir else _run_dir("check-sharded")
     inventories, failed = _inventories(targets, path, parallel, timeout, connect_timeout, root)
@@ -133,7 +135,7 @@ def _inventories(
     root: Path,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """Round one: what each target has of ``path`` (the directories), and the targets that failed."""
-    from trainprobe.checkpoint.shards import inventory
+    from trainprobe.checkpoint.sharded.inventory import inventory
 
     found = RemoteTask("inventory", inventory, _inventory_report).on_fleet(
         targets, path, parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
@@ -155,9 +157,10 @@ def _run_shares(
     on_progress: Callable[[ShareProgress], None] | None,
     log_dir: Path,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """Each target's share read where it is by ``share`` (:func:`~trainprobe.checkpoint.shards.scan_share`
-    or :func:`~trainprobe.checkpoint.check.share.check_share`, with ``options``; its answer holds ``key``),
-    ``parallel`` at once: (results, failed target -> why)."""
+    """Each target's share read where it is by ``share``
+    (:func:`~trainprobe.checkpoint.sharded.scan_share.scan_share` or
+    :func:`~trainprobe.checkpoint.sharded.check_share.check_share`, with ``options``; its answer holds
+    ``key``), ``parallel`` at once: (results, failed target -> why)."""
     from trainprobe.remote import api
     from trainprobe.remote.fleet_result import outcome_of
     from trainprobe.remote.shipping import CALL_DRIVER, call_argv
@@ -213,7 +216,7 @@ class _ProgressLines:
         self.last: ShareProgress | None = None
 
     def feed(self, data: bytes) -> None:
-        from trainprobe.checkpoint.shards import PROGRESS
+        from trainprobe.checkpoint.sharded.scan_share import PROGRESS
 
         self.buffer += data
         *lines, self.buffer = self.buffer.split(b"\n")

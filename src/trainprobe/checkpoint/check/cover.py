@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
+from trainprobe.checkpoint.check.optimizers import family_of
 from trainprobe.checkpoint.evidence import Evidence
-from trainprobe.checkpoint.optimizers import family_of
 from trainprobe.checkpoint.reading.base import Checkpoint, TensorRecord
 from trainprobe.checkpoint.reading.skeleton import fields_of, find_optimizers
 from trainprobe.checkpoint.units.frameworks.base import Framework

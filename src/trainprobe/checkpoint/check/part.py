@@ -14,6 +14,8 @@ from typing import Any
 
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.check.master import check_master_weights
+from trainprobe.checkpoint.check.optimizers import OPTIMIZERS, families_in
+from trainprobe.checkpoint.check.optimizers.adam import PairResult, adam_pair, plan_adam, report_adam
 from trainprobe.checkpoint.check.report import nonfinite_entries
 from trainprobe.checkpoint.check.state import MAX_NAMES, state_of
 from trainprobe.checkpoint.check.structure import check_optimizer
@@ -21,12 +23,10 @@ from trainprobe.checkpoint.check.writer_manifest import check_manifest
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.fingerprint import stored_fingerprint
 from trainprobe.checkpoint.numerics import NonFinite, count_nonfinite
-from trainprobe.checkpoint.optimizers import OPTIMIZERS, families_in
-from trainprobe.checkpoint.optimizers.adam import PairResult, adam_pair, plan_adam, report_adam
 from trainprobe.checkpoint.reading.base import Checkpoint, Note
 from trainprobe.checkpoint.reading.skeleton import find_optimizers
-from trainprobe.checkpoint.units.open import part_role
 from trainprobe.checkpoint.units.frameworks import Framework, Role
+from trainprobe.checkpoint.units.open import part_role
 from trainprobe.checkpoint.units.roles import tensor_roles
 from trainprobe.checkpoint.units.steps import PartFacts
 from trainprobe.errors import CorruptCheckpointError

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from trainprobe.checkpoint.check.optimizers import family_of
 from trainprobe.checkpoint.check.state import MAX_NAMES, fmt_step, param_record, suffix_index
 from trainprobe.checkpoint.evidence import Evidence
-from trainprobe.checkpoint.optimizers import family_of
 from trainprobe.checkpoint.reading.base import Checkpoint, TensorRecord
 from trainprobe.checkpoint.reading.skeleton import label_of, scalar
 

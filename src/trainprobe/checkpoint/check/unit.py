@@ -14,8 +14,8 @@ from trainprobe.checkpoint.check.part import PartCheck, presence_evidence
 from trainprobe.checkpoint.check.report import CheckResult, decide
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.fingerprint import tensor_key, unit_fingerprint
-from trainprobe.checkpoint.judge import unit_evidence, unit_framework
 from trainprobe.checkpoint.reading.pickle.unpickler import SUSPICIOUS
+from trainprobe.checkpoint.scanning.judge import unit_evidence, unit_framework
 from trainprobe.checkpoint.units.discover import Unit
 from trainprobe.checkpoint.units.steps import chosen_step, collect_step_sources, saved_step
 

@@ -17,46 +17,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainprobe.checkpoint.fingerprint import mark_identical
-from trainprobe.checkpoint.judge import PartRead, judge_unit, unit_evidence
 from trainprobe.checkpoint.numerics import NonFinite, Stats, compute_stats, count_nonfinite
 from trainprobe.checkpoint.reading.base import Checkpoint, TensorRecord
-from trainprobe.checkpoint.scan_report import (
-    CLEAN,
-    CORRUPT,
-    NONFINITE,
-    SCHEMA_VERSION,
-    SUSPICIOUS,
-    UNREADABLE,
+from trainprobe.checkpoint.scanning.judge import PartRead, judge_unit
+from trainprobe.checkpoint.scanning.report import (
     FileReport,
     ScanReport,
     TensorResult,
-    UnitReport,
 )
 from trainprobe.checkpoint.units.discover import Unit, discover_units
-from trainprobe.checkpoint.units.open import framework_of, open_part, part_role, reason_of
 from trainprobe.checkpoint.units.frameworks import Part
+from trainprobe.checkpoint.units.open import framework_of, open_part, part_role, reason_of
 from trainprobe.checkpoint.units.roles import tensor_roles
 from trainprobe.checkpoint.units.steps import PartFacts
 from trainprobe.errors import CheckpointError, UsageError
 
-__all__ = [
-    "CLEAN",
-    "CORRUPT",
-    "NONFINITE",
-    "SCHEMA_VERSION",
-    "SUSPICIOUS",
-    "UNREADABLE",
-    "FileReport",
-    "PartRead",
-    "PartRequest",
-    "ScanReport",
-    "TensorResult",
-    "UnitReport",
-    "read_parts",
-    "scan",
-    "scan_units",
-    "unit_evidence",
-]
+__all__ = ["PartRequest", "read_parts", "scan", "scan_units"]
 
 
 def _stats_dict(stats: Stats | None) -> dict[str, float | None] | None:
@@ -128,7 +104,7 @@ def scan_units(
     started: float | None = None,
 ) -> ScanReport:
     """:func:`scan` of units already discovered: each part read (:func:`read_parts`), each unit judged from
-    its parts' reads (:func:`trainprobe.checkpoint.judge.judge_unit`)."""
+    its parts' reads (:func:`trainprobe.checkpoint.scanning.judge.judge_unit`)."""
     started = time.perf_counter() if started is None else started
     requests = [PartRequest(part, unit.path, unit.framework) for unit in units for part in unit.parts]
     reads = iter(read_parts(requests, stats=stats, verify=verify, workers=workers, progress=progress))

@@ -1,7 +1,7 @@
 """``check`` of a unit whose files are on several machines (``check --on FLEET --sharded PATH``): what runs
 where the files are (:func:`check_share`), and one part's checks read in shares made one
-(:func:`merge_part_shares`). The plan (who reads what) is :mod:`trainprobe.checkpoint.shard_plan`'s; the
-unit's verdict :func:`.unit.judge_check`'s, as for a check in one place.
+(:func:`merge_part_shares`). The plan (who reads what) is :mod:`trainprobe.checkpoint.sharded.plan`'s; the
+unit's verdict :func:`~trainprobe.checkpoint.check.unit.judge_check`'s, as for a check in one place.
 
 **What is exact and what is not.** A part read whole by one target (a DeepSpeed partition or model states
 file, an HF ``optimizer.pt`` or safetensors shard, a Lightning ``.ckpt``, and a DCP directory or HF index
@@ -53,11 +53,11 @@ NOT_SPLIT = (
 
 
 def check_share(path: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
-    """Check the parts of ``requests`` (from the plan) here: one :class:`~.part.PartCheck` per request, in
-    order (JSON), and how long it took; progress on stderr as :func:`~trainprobe.checkpoint.shards.scan_share`
-    gives it."""
+    """Check the parts of ``requests`` (from the plan) here: one
+    :class:`~trainprobe.checkpoint.check.part.PartCheck` per request, in order (JSON), and how long it took;
+    progress on stderr as :func:`~.scan_share.scan_share` gives it."""
     from trainprobe.checkpoint.check.run import dcp_evidence
-    from trainprobe.checkpoint.shards import Progress, part_request, request_bytes
+    from trainprobe.checkpoint.sharded.scan_share import Progress, part_request, request_bytes
     from trainprobe.checkpoint.units.open import framework_of, open_part
 
     started = time.perf_counter()

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Set
 from typing import Any
 
+from trainprobe.checkpoint.check.optimizers.base import nonnegative_evidence
 from trainprobe.checkpoint.evidence import Evidence
-from trainprobe.checkpoint.optimizers.base import nonnegative_evidence
 
 _FACTORS = ("row_var", "col_var", "exp_avg_sq_row", "exp_avg_sq_col")
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 from collections.abc import Set
 from typing import Any
 
-from trainprobe.checkpoint.optimizers.adafactor import Adafactor
-from trainprobe.checkpoint.optimizers.adagrad import Adagrad
-from trainprobe.checkpoint.optimizers.adam import Adam
-from trainprobe.checkpoint.optimizers.adamax import Adamax
-from trainprobe.checkpoint.optimizers.base import OptimizerFamily
-from trainprobe.checkpoint.optimizers.bnb8bit import Bnb8bit
-from trainprobe.checkpoint.optimizers.lion import Lion
-from trainprobe.checkpoint.optimizers.rmsprop import RmsProp
-from trainprobe.checkpoint.optimizers.sgd import Sgd
+from trainprobe.checkpoint.check.optimizers.adafactor import Adafactor
+from trainprobe.checkpoint.check.optimizers.adagrad import Adagrad
+from trainprobe.checkpoint.check.optimizers.adam import Adam
+from trainprobe.checkpoint.check.optimizers.adamax import Adamax
+from trainprobe.checkpoint.check.optimizers.base import OptimizerFamily
+from trainprobe.checkpoint.check.optimizers.bnb8bit import Bnb8bit
+from trainprobe.checkpoint.check.optimizers.lion import Lion
+from trainprobe.checkpoint.check.optimizers.rmsprop import RmsProp
+from trainprobe.checkpoint.check.optimizers.sgd import Sgd
 
 OPTIMIZERS: tuple[OptimizerFamily, ...] = (
     Bnb8bit(),

@@ -1,6 +1,7 @@
-"""The report algebra of a unit scanned on several machines (``scan --on FLEET --sharded PATH``): who reads
-which file, and the one report from what each read. Pure: no file is read and nothing runs here
-(:mod:`trainprobe.tasks.sharded` runs the two far-side calls of :mod:`.shards`).
+"""Who reads which file of a unit read on several machines (``scan`` or ``check --on FLEET --sharded
+PATH``). Pure: no file is read and nothing runs here (:mod:`trainprobe.tasks.sharded` runs the far-side calls
+of :mod:`.inventory`, :mod:`.scan_share` and :mod:`.check_share`; :mod:`.merge` makes one report of the
+reads).
 
 **The same file or the same name?** Each target lists the files of PATH it has. Two entries of one name are
 one file when they are the same inode on the same boot (storage several targets see: containers of one host,
@@ -15,10 +16,9 @@ a multi-file part (a DCP directory, an HF index) is read in shares — each hold
 reads those, given the part's ``.metadata`` or index. A data file the part names that no target holds is
 **missing**, and said as a local scan says it.
 
-**One report.** The shares of a part merge into one read (:func:`~trainprobe.checkpoint.judge.merge_reads`:
-tensors file by file, notes once each) and the unit is judged from its reads exactly as a local scan judges
-it, so the report equals the scan of all the files in one place — plus who read which file, and the files a
-failed target should have read, reported as not read.
+**One report** (:mod:`.merge`): the shares of a part merge into one read and the unit is judged from its
+reads exactly as a local scan judges it, so the report equals the scan of all the files in one place — plus
+who read which file, and the files a failed target should have read, reported as not read.
 """
 
 from __future__ import annotations
@@ -27,13 +27,9 @@ import base64
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any
 
-from trainprobe.checkpoint import verdict as V
-from trainprobe.checkpoint.fingerprint import mark_identical
-from trainprobe.checkpoint.judge import PartRead, judge_unit, merge_reads
 from trainprobe.checkpoint.reading.parts import data_files
-from trainprobe.checkpoint.scan_report import FileReport, ScanReport
 from trainprobe.checkpoint.units.discover import Unit, sort_parts
 from trainprobe.checkpoint.units.frameworks import FRAMEWORKS, Part, role_by_name
 from trainprobe.errors import UsageError
@@ -64,7 +60,7 @@ class ShardPlan:
     """Who reads what of the unit at ``path``: ``unit`` (built from every target's names), ``holders`` and
     ``reader`` of each file (relative to ``path``), the data files no target holds (``missing``), names two
     targets hold as different files (``conflicts``), and each target's ``requests`` for
-    :func:`trainprobe.checkpoint.shards.scan_share`."""
+    :func:`trainprobe.checkpoint.sharded.scan_share.scan_share`."""
 
     path: str
     unit: Unit
@@ -199,7 +195,7 @@ def part_files(part: Part, path: str, held: Mapping[str, list[Held]]) -> PartFil
 
 def plan_shards(path: str, inventories: Mapping[str, dict[str, Any]], *, whole: bool = False) -> ShardPlan:
     """Who reads what (see the module doc); ``inventories``: each target's
-    :func:`~trainprobe.checkpoint.shards.inventory` of ``path``. ``whole`` (check): a multi-file part goes
+    :func:`~.inventory.inventory` of ``path``. ``whole`` (check): a multi-file part goes
     whole to one target where one holds all its data files (its checks relate tensors of different data
     files), split only where none does."""
     held, conflicts = _held(inventories)
@@ -246,105 +242,3 @@ def plan_shards(path: str, inventories: Mapping[str, dict[str, Any]], *, whole: 
                 }
             )
     return plan
-
-
-class _Report(Protocol):
-    @property
-    def exit_code(self) -> int: ...
-    def to_json(self) -> dict[str, Any]: ...
-
-
-R = TypeVar("R", bound=_Report)
-
-
-@dataclass
-class ShardedReport(Generic[R]):
-    """The one report (a scan's or a check's) of a unit read on several machines, and how: which target read
-    which file, the files nobody holds, conflicts, and targets that failed (their files reported as not
-    read)."""
-
-    report: R
-    plan: ShardPlan
-    targets: list[dict[str, Any]] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def exit_code(self) -> int:
-        """The report's (the one rule), and 1 when a target could not run (the fleet rule)."""
-        return 1 if self.failed else self.report.exit_code
-
-    def to_json(self) -> dict[str, Any]:
-        data = self.report.to_json()
-        data["exit_code"] = self.exit_code
-        data["sharded"] = {
-            "path": self.plan.path,
-            "readers": dict(sorted(self.plan.reader.items())),
-            "holders": {rel: [h.target for h in hs] for rel, hs in sorted(self.plan.holders.items())},
-            "missing": {p: list(fs) for p, fs in self.plan.missing.items()},
-            "conflicts": list(self.plan.conflicts),
-            "failed": dict(self.failed),
-            "targets": self.targets,
-        }
-        return data
-
-
-ShardedScan = ShardedReport[ScanReport]
-
-
-def merge_shards(
-    plan: ShardPlan,
-    results: Mapping[str, dict[str, Any]],
-    failed: Mapping[str, str],
-    *,
-    stats: bool = False,
-    verify: bool = False,
-    seconds: float = 0.0,
-) -> ShardedScan:
-    """One report from each target's :func:`~trainprobe.checkpoint.shards.scan_share` result (``results``)
-    and the targets that failed (``failed``: target -> why)."""
-    reads_of: dict[str, list[PartRead]] = {}
-    for target, requests in plan.requests.items():
-        if target in results:
-            for request, read in zip(requests, results[target]["reads"], strict=True):
-                reads_of.setdefault(request["part"], []).append(PartRead.from_json(read))
-    reads: list[PartRead] = []
-    for part in plan.unit.parts:
-        pf = part_files(part, plan.path, plan.holders)
-        errors: list[tuple[str, str]] = []
-        missing = plan.missing.get(part.path, [])
-        described = data_files(part.path, description=pf.description) if pf.description is not None else None
-        if missing and described is not None:
-            errors.append((described.missing_error(pf.named_in_part(missing)), V.CORRUPT))
-        lost = [rel for rel in pf.files if plan.reader.get(rel) in failed]
-        if lost:
-            who = sorted({plan.reader[rel] for rel in lost})
-            why = "; ".join(f"{t}: {failed[t]}" for t in who)
-            errors.append(
-                (f"not read: {', '.join(pf.named_in_part(lost))} (their target failed: {why})", V.UNREADABLE)
-            )
-        shares = reads_of.get(part.path) or [
-            PartRead(FileReport(part.path, None, role=part.role, unit=plan.path))
-        ]
-        reads.append(merge_reads(shares, errors=errors) if described is not None or errors else shares[0])
-    unit = judge_unit(plan.unit, reads, trainer_state=plan.trainer_state, is_file=False)
-    if plan.conflicts:
-        from trainprobe.checkpoint.evidence import Evidence
-
-        unit.evidence.append(
-            Evidence("sharded-conflict", "fail", "; ".join(plan.conflicts), indicates=V.CORRUPT)
-        )
-        unit.settle_verdict()
-    units = [unit]
-    mark_identical(units)
-    sharded = ShardedScan(ScanReport(units, seconds, stats=stats, verify=verify), plan, failed=dict(failed))
-    for target in sorted(set(plan.requests) | set(failed) | set(results)):
-        result = results.get(target, {})
-        sharded.targets.append({
-            "target": target,
-            "status": "failed" if target in failed else "ok",
-            "files": plan.files_of(target),
-            "bytes": plan.bytes_of(target),
-            "seconds": round(float(result.get("seconds", 0.0)), 6),
-            "error": failed.get(target),
-        })  # fmt: skip
-    return sharded

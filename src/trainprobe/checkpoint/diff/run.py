@@ -1,6 +1,6 @@
 """What changed between two checkpoint units, tensor by tensor, streamed in chunks (memory stays small).
 
-Per tensor (:mod:`.diff_tensors`): identical, changed (relative change ||A-B||/||A|| and max |A-B|), added,
+Per tensor (:mod:`.tensors`): identical, changed (relative change ||A-B||/||A|| and max |A-B|), added,
 removed, shape or dtype changed; chunked DCP/FSDP2 tensors compared whole. A summary per module prefix (the
 name without its last part). For two checkpoints of one run: parameters that did not move at all, and
 parameters whose optimizer step counter moved while the weights stayed identical (or whose weights moved
@@ -24,13 +24,13 @@ from typing import Any
 
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.check.state import suffix_index
-from trainprobe.checkpoint.diff_tensors import TensorDiff, diff_tensor, json_float, logical_tensors
+from trainprobe.checkpoint.diff.tensors import TensorDiff, diff_tensor, json_float, logical_tensors
 from trainprobe.checkpoint.reading.base import Checkpoint, Note
 from trainprobe.checkpoint.reading.formats import open_file
 from trainprobe.checkpoint.reading.pickle.unpickler import SUSPICIOUS
 from trainprobe.checkpoint.reading.skeleton import find_optimizers, label_of, scalar
-from trainprobe.checkpoint.scan import scan_units
-from trainprobe.checkpoint.scan_report import UnitReport
+from trainprobe.checkpoint.scanning.report import UnitReport
+from trainprobe.checkpoint.scanning.run import scan_units
 from trainprobe.checkpoint.units.discover import Unit, discover_units
 from trainprobe.errors import CheckpointError
 

@@ -1,6 +1,6 @@
 """A unit's report from what its parts said when read: the one place scan's verdict of a unit is decided.
 
-Reading (:mod:`trainprobe.checkpoint.scan`) gives a :class:`PartRead` per part — its file report (tensors,
+Reading (:mod:`.run`) gives a :class:`PartRead` per part — its file report (tensors,
 notes, errors) and its :class:`~trainprobe.checkpoint.units.steps.PartFacts` — wherever the part is; a part
 read in shares on several machines (a DCP directory spread over node-local disks) gives one per share,
 which :func:`merge_reads` makes one. :func:`judge_unit` then decides, from those alone: metadata notes, each
@@ -20,7 +20,7 @@ from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.fingerprint import tensor_key, unit_fingerprint
 from trainprobe.checkpoint.reading.base import Note
-from trainprobe.checkpoint.scan_report import FileReport, UnitReport
+from trainprobe.checkpoint.scanning.report import FileReport, UnitReport
 from trainprobe.checkpoint.units.discover import Unit
 from trainprobe.checkpoint.units.frameworks import Framework, framework_named
 from trainprobe.checkpoint.units.steps import (

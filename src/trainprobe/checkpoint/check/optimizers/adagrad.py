@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Set
 from typing import Any
 
+from trainprobe.checkpoint.check.optimizers.base import nonnegative_evidence
 from trainprobe.checkpoint.evidence import Evidence
-from trainprobe.checkpoint.optimizers.base import nonnegative_evidence
 
 
 class Adagrad:

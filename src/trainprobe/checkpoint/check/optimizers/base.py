@@ -1,6 +1,6 @@
 """Optimizer families behind one small Protocol: which state keys mark a family, which checks hold for it.
 
-A family (one module each in ``trainprobe.checkpoint.optimizers``) recognises a parameter's state by its keys
+A family (one module each in ``check.optimizers``) recognises a parameter's state by its keys
 and adds the evidence that holds for it; checks that cannot run for it are shown as ``skip`` with the reason.
 An optimizer no family recognises is ``unknown``, never ``corrupt``: its state is not shape-checked."""
 
@@ -17,7 +17,7 @@ from trainprobe.checkpoint.reading.base import TensorRecord
 
 
 class OptimizerFamily(Protocol):
-    """One family. Register an instance in ``trainprobe.checkpoint.optimizers.OPTIMIZERS``."""
+    """One family. Register an instance in ``trainprobe.checkpoint.check.optimizers.OPTIMIZERS``."""
 
     name: str
     #: whether every non-scalar state tensor has its parameter's shape (false for factored or flat state)
