@@ -1,7 +1,7 @@
 """What caused what: each anomaly of the logs (or a few at the same steps) joined to the saves, events and
 checkpoint units before and after it, and the likely cause named with its evidence.
 
-The rules, in order (the first that fits names the cause):
+The rules, in order (:data:`RULES`, one function each; the first that fits names the cause):
 
 - **save raced training**: the anomaly follows a checkpoint save within ``near`` steps, and the unit that save
   wrote is torn (high confidence when the save also stalled logging); **save stalled training**: the save
@@ -18,7 +18,9 @@ finite values end, not the climb), and the group's cause is the non-finite value
 
 from __future__ import annotations
 
+import functools
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,54 +173,172 @@ def _unit_line(c: CheckpointInfo) -> str:
     return f"{c.relpath} (step {step_text(c.step)} from its {c.step_source})"
 
 
-def _after_save(
-    group: list[Finding], save: Save, stalls: list[dict[str, Any]], evidence: list[str]
-) -> Conclusion | None:
-    step = group[0].step
-    stall = _stall_near(save, stalls)
+@dataclass
+class Case:
+    """One group of anomalies and what surrounds it, as the rules weigh it; ``evidence`` collects what the
+    report says for the conclusion (the logs' messages first)."""
+
+    group: list[Finding]
+    near: float
+    saves: list[Save]
+    stalls: list[dict[str, Any]]
+    events: dict[str, list[dict[str, Any]]]
+    units: list[CheckpointInfo]
+    evidence: list[str]
+
+    @property
+    def first(self) -> Finding:
+        return self.group[0]
+
+    @property
+    def step(self) -> float:
+        return self.group[0].step
+
+    @functools.cached_property
+    def saves_before(self) -> list[Save]:
+        """The saves at most ``near`` steps before the group."""
+        return [s for s in self.saves if s.step <= self.step and self.step - s.step <= self.near]
+
+    @functools.cached_property
+    def next_unit(self) -> CheckpointInfo | None:
+        return _first_after(self.step, self.units)
+
+    def conclude(
+        self, cause: str, title: str, confidence: str, suggestion: str, checkpoint: str | None = None
+    ) -> Conclusion:
+        return Conclusion(
+            cause, title, confidence, self.step, self.group, self.evidence, suggestion, checkpoint=checkpoint
+        )
+
+
+Rule = Callable[[Case], Conclusion | None]
+
+
+def save_race_or_stall(case: Case) -> Conclusion | None:
+    """The last save before the group wrote a torn unit (raced), or stalled logging (stalled)."""
+    if not case.saves_before:
+        return None
+    save = case.saves_before[-1]
+    stall = _stall_near(save, case.stalls)
     ckpt = save.unit
     torn = ckpt is not None and ckpt.torn
     if not (stall or torn):
         return None
-    evidence.append(
-        f"{step_text(step - save.step)} step(s) after the checkpoint save at step {step_text(save.step)} "
-        f"({save.source}: {save.text[:120]})"
+    case.evidence.append(
+        f"{step_text(case.step - save.step)} step(s) after the checkpoint save at step "
+        f"{step_text(save.step)} ({save.source}: {save.text[:120]})"
     )
     if stall:
-        evidence.append(f"that save stalled logging {stall:.1f} s")
+        case.evidence.append(f"that save stalled logging {stall:.1f} s")
     if ckpt is not None:
-        evidence.append(
+        case.evidence.append(
             f"the checkpoint it wrote, {_unit_line(ckpt)}, "
             + (f"is torn: {ckpt.reason}" if torn else f"is {ckpt.verdict}: {ckpt.reason}")
         )
     else:
-        evidence.append(
+        case.evidence.append(
             f"no checkpoint unit on disk is the one the save at step {step_text(save.step)} wrote"
         )
     path = ckpt.path if ckpt else None
     if torn:
-        return Conclusion(
+        return case.conclude(
             SAVE_RACE,
             f"the checkpoint save at step {step_text(save.step)} raced training",
             "high" if stall else "medium",
-            step,
-            group,
-            evidence,
             "save a consistent snapshot without blocking the loop (copy the state, then write it in the "
             "background: trainprobe.save.CheckpointWriter), and do not resume from the torn checkpoint",
             checkpoint=path,
         )
-    return Conclusion(
+    return case.conclude(
         SAVE_STALL,
         f"the checkpoint save at step {step_text(save.step)} stalled training",
         "medium",
-        step,
-        group,
-        evidence,
         "take the save off the training thread (trainprobe.save.CheckpointWriter blocks only for a copy) or "
         "save to faster storage",
         checkpoint=path,
     )
+
+
+def gradient_explosion(case: Case) -> Conclusion | None:
+    """No save just before the group, and the first unit at or after it holds NaN/Inf."""
+    nxt = case.next_unit
+    if case.saves_before or nxt is None or not nxt.has_nonfinite:
+        return None
+    step = case.step
+    opt_bad = nxt.optimizer_nonfinite
+    case.evidence.append(
+        f"no checkpoint save within {step_text(case.near)} steps before step {step_text(step)}"
+    )
+    case.evidence.append(
+        f"the next checkpoint, {_unit_line(nxt)}, holds NaN/Inf "
+        + (f"in optimizer state ({len(opt_bad)}+ tensors): " if opt_bad else "in weights: ")
+        + nxt.describe_nonfinite()
+    )
+    prev = [c for c in case.units if c.step is not None and c.step < step]
+    if prev:
+        last = max(prev, key=lambda c: c.step or 0)
+        case.evidence.append(
+            f"the checkpoint before it, {last.relpath} (step {step_text(last.step)}), is {last.verdict}"
+        )
+    return case.conclude(
+        EXPLOSION,
+        f"a gradient explosion at step {step_text(step)} blew up the "
+        + ("optimizer state" if opt_bad else "weights"),
+        "high" if opt_bad else "medium",
+        f"inspect the batch(es) at step {step_text(step)}, clip gradients / skip non-finite steps, and "
+        "resume from the last healthy checkpoint",
+        checkpoint=nxt.path,
+    )
+
+
+# The events that can explain what follows them, in the order they are tried: (event kind, cause, label).
+_EXPLAINING_EVENTS = (
+    ("resume", RESUME_CAUSE, "the resume"),
+    ("lr_change", LR_CAUSE, "the learning-rate change"),
+    ("custom", EVENT_CAUSE, "the logged event"),
+)
+
+
+def preceding_event(case: Case) -> Conclusion | None:
+    """A resume, a learning-rate change or an event named with ``--event`` at most ``near`` steps before."""
+    step = case.step
+    for kind, cause, label in _EXPLAINING_EVENTS:
+        evs = [
+            e
+            for e in case.events.get(case.first.run, [])
+            if e["kind"] == kind and num(e["step"]) <= step and step - num(e["step"]) <= case.near
+        ]
+        if evs:
+            at = num(evs[-1]["step"])
+            case.evidence.append(
+                f"{step_text(step - at)} step(s) after {label} at step {step_text(at)}: {evs[-1]['text']}"
+            )
+            return case.conclude(cause, f"{label} at step {step_text(at)}", "medium", case.first.suggestion)
+    return None
+
+
+def unknown(case: Case) -> Conclusion:
+    """No rule fits: the cause is unknown and the logs' own suggestion stands; the evidence says what was
+    seen."""
+    if case.saves_before:
+        case.evidence.append(
+            f"a checkpoint save at step {step_text(case.saves_before[-1].step)} precedes it, but it neither "
+            "stalled logging nor wrote a torn checkpoint"
+        )
+    elif case.next_unit is not None:
+        nxt = case.next_unit
+        case.evidence.append(
+            f"the next checkpoint, {nxt.relpath} (step {step_text(nxt.step)}), is {nxt.verdict}"
+        )
+    else:
+        case.evidence.append("no checkpoint at or after it to confirm the state")
+    first = case.first
+    title = f"no cause found for the {KIND_WORD.get(first.kind, first.kind)} in {first.metric}"
+    return case.conclude(UNKNOWN, title, "low", first.suggestion)
+
+
+# The rules of the module doc, in its order: the first that fits names the cause (``unknown`` always fits).
+RULES: tuple[Rule, ...] = (save_race_or_stall, gradient_explosion, preceding_event, unknown)
 
 
 def explain(
@@ -230,91 +350,20 @@ def explain(
     units: list[CheckpointInfo],
     logs: dict[str, Any] | None = None,
 ) -> Conclusion:
-    """The likely cause of one group of anomalies (the rules of the module doc)."""
-    first = group[0]
-    step = first.step
+    """The likely cause of one group of anomalies: the first of :data:`RULES` that fits."""
     evidence = [f"log: {a.message}" for a in group]
     lead_in = [a for a in group if _leads_into(a, group, logs) is not None]
     if lead_in:
         evidence.append(
             f"{lead_in[0].metric} had been climbing since step {step_text(lead_in[0].step)} and turned "
-            f"non-finite at step {step_text(step)}: one event, the climb into it"
+            f"non-finite at step {step_text(group[0].step)}: one event, the climb into it"
         )
-    before = [s for s in saves if s.step <= step and step - s.step <= near]
-    if before:
-        got = _after_save(group, before[-1], stalls, evidence)
-        if got is not None:
-            return got
-    nxt = _first_after(step, units)
-    if not before and nxt is not None and nxt.has_nonfinite:
-        opt_bad = nxt.optimizer_nonfinite
-        evidence.append(f"no checkpoint save within {step_text(near)} steps before step {step_text(step)}")
-        evidence.append(
-            f"the next checkpoint, {_unit_line(nxt)}, holds NaN/Inf "
-            + (f"in optimizer state ({len(opt_bad)}+ tensors): " if opt_bad else "in weights: ")
-            + nxt.describe_nonfinite()
-        )
-        prev = [c for c in units if c.step is not None and c.step < step]
-        if prev:
-            last = max(prev, key=lambda c: c.step or 0)
-            evidence.append(
-                f"the checkpoint before it, {last.relpath} (step {step_text(last.step)}), is {last.verdict}"
-            )
-        return Conclusion(
-            EXPLOSION,
-            f"a gradient explosion at step {step_text(step)} blew up the "
-            + ("optimizer state" if opt_bad else "weights"),
-            "high" if opt_bad else "medium",
-            step,
-            group,
-            evidence,
-            f"inspect the batch(es) at step {step_text(step)}, clip gradients / skip non-finite steps, and "
-            "resume from the last healthy checkpoint",
-            checkpoint=nxt.path,
-        )
-    for kind, cause, label in (
-        ("resume", RESUME_CAUSE, "the resume"),
-        ("lr_change", LR_CAUSE, "the learning-rate change"),
-        ("custom", EVENT_CAUSE, "the logged event"),
-    ):
-        evs = [
-            e
-            for e in events.get(first.run, [])
-            if e["kind"] == kind and num(e["step"]) <= step and step - num(e["step"]) <= near
-        ]
-        if evs:
-            e = evs[-1]
-            at = num(e["step"])
-            evidence.append(
-                f"{step_text(step - at)} step(s) after {label} at step {step_text(at)}: {e['text']}"
-            )
-            return Conclusion(
-                cause,
-                f"{label} at step {step_text(num(e['step']))}",
-                "medium",
-                step,
-                group,
-                evidence,
-                first.suggestion,
-            )
-    if before:
-        evidence.append(
-            f"a checkpoint save at step {step_text(before[-1].step)} precedes it, but it neither stalled "
-            "logging nor wrote a torn checkpoint"
-        )
-    elif nxt is not None:
-        evidence.append(f"the next checkpoint, {nxt.relpath} (step {step_text(nxt.step)}), is {nxt.verdict}")
-    else:
-        evidence.append("no checkpoint at or after it to confirm the state")
-    return Conclusion(
-        UNKNOWN,
-        f"no cause found for the {KIND_WORD.get(first.kind, first.kind)} in {first.metric}",
-        "low",
-        step,
-        group,
-        evidence,
-        first.suggestion,
-    )
+    case = Case(group, near, saves, stalls, events, units, evidence)
+    for rule in RULES:
+        found = rule(case)
+        if found is not None:
+            return found
+    raise AssertionError("the last rule, unknown, fits every case")
 
 
 def merge(conclusions: list[Conclusion]) -> list[Conclusion]:
