@@ -18,17 +18,11 @@ machines (``scan --on``, ``check --on``), which may have neither torch nor train
 from __future__ import annotations
 
 from trainprobe.checkpoint.numerics import NonFinite, Stats, compute_stats, count_nonfinite
-from trainprobe.checkpoint.reading.base import (
-    Checkpoint,
-    CheckpointFormat,
-    Note,
-    Opaque,
-    Storage,
-    TensorRecord,
-)
+from trainprobe.checkpoint.reading.base import Checkpoint, CheckpointFormat, Note, Storage, TensorRecord
 from trainprobe.checkpoint.reading.formats import FORMATS, detect
 from trainprobe.checkpoint.reading.formats import open_file as open_checkpoint
 from trainprobe.checkpoint.reading.pickle.globals import KnownGlobal, classify_global
+from trainprobe.checkpoint.reading.pickle.opaque import Opaque
 from trainprobe.checkpoint.reading.pickle.unpickler import SafeUnpickler, safe_loads
 from trainprobe.checkpoint.reading.zipcheck import verify_zip_crc
 from trainprobe.checkpoint.scanning.report import (

@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from trainprobe.checkpoint.fingerprint import Fingerprinter, stored_fingerprint
-from trainprobe.checkpoint.reading.base import TensorRecord, page_releaser
+from trainprobe.checkpoint.reading.base import TensorRecord
+from trainprobe.checkpoint.reading.mapping import page_releaser
 
 # Per chunk: at most 8 MiB of data and 2 Mi elements, so the temporaries (a bool mask, a masked copy of the
 # bits) stay a few MiB per thread; measured no slower than 16 MiB chunks.

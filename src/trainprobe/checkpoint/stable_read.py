@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from trainprobe.checkpoint.reading.base import MAPPED, TensorRecord
+from trainprobe.checkpoint.reading.base import TensorRecord
+from trainprobe.checkpoint.reading.mapping import MAPPED
 from trainprobe.checkpoint.safe_io import CHANGED_WHILE_READ
 from trainprobe.errors import CheckpointError
 

@@ -14,8 +14,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from trainprobe.checkpoint.reading.base import Opaque
 from trainprobe.checkpoint.reading.formats.dcp import METADATA, overlapping_chunks
+from trainprobe.checkpoint.reading.pickle.opaque import Opaque
 from trainprobe.checkpoint.reading.pickle.unpickler import UNPICKLE_ERRORS, SafeUnpickler
 from trainprobe.checkpoint.safe_io import read_side
 

@@ -25,10 +25,10 @@ from trainprobe.checkpoint.fingerprint import stored_fingerprint
 from trainprobe.checkpoint.numerics import NonFinite, count_nonfinite
 from trainprobe.checkpoint.reading.base import Checkpoint, Note
 from trainprobe.checkpoint.reading.skeleton import find_optimizers
+from trainprobe.checkpoint.units.facts import PartFacts
 from trainprobe.checkpoint.units.frameworks import Framework, Role
 from trainprobe.checkpoint.units.open import part_role
 from trainprobe.checkpoint.units.roles import tensor_roles
-from trainprobe.checkpoint.units.steps import PartFacts
 from trainprobe.errors import CorruptCheckpointError
 
 # What an opened part holds of optimizer state: none (in a part that may hold some), an optimizer without

@@ -22,8 +22,8 @@ from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.fingerprint import mark_identical
 from trainprobe.checkpoint.reading.base import Checkpoint
 from trainprobe.checkpoint.units.discover import Unit, discover_units
-from trainprobe.checkpoint.units.open import framework_of, open_part
 from trainprobe.checkpoint.units.frameworks import framework_named
+from trainprobe.checkpoint.units.open import framework_of, open_part
 from trainprobe.errors import UsageError
 
 _WORKERS = min(8, (os.cpu_count() or 2) + 2)

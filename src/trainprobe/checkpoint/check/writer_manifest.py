@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.reading.base import Checkpoint
+from trainprobe.checkpoint.units.facts import step_field
 from trainprobe.checkpoint.units.manifest import manifest_problems, read_manifest
-from trainprobe.checkpoint.units.steps import step_field
 
 
 def check_manifest(ckpt: Checkpoint, ev: list[Evidence]) -> int | None:

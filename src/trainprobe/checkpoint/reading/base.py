@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import mmap
 import os
 import reprlib
-import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -286,77 +284,6 @@ class TensorRecord:
         return arr
 
 
-class Opaque:
-    """An inert stand-in for an object of a class trainprobe does not reconstruct.
-
-    The safe unpickler hands one of these (a subclass named after the global) for every class it does not
-    know; whatever the pickle tries to do with it (call it, set its state, append items) is recorded, never
-    executed."""
-
-    __slots__ = ("args", "dict_items", "items", "kwargs", "state")
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-    state: Any
-    items: list[Any]
-    dict_items: dict[Any, Any]
-    module: str = ""
-    qualname: str = ""
-    # How often a pickle *called* this class (REDUCE ``cls(*args)``), which would run its constructor; NEWOBJ,
-    # the way pickling an instance rebuilds it, only calls ``__new__``. Set per placeholder class.
-    calls: int = 0
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Opaque:
-        obj = object.__new__(cls)
-        obj.args = args
-        obj.kwargs = kwargs
-        obj.state = None
-        obj.items = []
-        obj.dict_items = {}
-        return obj
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        # Only a call reaches __init__ (pickle's NEWOBJ calls __new__ alone).
-        self.args = args
-        self.kwargs = kwargs
-        if args or kwargs:
-            type(self).calls += 1
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Opaque:
-        # A pickle may call what an earlier call returned (getattr(__import__("os"), "system")(...)): inert.
-        return type(self)(*args, **kwargs)
-
-    def __setstate__(self, state: Any) -> None:
-        self.state = state
-
-    def append(self, item: Any) -> None:
-        self.items.append(item)
-
-    def extend(self, items: Any) -> None:
-        self.items.extend(items)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self.dict_items[key] = value
-
-    @property
-    def global_name(self) -> str:
-        return f"{self.module}.{self.qualname}"
-
-    def fields(self) -> dict[str, Any]:
-        """The object's attributes as the pickle gave them (a dataclass's fields, a Namespace's entries)."""
-        st = self.state
-        if isinstance(st, tuple) and len(st) == 2 and (st[0] is None or isinstance(st[0], dict)):
-            merged: dict[str, Any] = dict(st[0] or {})
-            if isinstance(st[1], dict):
-                merged.update(st[1])
-            return merged
-        if isinstance(st, dict):
-            return dict(st)
-        return dict(self.kwargs)
-
-    def __repr__(self) -> str:
-        return f"<{self.global_name} (not loaded)>"
-
-
 @dataclass(frozen=True)
 class Note:
     """Something a reader noticed that is not a tensor: a suspicious global, an unsupported feature."""
@@ -454,45 +381,3 @@ class CheckpointFormat(Protocol):
     def open(self, path: str) -> Checkpoint:
         """Open ``path``; raise CorruptCheckpointError (naming what is wrong) when it cannot be read."""
         ...
-
-
-def map_file(path: str) -> mmap.mmap | bytes:
-    """A read-only memory map of ``path`` (an empty bytes object for an empty file, which cannot be
-    mapped)."""
-    from trainprobe.checkpoint.safe_io import require_regular
-
-    require_regular(path)  # a FIFO or a device is never opened
-    with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        if size == 0:
-            return b""
-        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        st = os.fstat(fh.fileno())
-        MAPPED[mapped] = (path, st.st_dev, st.st_ino)
-        return mapped
-
-
-#: The file each map of :func:`map_file` shows (path, device, inode): tensor data is read from it with
-#: ``pread`` (:mod:`trainprobe.checkpoint.stable_read`), so a file truncated while read is never a SIGBUS.
-MAPPED: weakref.WeakKeyDictionary[mmap.mmap, tuple[str, int, int]] = weakref.WeakKeyDictionary()
-
-
-_PAGE = mmap.PAGESIZE
-
-
-def page_releaser(buffer: Any) -> Callable[[int, int], None]:
-    """For a file mapping: a function that drops the whole pages inside byte range ``[lo, hi)`` from this
-    process's resident set. They stay in the page cache (a later read costs a minor fault, not I/O), so RSS
-    stays at a few chunks whatever the checkpoint's size. A page only partly inside the range, which may hold
-    a neighbouring tensor or record that another thread is reading, is kept; other buffers are left alone."""
-    if not isinstance(buffer, mmap.mmap) or not hasattr(buffer, "madvise"):
-        return lambda _lo, _hi: None
-
-    def release(lo: int, hi: int) -> None:
-        lo = -(-lo // _PAGE) * _PAGE
-        hi = hi // _PAGE * _PAGE
-        if hi > lo:
-            with contextlib.suppress(OSError, ValueError):
-                buffer.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
-
-    return release

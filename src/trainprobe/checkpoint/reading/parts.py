@@ -16,9 +16,10 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainprobe.checkpoint.reading.base import Checkpoint, Opaque
+from trainprobe.checkpoint.reading.base import Checkpoint
 from trainprobe.checkpoint.reading.formats.dcp import METADATA, DcpFormat
 from trainprobe.checkpoint.reading.formats.hf_sharded import HfShardedFormat
+from trainprobe.checkpoint.reading.pickle.opaque import Opaque
 from trainprobe.checkpoint.reading.pickle.unpickler import UNPICKLE_ERRORS, SafeUnpickler
 from trainprobe.checkpoint.safe_io import read_side
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from trainprobe.checkpoint.reading.base import Opaque, TensorRecord
+from trainprobe.checkpoint.reading.base import TensorRecord
+from trainprobe.checkpoint.reading.pickle.opaque import Opaque
 
 _MAX_DEPTH = 6
 

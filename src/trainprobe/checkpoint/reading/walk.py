@@ -22,8 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from trainprobe.checkpoint.reading.base import Opaque, TensorRecord, brief, check_tensor_count
-from trainprobe.checkpoint.reading.pickle.unpickler import TensorRef
+from trainprobe.checkpoint.reading.base import TensorRecord, brief, check_tensor_count
+from trainprobe.checkpoint.reading.pickle.opaque import Opaque
+from trainprobe.checkpoint.reading.pickle.rebuild import TensorRef
 
 #: Below this many levels the skeleton holds an :class:`Elided` marker (the tensors there are still named).
 SKELETON_DEPTH = 100

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # imported where used: a safetensors scan never needs zipfile (measured: ~4 ms)
     import zipfile
 
-from trainprobe.checkpoint.reading.base import page_releaser
+from trainprobe.checkpoint.reading.mapping import page_releaser
 
 # CRC32 of a buffer continuing from a running value, as zlib.crc32(data, value).
 Crc32 = Callable[[Any, int], int]

@@ -1,7 +1,7 @@
 """A unit's report from what its parts said when read: the one place scan's verdict of a unit is decided.
 
 Reading (:mod:`.run`) gives a :class:`PartRead` per part — its file report (tensors,
-notes, errors) and its :class:`~trainprobe.checkpoint.units.steps.PartFacts` — wherever the part is; a part
+notes, errors) and its :class:`~trainprobe.checkpoint.units.facts.PartFacts` — wherever the part is; a part
 read in shares on several machines (a DCP directory spread over node-local disks) gives one per share,
 which :func:`merge_reads` makes one. :func:`judge_unit` then decides, from those alone: metadata notes, each
 file's verdict, the unit's step sources and the evidence they give (:func:`unit_evidence`, shared with
@@ -22,9 +22,9 @@ from trainprobe.checkpoint.fingerprint import tensor_key, unit_fingerprint
 from trainprobe.checkpoint.reading.base import Note
 from trainprobe.checkpoint.scanning.report import FileReport, UnitReport
 from trainprobe.checkpoint.units.discover import Unit
+from trainprobe.checkpoint.units.facts import PartFacts
 from trainprobe.checkpoint.units.frameworks import Framework, framework_named
 from trainprobe.checkpoint.units.steps import (
-    PartFacts,
     StepSource,
     chosen_step,
     collect_step_sources,

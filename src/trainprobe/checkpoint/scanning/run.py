@@ -26,10 +26,10 @@ from trainprobe.checkpoint.scanning.report import (
     TensorResult,
 )
 from trainprobe.checkpoint.units.discover import Unit, discover_units
+from trainprobe.checkpoint.units.facts import PartFacts
 from trainprobe.checkpoint.units.frameworks import Part
 from trainprobe.checkpoint.units.open import framework_of, open_part, part_role, reason_of
 from trainprobe.checkpoint.units.roles import tensor_roles
-from trainprobe.checkpoint.units.steps import PartFacts
 from trainprobe.errors import CheckpointError, UsageError
 
 __all__ = ["PartRequest", "read_parts", "scan", "scan_units"]

@@ -39,8 +39,8 @@ from trainprobe.checkpoint.check.part import (
 from trainprobe.checkpoint.check.structure import disagreeing_counters
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.reading.base import Note
+from trainprobe.checkpoint.units.facts import PartFacts
 from trainprobe.checkpoint.units.frameworks import Part
-from trainprobe.checkpoint.units.steps import PartFacts
 
 _WORKERS = min(8, (os.cpu_count() or 2) + 2)
 # Evidence about one data file at a time, which a part's shares say exactly: kept (and merged).

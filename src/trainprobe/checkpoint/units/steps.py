@@ -27,28 +27,21 @@ import json
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.evidence import Evidence
-from trainprobe.checkpoint.reading.base import Checkpoint, TensorRecord
-from trainprobe.checkpoint.reading.skeleton import fields_of, find_optimizer_states, label_of, scalar
 from trainprobe.checkpoint.safe_io import read_side
-from trainprobe.checkpoint.units.frameworks import FRAMEWORKS, Framework, Role
+from trainprobe.checkpoint.units.facts import PartFacts
+from trainprobe.checkpoint.units.frameworks import Framework
 from trainprobe.checkpoint.units.frameworks.base import OPTIMIZER_STEPS, UNKNOWN_COUNT
-from trainprobe.checkpoint.units.manifest import read_manifest
-from trainprobe.errors import CheckpointError
 
 # "global_step1500", "step_2000", "step=2000" (Lightning's epoch=3-step=2000), "checkpoint-2000",
 # "iter_0002000"; an epoch number is not a step, and neither is any other number in a name (resnet50.pt).
 NAME_STEP = re.compile(r"(?i)(?:global_step|step|iteration|iter|checkpoint|ckpt)([-_=]?)(\d+)")
 _ONLY_NUMBER = re.compile(r"^(\d+)(?:\.\w+)?$")
-STEP_FIELDS = ("step", "global_step", "global_steps", "iteration")
-# A dict beside the model and optimizer that keeps the loop's counters (DCP apps: {"train_state": {"step"}}).
-_PROGRESS_KEY = re.compile(r"(?i)(state|progress|train)")
 _SCALER = re.compile(r"(?i)^scaler(_\d+)?\.(pt|pth|bin)$")
-_SCALER_KEY = re.compile(r"(?i)scaler|amp_scaling")
 # Most trustworthy first: what the same save wrote beats what a name says; the optimizer's own counters
 # come last (they say how often the optimizer stepped, which is the step only where nothing else says).
 _PRIORITY = (
@@ -117,187 +110,6 @@ def step_in_path(path: str) -> int | None:
         if m:
             return int(m.group(1))
     return None
-
-
-def integer(value: Any) -> int | None:
-    """An int from a plain int or a one-element integral tensor; None otherwise."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if abs(value) < 1 << 63 else None  # no counter is wider than int64 (nor printable)
-    if isinstance(value, float) and value.is_integer():
-        return int(value) if abs(value) < 2.0**63 else None
-    if isinstance(value, TensorRecord) and value.numel == 1 and value.dtype != "bfloat16":
-        try:
-            number = scalar(value)
-        except (ValueError, TypeError, CheckpointError):
-            return None
-        return int(number) if number is not None and number.is_integer() else None
-    return None
-
-
-def step_field(objects: Any) -> tuple[str, int] | None:
-    """The saved object's own step count: (its key, the value). A top-level ``step`` / ``global_step`` /
-    ``global_steps`` / ``iteration``, else one in a dict beside the model that keeps the loop's progress
-    (``train_state.step``)."""
-    objects = fields_of(objects)
-    if not isinstance(objects, dict):
-        return None
-    for key in STEP_FIELDS:
-        value = integer(objects.get(key))
-        if value is not None:
-            return key, value
-    for outer, inner in objects.items():
-        inner = fields_of(inner)
-        if isinstance(outer, str) and _PROGRESS_KEY.search(outer) and isinstance(inner, dict):
-            if "param_groups" in inner or any(
-                isinstance(v, TensorRecord) and v.numel > 1 for v in inner.values()
-            ):
-                continue  # an optimizer's or a model's state, not the loop's
-            for key in STEP_FIELDS:
-                value = integer(inner.get(key))
-                if value is not None:
-                    return f"{outer}.{key}", value
-    return None
-
-
-def _scheduler_epoch(objects: Any, role: Role) -> tuple[str, int] | None:
-    objects = fields_of(objects)
-    if not isinstance(objects, dict):
-        return None
-    candidates: list[tuple[str, Any]] = []
-    if role == "scheduler":
-        candidates.append(("last_epoch", objects))
-    for key in ("lr_schedulers", "lr_scheduler", "scheduler"):
-        value = objects.get(key)
-        if isinstance(value, list):
-            candidates.extend((f"{key}.{i}.last_epoch", v) for i, v in enumerate(value))
-        else:
-            candidates.append((f"{key}.last_epoch", value))
-    for where, cand in candidates:
-        cand = fields_of(cand)
-        if isinstance(cand, dict):
-            value = integer(cand.get("last_epoch"))
-            if value is not None:
-                return where, value
-    return None
-
-
-def optimizer_counters(objects: Any) -> dict[str, dict[float, list[str]]]:
-    """Per optimizer: its label -> counter value -> the parameters whose ``step`` says so."""
-    out: dict[str, dict[float, list[str]]] = {}
-    for label, state in find_optimizer_states(objects):
-        counters: dict[float, list[str]] = {}
-        for pid, entry in state.items():
-            entry = fields_of(entry)
-            if not isinstance(entry, dict) or "step" not in entry:
-                continue
-            try:
-                value = scalar(entry["step"])
-            except (ValueError, TypeError, CheckpointError):
-                value = None
-            if value is not None:
-                counters.setdefault(value, []).append(label_of(pid, entry))
-        if counters:
-            out[label] = counters
-    return out
-
-
-@dataclass
-class PartFacts:
-    """What one part of a unit says about the unit's identity, read from its skeleton where the part is: its
-    step field, scheduler, optimizer counters, manifest, grad scaler, the framework that knows its object, and
-    what the framework itself wants to know (``extra``: DeepSpeed's world size and partitions). JSON-able, so
-    a part read in shares on several machines (a DCP directory spread over nodes) is the :meth:`merge` of its
-    shares' facts — the same facts one read of the whole part gives."""
-
-    path: str
-    role: Role
-    step_field: tuple[str, int] | None = None
-    scheduler: tuple[str, int] | None = None
-    counters: dict[str, dict[float, list[str]]] = field(default_factory=dict)
-    manifest: tuple[str, int] | None = None  # (the manifest's name, its step)
-    scaler: bool = False
-    skipped_steps: int = 0
-    framework: str | None = None  # the framework that knows this part's object (a Lightning .ckpt)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, path: str, role: Role, ckpt: Checkpoint, framework: Framework) -> PartFacts:
-        """The facts of an opened part (whole, or the share of it read here)."""
-        top = fields_of(ckpt.objects)
-        facts = cls(path, role)
-        # A step field of an RNG or config file counts something else (accelerate's random_states "step").
-        facts.step_field = step_field(top) if role in ("weights", "optimizer", "state") else None
-        facts.scheduler = _scheduler_epoch(top, role)
-        facts.counters = optimizer_counters(top)
-        if os.path.isfile(path):
-            try:
-                manifest = read_manifest(path)
-            except ValueError:
-                manifest = None
-            if manifest is not None:
-                facts.manifest = (os.path.basename(manifest.path), manifest.step)
-        if isinstance(top, dict):
-            facts.scaler = any(isinstance(k, str) and _SCALER_KEY.search(k) for k in top)
-            facts.skipped_steps = integer(top.get("skipped_steps")) or 0
-        facts.framework = next((fw.name for fw in FRAMEWORKS if fw.knows(ckpt.objects)), None)
-        facts.extra = framework.part_facts(path, ckpt)
-        return facts
-
-    def merge(self, other: PartFacts) -> PartFacts:
-        """These facts and another share's of the same part, as one read of both would give them."""
-        counters = {label: {v: list(ps) for v, ps in c.items()} for label, c in self.counters.items()}
-        for label, theirs in other.counters.items():
-            mine = counters.setdefault(label, {})
-            for value, params in theirs.items():
-                mine.setdefault(value, []).extend(params)
-        return PartFacts(
-            self.path,
-            self.role,
-            self.step_field or other.step_field,
-            self.scheduler or other.scheduler,
-            counters,
-            self.manifest or other.manifest,
-            self.scaler or other.scaler,
-            self.skipped_steps or other.skipped_steps,
-            self.framework or other.framework,
-            {**other.extra, **self.extra},
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "role": self.role,
-            "step_field": list(self.step_field) if self.step_field else None,
-            "scheduler": list(self.scheduler) if self.scheduler else None,
-            "counters": {
-                label: [[value, params] for value, params in c.items()] for label, c in self.counters.items()
-            },
-            "manifest": list(self.manifest) if self.manifest else None,
-            "scaler": self.scaler,
-            "skipped_steps": self.skipped_steps,
-            "framework": self.framework,
-            "extra": self.extra,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> PartFacts:
-        def pair(v: Any) -> tuple[str, int] | None:
-            return (str(v[0]), int(v[1])) if v else None
-
-        return cls(
-            d["path"],
-            d["role"],
-            pair(d.get("step_field")),
-            pair(d.get("scheduler")),
-            {label: {float(v): list(ps) for v, ps in c} for label, c in d.get("counters", {}).items()},
-            pair(d.get("manifest")),
-            bool(d.get("scaler")),
-            int(d.get("skipped_steps") or 0),
-            d.get("framework"),
-            dict(d.get("extra") or {}),
-        )
 
 
 def trainer_state_step(unit_path: str) -> int | None:

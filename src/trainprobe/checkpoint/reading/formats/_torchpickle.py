@@ -8,7 +8,8 @@ from typing import Any
 from trainprobe.checkpoint.reading.base import Note, Storage, TensorRecord, brief
 from trainprobe.checkpoint.reading.dtypes import lookup
 from trainprobe.checkpoint.reading.naming import map_optimizer_params
-from trainprobe.checkpoint.reading.pickle.unpickler import StorageType, TensorRef, collector_paused
+from trainprobe.checkpoint.reading.pickle.rebuild import StorageType, TensorRef
+from trainprobe.checkpoint.reading.pickle.unpickler import collector_paused
 from trainprobe.checkpoint.reading.walk import name_tensors
 from trainprobe.errors import CorruptCheckpointError
 

@@ -14,17 +14,11 @@ import os
 from collections.abc import Collection
 from typing import Any
 
-from trainprobe.checkpoint.reading.base import (
-    Checkpoint,
-    Note,
-    Opaque,
-    TensorRecord,
-    brief,
-    check_tensor_count,
-    map_file,
-)
+from trainprobe.checkpoint.reading.base import Checkpoint, Note, TensorRecord, brief, check_tensor_count
 from trainprobe.checkpoint.reading.formats.torch_zip import read_torch_zip
+from trainprobe.checkpoint.reading.mapping import map_file
 from trainprobe.checkpoint.reading.naming import map_optimizer_params
+from trainprobe.checkpoint.reading.pickle.opaque import Opaque
 from trainprobe.checkpoint.reading.pickle.unpickler import UNPICKLE_ERRORS, SafeUnpickler
 from trainprobe.checkpoint.safe_io import read_side
 from trainprobe.errors import CorruptCheckpointError

@@ -13,13 +13,8 @@ import contextlib
 import io
 import mmap
 
-from trainprobe.checkpoint.reading.base import (
-    Checkpoint,
-    Note,
-    PickleReadError,
-    UnsupportedWithNotes,
-    map_file,
-)
+from trainprobe.checkpoint.reading.base import Checkpoint, Note, PickleReadError, UnsupportedWithNotes
+from trainprobe.checkpoint.reading.mapping import map_file
 from trainprobe.checkpoint.reading.pickle.unpickler import (
     UNPICKLE_ERRORS,
     SafeUnpickler,

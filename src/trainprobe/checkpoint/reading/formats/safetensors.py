@@ -14,9 +14,9 @@ from trainprobe.checkpoint.reading.base import (
     TensorRecord,
     brief,
     check_tensor_count,
-    map_file,
 )
 from trainprobe.checkpoint.reading.dtypes import SAFETENSORS_DTYPES, lookup
+from trainprobe.checkpoint.reading.mapping import map_file
 from trainprobe.errors import CorruptCheckpointError
 
 _MAX_HEADER = 100 << 20

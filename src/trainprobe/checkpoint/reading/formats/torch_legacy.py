@@ -16,7 +16,6 @@ from trainprobe.checkpoint.reading.base import (
     ReaderLimitError,
     Storage,
     brief,
-    map_file,
     notes_of,
 )
 from trainprobe.checkpoint.reading.dtypes import lookup
@@ -25,6 +24,7 @@ from trainprobe.checkpoint.reading.formats._torchpickle import (
     build_records,
     parse_storage_pid,
 )
+from trainprobe.checkpoint.reading.mapping import map_file
 from trainprobe.checkpoint.reading.pickle.unpickler import UNPICKLE_ERRORS, SafeUnpickler, first_pickle
 from trainprobe.errors import CheckpointError, CorruptCheckpointError, UnknownFormatError
 

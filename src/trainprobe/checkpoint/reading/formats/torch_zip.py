@@ -15,7 +15,6 @@ from trainprobe.checkpoint.reading.base import (
     ReaderLimitError,
     Storage,
     check_tensor_count,
-    map_file,
 )
 from trainprobe.checkpoint.reading.dtypes import lookup
 from trainprobe.checkpoint.reading.formats._torchpickle import (
@@ -23,6 +22,7 @@ from trainprobe.checkpoint.reading.formats._torchpickle import (
     build_records,
     parse_storage_pid,
 )
+from trainprobe.checkpoint.reading.mapping import map_file
 from trainprobe.checkpoint.reading.pickle.unpickler import SUSPICIOUS, UNPICKLE_ERRORS, SafeUnpickler
 from trainprobe.checkpoint.reading.zipcheck import (
     BufferWindow,

@@ -36,7 +36,7 @@ class KnownGlobal:
 
 
 _DATA_PAIRS: tuple[tuple[str, str], ...] = (
-    # torch's tensor machinery (rebuilt by trainprobe's own functions, see unpickler._REBUILDERS)
+    # torch's tensor machinery (rebuilt by trainprobe's own functions, see rebuild.REBUILDERS)
     ("torch._utils", "_rebuild_tensor"),
     ("torch._utils", "_rebuild_tensor_v2"),
     ("torch._utils", "_rebuild_tensor_v3"),

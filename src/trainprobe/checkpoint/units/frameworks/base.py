@@ -63,7 +63,7 @@ class Layout:
 
 
 class FactsOfPart(Protocol):
-    """What a framework reads of one part's facts (``identity.PartFacts``): the part's path and what the
+    """What a framework reads of one part's facts (``units.facts.PartFacts``): the part's path and what the
     framework's own ``part_facts`` said of it."""
 
     @property
