@@ -25,14 +25,17 @@ numpy, and each tool imports what it calls.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple, TypeVar
 
 from trainprobe.errors import RemoteExceptionError, TrainprobeError, UsageError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from trainprobe.remote.target import Target
+
 LOCAL = "local"
-CONNECT_TIMEOUT_S = 20.0
 R = TypeVar("R")
 
 
@@ -44,13 +47,16 @@ class Place(NamedTuple):
     label: str | None
 
 
-def targets_of(target: str) -> list[str]:
-    """The canonical targets ``target`` names: one, or a fleet (a range, a group of the targets file)."""
-    from trainprobe.remote.fleet import expand_targets, load_config
+def targets_of(target: str) -> list[Target]:
+    """The targets ``target`` names: one, or a fleet (a range, a group of the targets file), resolved as every
+    command's ``--on`` is (:func:`trainprobe.remote.fleet.resolve`). ``local`` (or blank) is this machine,
+    as the CLI without ``--on``: the targets file is not read for it."""
+    from trainprobe.remote import parse_target
+    from trainprobe.remote.fleet import resolve
 
     if target.strip() in ("", LOCAL):
-        return [LOCAL]
-    return expand_targets([target], load_config(None))
+        return [parse_target(LOCAL)]
+    return resolve([target])
 
 
 INTERPRETER_SETTINGS = ("python", "venv", "conda", "env")
@@ -60,8 +66,7 @@ def interpreter_settings(target: str) -> list[str]:
     """The interpreter settings (``python=``, ``venv=``, ``conda=``, ``env=``) the client wrote in ``target``,
     each hop once, in order: those of every target a range expands to. A name from the targets file (a
     target or a group) is the user's own configuration and names none here."""
-    from trainprobe.remote import parse_target
-    from trainprobe.remote.fleet import expand_targets, load_config
+    from trainprobe.remote.fleet import load_config, resolve
 
     spec = target.strip()
     if spec in ("", LOCAL):
@@ -70,23 +75,19 @@ def interpreter_settings(target: str) -> list[str]:
     if spec in config.targets or spec in config.groups:
         return []
     found: list[str] = []
-    for one in expand_targets([spec], config):
-        for hop in parse_target(one).hops:
+    for one in resolve([spec], config):
+        for hop in one.hops:
             if hop.kind in INTERPRETER_SETTINGS and hop.spec() not in found:
                 found.append(hop.spec())
     return found
 
 
-def is_fleet(targets: Sequence[str]) -> bool:
-    from trainprobe.remote.fanout import needs_fleet
-
-    return needs_fleet(targets)
-
-
 def place(target: str, tool: str) -> Place:
     """The one target a single-target tool runs on; a fleet is a usage error naming the way out."""
+    from trainprobe.remote.fanout import needs_fleet
+
     targets = targets_of(target)
-    if is_fleet(targets):
+    if needs_fleet(targets):
         raise UsageError(
             f"{target}: names {len(targets)} targets, and {tool} takes one",
             hint="call it once per target (run and probe take fleets)",
@@ -94,9 +95,10 @@ def place(target: str, tool: str) -> Place:
     return place_of(targets[0])
 
 
-def place_of(target: str) -> Place:
-    """Where one canonical target (from :func:`targets_of`) runs, and how it is shown."""
-    return Place(engine_target(target), None if target == LOCAL else target)
+def place_of(target: Target) -> Place:
+    """Where one target (from :func:`targets_of`) runs, and how it is shown."""
+    shown = str(target)
+    return Place(engine_target(shown), None if shown == LOCAL else shown)
 
 
 def engine_target(target: str) -> str:
@@ -144,7 +146,7 @@ def on(where: Place, task: Callable[..., R], *args: Any, timeout: float, **kwarg
     """``task(where.engine, *args, **kwargs)`` (a ``trainprobe.tasks.*_on``), its errors worded as the CLI
     words them."""
     with presented(where):
-        return task(where.engine, *args, timeout=timeout, connect_timeout=CONNECT_TIMEOUT_S, **kwargs)
+        return task(where.engine, *args, timeout=timeout, **kwargs)  # the tasks' one connect timeout
 
 
 def triage(
@@ -202,12 +204,17 @@ def watch_tail(target: str, path: str, *, timeout: float, **options: Any) -> dic
 
 def probe(target: str, *, cuda: bool, timeout: float) -> dict[str, Any]:
     """``probe --json``: one target's report, or for a fleet the fleet document (each result a report)."""
+    from trainprobe.remote.api import CONNECT_TIMEOUT_S
+    from trainprobe.remote.fanout import needs_fleet
     from trainprobe.remote.probe import probe as probe_one
     from trainprobe.remote.probe import probe_fleet
 
     targets = targets_of(target)
-    if is_fleet(targets):
-        return probe_fleet(targets, cuda=cuda, timeout=timeout, connect_timeout=CONNECT_TIMEOUT_S).to_json()
+    if needs_fleet(targets):
+        fleet = probe_fleet(
+            [str(t) for t in targets], cuda=cuda, timeout=timeout, connect_timeout=CONNECT_TIMEOUT_S
+        )
+        return fleet.to_json()
     where = place_of(targets[0])
     with presented(where):
         return probe_one(where.engine, cuda=cuda, timeout=timeout, connect_timeout=CONNECT_TIMEOUT_S)
@@ -218,21 +225,16 @@ def run(target: str, script: str, args: list[str], *, need: list[str], timeout: 
     target is unreachable) is a document whose ``error`` says so, as the CLI prints it; see
     :func:`run_failure`."""
     from trainprobe.remote import run as run_one
-    from trainprobe.remote.fanout import run_fleet
+    from trainprobe.remote.fanout import needs_fleet, run_fleet
 
     # remote.run takes a one-line str naming an existing file for a path: a newline keeps it source text.
     source = script if script.endswith("\n") else script + "\n"
     targets = targets_of(target)
-    if is_fleet(targets):
-        fleet = run_fleet(
-            targets, source, args, timeout=timeout, connect_timeout=CONNECT_TIMEOUT_S, need=need
-        )
-        return fleet.to_json()
+    if needs_fleet(targets):
+        return run_fleet(targets, source, args, timeout=timeout, need=need).to_json()
     where = place_of(targets[0])
     with presented(where):
-        result = run_one(
-            where.engine, source, args, timeout=timeout, connect_timeout=CONNECT_TIMEOUT_S, need=need
-        )
+        result = run_one(where.engine, source, args, timeout=timeout, need=need)
     document = result.to_json()
     document["stdout_log"] = str(result.stdout_path)
     document["stderr_log"] = str(result.stderr_path)
