@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 from trainprobe.errors import SaveError  # noqa: E402
 from trainprobe.save import CheckpointWriter  # noqa: E402
-from trainprobe.save.writer import manifest_path, read_latest  # noqa: E402
+from trainprobe.save.files import manifest_path, read_latest  # noqa: E402
 
 
 def _model_and_optimizer(width: int = 32) -> tuple[torch.nn.Module, torch.optim.Optimizer]:

@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 from trainprobe.checkpoint.check import check_path  # noqa: E402
 from trainprobe.errors import SaveError  # noqa: E402
 from trainprobe.save import CheckpointWriter  # noqa: E402
-from trainprobe.save.writer import read_latest  # noqa: E402
+from trainprobe.save.files import read_latest  # noqa: E402
 
 
 class _Residual(torch.nn.Module):  # type: ignore[misc,name-defined,unused-ignore]

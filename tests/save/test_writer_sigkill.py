@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from trainprobe.save import CheckpointWriter  # noqa: E402
-from trainprobe.save.writer import manifest_path, read_latest  # noqa: E402
+from trainprobe.save.files import manifest_path, read_latest  # noqa: E402
 
 # Saves step 1 and waits for it, then keeps saving ~64 MB checkpoints so a write is always in progress.
 CHILD = """

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal, TextIO
 
 from trainprobe.errors import UsageError
-from trainprobe.save.writer import CheckpointWriter, checkpoint_name, import_torch
+from trainprobe.save.files import checkpoint_name
+from trainprobe.save.writer import CheckpointWriter, import_torch
 
 SaveMode = Literal["none", "in-loop", "in-loop-fsync", "background", "writer", "writer-overlap"]
 SAVE_MODES: tuple[str, ...] = ("none", "in-loop", "in-loop-fsync", "background", "writer", "writer-overlap")

@@ -99,7 +99,8 @@ def train_story(
 ) -> StoryRun:
     """Train and save as the module docstring says: ``run_dir/train.log`` and ``run_dir/ckpt/``."""
     from trainprobe.demo.race import GATE_TIMEOUT_S, TearGate, build_model, naive_save, tensor_bytes
-    from trainprobe.save.writer import CheckpointWriter, checkpoint_name, import_torch
+    from trainprobe.save.files import checkpoint_name
+    from trainprobe.save.writer import CheckpointWriter, import_torch
 
     if steps < 1 or save_every < 1 or step_ms < 1 or stall_steps < 0:
         raise ValueError("steps, save_every and step_ms must be at least 1, stall_steps at least 0")

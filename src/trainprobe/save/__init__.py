@@ -6,6 +6,7 @@ torch is imported only when a writer is created, so ``import trainprobe.save`` w
 
 from __future__ import annotations
 
-from trainprobe.save.writer import CheckpointWriter, read_latest
+from trainprobe.save.files import read_latest
+from trainprobe.save.writer import CheckpointWriter
 
 __all__ = ["CheckpointWriter", "read_latest"]

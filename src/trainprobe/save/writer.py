@@ -18,48 +18,30 @@ Layout of the directory::
     step-00000100.pt                 the checkpoint: {"step": 100, "model": ..., "optimizer": ..., **extra}
     step-00000100.pt.manifest.json   step, file name, size, sha256, per-tensor dtype/shape/finite flags
     latest                           one line: the file name of the newest complete checkpoint
+
+This module is the writer itself (its public API and its two threads, the copier and the writer); the
+directory's files are :mod:`trainprobe.save.files`, the snapshot :mod:`trainprobe.save.snapshot`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import datetime as _dt
-import hashlib
-import json
 import os
 import queue
-import re
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainprobe.checkpoint.units.manifest import build_manifest
-from trainprobe.conventions import LATEST_NAME, MANIFEST_SUFFIX, TEMP_MARK
 from trainprobe.errors import SaveError, UsageError, missing_extra
-
-_STEP_FILE = re.compile(r"^step-(\d+)\.pt$")
-
-
-def checkpoint_name(step: int) -> str:
-    return f"step-{step:08d}.pt"
-
-
-def manifest_path(checkpoint: Path) -> Path:
-    return checkpoint.with_name(checkpoint.name + MANIFEST_SUFFIX)
-
-
-def read_latest(directory: str | os.PathLike[str]) -> Path | None:
-    """The checkpoint the ``latest`` pointer in ``directory`` names, or None when there is no pointer yet."""
-    pointer = Path(directory) / LATEST_NAME
-    try:
-        name = pointer.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        return None
-    return Path(directory) / name if name else None
+from trainprobe.save.files import checkpoint_name, read_latest, remove_stale_temps, rotate, write_checkpoint
+from trainprobe.save.snapshot import (
+    BufferPool,
+    PendingCopy,
+    Snapshot,
+    guarded_storages,
+    state_of,
+    take_snapshot,
+)
 
 
 def import_torch(needed_by: str = "CheckpointWriter") -> Any:
@@ -70,117 +52,6 @@ def import_torch(needed_by: str = "CheckpointWriter") -> Any:
     except ImportError:  # pragma: no cover - torch is in the test extra
         raise missing_extra("torch", extra="torch", needed_by=needed_by) from None
     return torch
-
-
-def _fsync_dir(directory: Path) -> None:
-    # Without this, a power loss after os.replace can forget the rename even though the data is on disk.
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_atomic_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}{TEMP_MARK}{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _hash_only(path: Path) -> tuple[str, int]:
-    digest = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 22):
-            digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
-
-
-def _fsync_and_hash(path: Path) -> tuple[str, int]:
-    """fsync ``path`` and return its sha256 and size, read back from the page cache.
-
-    torch.save is given the path, not a Python file object: its C++ writer then writes without calling back
-    into Python for every record, which (measured) interferes less with the training thread; hashlib releases
-    the GIL on large chunks.
-    """
-    with open(path, "rb") as f:
-        os.fsync(f.fileno())
-    return _hash_only(path)
-
-
-@dataclass
-class _Snapshot:
-    step: int
-    obj: Any
-    #: flattened tensor paths ("model.fc.weight", "optimizer.state.0.exp_avg") -> CPU tensor
-    tensors: dict[str, Any] = field(default_factory=dict)
-    #: overlap_copy: (CPU buffer, live tensor) pairs still to copy; the buffers are already in ``obj``
-    deferred: list[tuple[Any, Any]] = field(default_factory=list)
-
-
-@dataclass
-class _PendingCopy:
-    """An overlapped copy in flight; ``done`` is set once every deferred tensor is copied (or the copy
-    failed)."""
-
-    stall_index: int
-    done: threading.Event = field(default_factory=threading.Event)
-    #: the step pre-hooks that hold ``optimizer.step()`` until ``done``; removed from the training thread
-    handles: list[Any] = field(default_factory=list)
-
-
-class _BufferPool:
-    """CPU tensors reused between saves, one per tensor path, so a save allocates nothing in steady state."""
-
-    def __init__(self, torch: Any, pin: bool) -> None:
-        self._torch = torch
-        self._pin = pin
-        self._buffers: dict[str, Any] = {}
-
-    def buffer(self, path: str, tensor: Any) -> Any:
-        buf = self._buffers.get(path)
-        if buf is None or buf.shape != tensor.shape or buf.dtype != tensor.dtype:
-            buf = self._torch.empty(
-                tuple(tensor.shape), dtype=tensor.dtype, device="cpu", pin_memory=self._pin
-            )
-            self._buffers[path] = buf
-        return buf
-
-    def copy(self, path: str, tensor: Any) -> Any:
-        buf = self.buffer(path, tensor)
-        # non_blocking only overlaps device->host copies; a synchronize before save() returns makes them
-        # complete.
-        buf.copy_(tensor.detach(), non_blocking=self._pin)
-        return buf
-
-
-def _deferrable(torch: Any, value: Any) -> bool:
-    """overlap_copy moves only dense, non-empty CPU tensors to the background copy; CUDA and others are
-    copied before ``save`` returns."""
-    return (
-        isinstance(value, torch.Tensor)
-        and value.device.type == "cpu"
-        and value.layout == torch.strided
-        and value.numel() > 0
-    )
-
-
-def _state(obj: Any) -> Any:
-    return obj.state_dict() if hasattr(obj, "state_dict") and callable(obj.state_dict) else obj
 
 
 class CheckpointWriter:
@@ -237,25 +108,25 @@ class CheckpointWriter:
             raise UsageError(f"buffers must be at least 1 (got {buffers})")
         # ``buffers`` snapshot buffer sets, used in turn: a save waits only when that many writes are still in
         # flight (writes finish in order, so the set it reuses is free once a slot is).
-        self._pools = [_BufferPool(self._torch, pin=self._cuda) for _ in range(buffers)]
+        self._pools = [BufferPool(self._torch, pin=self._cuda) for _ in range(buffers)]
         self._slots = threading.Semaphore(buffers)
         self._saves = 0
         # One long-lived worker: starting a thread per save costs tens of milliseconds on a busy machine
         # (Thread.start waits for the new thread to get the GIL), which would all be stall.
         self._thread: threading.Thread | None = None
-        self._jobs: queue.Queue[tuple[_Snapshot, Path] | None] = queue.Queue()
+        self._jobs: queue.Queue[tuple[Snapshot, Path] | None] = queue.Queue()
         self._error: BaseException | None = None
         self._error_step: int | None = None
         self._closed = False
         self.overlap_copy = overlap_copy
         # overlap_copy: a second thread copies, so a copy never queues behind the previous file's write.
         self._copier: threading.Thread | None = None
-        self._copies: queue.Queue[tuple[_Snapshot, Path, _PendingCopy] | None] = queue.Queue()
-        self._pending: list[_PendingCopy] = []
+        self._copies: queue.Queue[tuple[Snapshot, Path, PendingCopy] | None] = queue.Queue()
+        self._pending: list[PendingCopy] = []
         #: seconds each save() blocked the caller (waiting for the previous write plus the copy); with
         #: overlap_copy also the time the next hooked ``optimizer.step()`` waited for the copy
         self.stall_seconds: list[float] = []
-        self._remove_stale_temps()
+        remove_stale_temps(self.directory)
 
     # -- public API --------------------------------------------------------------------------------
 
@@ -285,19 +156,19 @@ class CheckpointWriter:
             self._raise_pending()
             obj: dict[str, Any] = {"step": int(step)}
             if model is not None:
-                obj["model"] = _state(model)
+                obj["model"] = state_of(model)
             if optimizer is not None:
-                obj["optimizer"] = _state(optimizer)
+                obj["optimizer"] = state_of(optimizer)
             for key, value in extra.items():
-                obj[key] = _state(value)
-            snapshot = self._snapshot(int(step), obj, defer=self._guarded_storages(optimizers))
+                obj[key] = state_of(value)
+            snapshot = self._snapshot(int(step), obj, defer=guarded_storages(self._torch, optimizers))
         except BaseException:
             self._slots.release()
             raise
         target = self.directory / checkpoint_name(int(step))
         self._start_threads()
         if self.overlap_copy:
-            pending = _PendingCopy(stall_index=len(self.stall_seconds))
+            pending = PendingCopy(stall_index=len(self.stall_seconds))
             if snapshot.deferred:
                 guard = self._step_guard(pending)
                 pending.handles = [opt.register_step_pre_hook(guard) for opt in optimizers]
@@ -337,66 +208,18 @@ class CheckpointWriter:
 
     # -- snapshot ----------------------------------------------------------------------------------
 
-    def _guarded_storages(self, optimizers: list[Any]) -> set[int]:
-        """Storage addresses of the CPU tensors only ``optimizer.step()`` changes: parameters and state of
-        the optimizers whose next step the hook holds."""
-        torch = self._torch
-        found: set[int] = set()
-
-        def add(value: Any) -> None:
-            if _deferrable(torch, value):
-                found.add(value.untyped_storage().data_ptr())
-
-        for opt in optimizers:
-            for group in opt.param_groups:
-                for param in group["params"]:
-                    add(param)
-            for state in opt.state.values():
-                for value in state.values() if isinstance(state, dict) else ():
-                    add(value)
-        return found
-
-    def _snapshot(self, step: int, obj: Any, defer: set[int] | None = None) -> _Snapshot:
-        torch = self._torch
-        snapshot = _Snapshot(step=step, obj=None)
+    def _snapshot(self, step: int, obj: Any, defer: set[int]) -> Snapshot:
+        """The snapshot of ``obj`` in the next buffer set (used in turn), device copies complete."""
         pool = self._pools[self._saves % len(self._pools)]
         self._saves += 1
-        copied: dict[int, Any] = {}  # tied weights stay tied: one tensor object, one copy
-
-        def walk(value: Any, path: str) -> Any:
-            if isinstance(value, torch.Tensor):
-                if id(value) in copied:
-                    return copied[id(value)]
-                if defer and _deferrable(torch, value) and value.untyped_storage().data_ptr() in defer:
-                    buf = pool.buffer(path, value)
-                    snapshot.deferred.append((buf, value.detach()))
-                else:
-                    buf = pool.copy(path, value)
-                copied[id(value)] = buf
-                snapshot.tensors[path] = buf
-                return buf
-            if isinstance(value, dict):
-                return type(value)((k, walk(v, f"{path}.{k}" if path else str(k))) for k, v in value.items())
-            if isinstance(value, list):
-                return [walk(v, f"{path}.{i}") for i, v in enumerate(value)]
-            if isinstance(value, tuple) and not hasattr(value, "_fields"):
-                return tuple(walk(v, f"{path}.{i}") for i, v in enumerate(value))
-            # Plain values (numbers, strings, small objects) are copied now so later mutation cannot reach the
-            # file; one that refuses to be copied is written as it is at write time (and fails there if it
-            # cannot be).
-            try:
-                return copy.deepcopy(value)
-            except Exception:
-                return value
-
-        snapshot.obj = walk(obj, "")
+        snapshot = take_snapshot(self._torch, pool, step, obj, defer)
         if self._cuda:
-            torch.cuda.synchronize()
+            self._torch.cuda.synchronize()
         return snapshot
 
     # -- overlapped copy (overlap_copy=True) -------------------------------------------------------
 
-    def _step_guard(self, pending: _PendingCopy) -> Any:
+    def _step_guard(self, pending: PendingCopy) -> Any:
         def guard(_optimizer: Any, _args: Any, _kwargs: Any) -> None:
             # Runs on the training thread at the top of optimizer.step(). It cannot remove itself here: torch
             # iterates the hook dict while calling it; _settle_copies removes it from save/wait/close.
@@ -408,7 +231,7 @@ class CheckpointWriter:
 
         return guard
 
-    def _copy_deferred(self, snapshot: _Snapshot) -> None:
+    def _copy_deferred(self, snapshot: Snapshot) -> None:
         """Copy the deferred tensors into their buffers (the seam the tests slow down)."""
         for buf, tensor in snapshot.deferred:
             buf.copy_(tensor)
@@ -464,72 +287,11 @@ class CheckpointWriter:
                 self._slots.release()
                 self._jobs.task_done()
 
-    def _write(self, snapshot: _Snapshot, target: Path) -> None:
-        torch = self._torch
-        tmp = target.with_name(f".{target.name}{TEMP_MARK}{os.getpid()}")
-        try:
-            torch.save(snapshot.obj, str(tmp))
-            digest, size = _fsync_and_hash(tmp) if self.fsync else _hash_only(tmp)
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise
-        tensors = {}
-        for name, t in snapshot.tensors.items():
-            finite = bool(torch.isfinite(t).all()) if (t.is_floating_point() or t.is_complex()) else True
-            tensors[name] = {
-                "dtype": str(t.dtype).removeprefix("torch."),
-                "shape": list(t.shape),
-                "finite": finite,
-            }
-        manifest = build_manifest(
-            step=snapshot.step,
-            file=target.name,
-            size=size,
-            sha256=digest,
-            created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds"),
-            tensors=tensors,
+    def _write(self, snapshot: Snapshot, target: Path) -> None:
+        write_checkpoint(
+            self._torch, snapshot.obj, snapshot.tensors, step=snapshot.step, target=target, fsync=self.fsync
         )
-        _write_atomic_text(manifest_path(target), json.dumps(manifest, indent=1) + "\n")
-        if self.fsync:
-            _fsync_dir(self.directory)
-        _write_atomic_text(self.directory / LATEST_NAME, target.name + "\n")
-        if self.fsync:
-            _fsync_dir(self.directory)
-        self._rotate(current=target)
-
-    def _rotate(self, current: Path) -> None:
-        if self.keep is None:
-            return
-        complete = sorted(self._complete_checkpoints(), key=lambda item: item[0])
-        excess = len(complete) - self.keep
-        for _step, path in complete:
-            if excess <= 0:
-                break
-            if path == current:
-                continue
-            # The manifest goes last: a checkpoint without a manifest is never mistaken for a verified one.
-            path.unlink(missing_ok=True)
-            manifest_path(path).unlink(missing_ok=True)
-            excess -= 1
-
-    def _complete_checkpoints(self) -> Iterator[tuple[int, Path]]:
-        for entry in self.directory.iterdir():
-            match = _STEP_FILE.match(entry.name)
-            if match and manifest_path(entry).exists():
-                yield int(match.group(1)), entry
-
-    def _remove_stale_temps(self) -> None:
-        # Left by a process killed mid-write; never visible under a checkpoint's name.
-        for entry in self.directory.iterdir():
-            if not (entry.name.startswith(".") and TEMP_MARK in entry.name):
-                continue
-            pid = entry.name.rsplit(TEMP_MARK, 1)[1]
-            if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
-                continue  # another live writer's file in progress
-            with contextlib.suppress(OSError):
-                entry.unlink()
+        rotate(self.directory, self.keep, current=target)
 
     def _join(self) -> None:
         self._settle_copies()
