@@ -21,11 +21,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from trainprobe.errors import TargetSyntaxError, UnreachableError
+from trainprobe.remote import shell
 from trainprobe.remote.hops.records import EXIT_NO_PROGRAM, FarSettings, HopFailure
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs every run (see protocols.py)
 if TYPE_CHECKING:
-    from typing import TypeGuard
+    from typing import ClassVar, TypeGuard
 
     from trainprobe.remote.hops.protocols import Hop, SettingHop, WrappingHop
 
@@ -100,10 +101,62 @@ def need_value(kind: str, value: str | None, example: str) -> str:
     return value
 
 
+def check_name(kind: str, value: str, what: str) -> str:
+    """A container, pod or job name: safe alphabet, no leading ``-`` (it would read as an option)."""
+    shell.check_word(value, what)
+    if value.startswith("-") or " " in value:
+        raise TargetSyntaxError("", f"{kind}={value}: {what} may not start with '-' or contain spaces")
+    return value
+
+
+def name_option(kind: str, options: Mapping[str, str], key: str, what: str | None = None) -> str | None:
+    """Option ``key`` checked as a name (:func:`check_name`, called ``what``), or None when not given."""
+    value = options.get(key) or None
+    return None if value is None else check_name(kind, value, what or key)
+
+
+def path_option(kind: str, name: str, options: Mapping[str, str], key: str, what: str) -> str | None:
+    """Option ``key``: an absolute path in the safe alphabet, or None when it is not given."""
+    value = options.get(key) or None
+    if value is not None:
+        shell.check_word(value, what)
+        if not value.startswith("/"):
+            raise TargetSyntaxError("", f"{kind}={name}: {key}= must be an absolute path, got {value!r}")
+    return value
+
+
+def flag(name: str, value: object | None) -> list[str]:
+    """``[name, value]`` for an option that is set, ``[]`` for one that is not."""
+    return [] if value is None else [name, str(value)]
+
+
+def spec_with(head: str, options: Sequence[tuple[str, object | None]]) -> str:
+    """``head`` and its options that are set, as written in a target string: ``kind=value,key=v,...``."""
+    return head + "".join(f",{key}={value}" for key, value in options if value is not None)
+
+
+class EnteringHop:
+    """A wrapping hop that enters a container, a pod or a job step through one program where the hop before
+    it runs. It knows that program's words for failing: ``failures`` (see :func:`explain_by_table`), with
+    the fields :meth:`failure_values` fills in, and the shell's for the program not being installed."""
+
+    program: ClassVar[str]
+    failures: ClassVar[tuple[tuple[str, str, str], ...]]
+
+    def failure_values(self) -> Mapping[str, object]:
+        raise NotImplementedError
+
+    def explain_failure(self, transport_log: str, returncode: int | None = None) -> HopFailure | None:
+        """The program's words for this hop failing (see ``failures``), or the program not installed."""
+        return missing_program(transport_log, self.program, "where this hop runs") or explain_by_table(
+            transport_log, self.failures, self.failure_values()
+        )
+
+
 # EXIT_NO_PROGRAM, FarSettings and HopFailure live in .records; listed here only until remote/target.py and
 # remote/argv.py import them from there (then they go: see TRANSITIONAL_RELAYS in tests/test_layers.py).
 __all__ = [
-    "EXIT_NO_PROGRAM", "FarSettings", "HopFailure",
-    "explain_by_table", "is_setting", "is_wrapping", "line_with", "missing_program", "need_value",
-    "no_options", "printable",
+    "EXIT_NO_PROGRAM", "EnteringHop", "FarSettings", "HopFailure", "check_name", "explain_by_table", "flag",
+    "is_setting", "is_wrapping", "line_with", "missing_program", "name_option", "need_value", "no_options",
+    "path_option", "printable", "spec_with",
 ]  # fmt: skip

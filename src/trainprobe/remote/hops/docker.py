@@ -12,23 +12,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from trainprobe.errors import TargetSyntaxError
-from trainprobe.remote import shell
-from trainprobe.remote.hops.base import explain_by_table, missing_program, need_value, no_options
-from trainprobe.remote.hops.records import HopFailure
-
-
-def check_name(kind: str, value: str, what: str) -> str:
-    """A container, pod or job name: safe alphabet, no leading ``-`` (it would read as an option)."""
-    shell.check_word(value, what)
-    if value.startswith("-") or " " in value:
-        raise TargetSyntaxError("", f"{kind}={value}: {what} may not start with '-' or contain spaces")
-    return value
+from trainprobe.remote.hops.base import (
+    EnteringHop,
+    check_name,
+    flag,
+    name_option,
+    need_value,
+    no_options,
+    path_option,
+    spec_with,
+)
 
 
 @dataclass(frozen=True)
-class DockerHop:
+class DockerHop(EnteringHop):
     kind: ClassVar[str] = "docker"
+    program: ClassVar[str] = "docker"
     #: the flag that points the client at another daemon socket
     host_flag: ClassVar[str] = "--host"
     #: ``(text the client prints, why, what to try)``; ``{name}`` and ``{kind}`` are filled in
@@ -48,30 +47,17 @@ class DockerHop:
     def parse(cls, value: str | None, options: Mapping[str, str]) -> DockerHop:
         no_options(cls.kind, options, ("user", "socket"))
         name = check_name(cls.kind, need_value(cls.kind, value, f"{cls.kind}=trainer"), "container name")
-        user = options.get("user") or None
-        socket = options.get("socket") or None
-        if user is not None:
-            check_name(cls.kind, user, "user")
-        if socket is not None:
-            shell.check_word(socket, "socket path")
-            if not socket.startswith("/"):
-                raise TargetSyntaxError(
-                    "", f"{cls.kind}={name}: socket= must be an absolute path, got {socket!r}"
-                )
+        user = name_option(cls.kind, options, "user")
+        socket = path_option(cls.kind, name, options, "socket", "socket path")
         return cls(container=name, user=user, socket=socket)
 
     def spec(self) -> str:
-        options = "".join(f",{k}={v}" for k, v in (("user", self.user), ("socket", self.socket)) if v)
-        return f"{self.kind}={self.container}{options}"
+        return spec_with(f"{self.kind}={self.container}", (("user", self.user), ("socket", self.socket)))
 
     def wrap(self, inner: Sequence[str]) -> list[str]:
-        daemon = [self.host_flag, f"unix://{self.socket}"] if self.socket else []
-        user = ["--user", self.user] if self.user else []
-        return [self.kind, *daemon, "exec", "-i", *user, self.container, *inner]
+        daemon = flag(self.host_flag, self.socket and f"unix://{self.socket}")
+        return [self.program, *daemon, "exec", "-i", *flag("--user", self.user), self.container, *inner]
 
-    def explain_failure(self, transport_log: str, returncode: int | None = None) -> HopFailure | None:
-        """The client's words for a stopped, paused or missing container or an unreachable daemon."""
-        values = {"name": self.container, "kind": self.kind}
-        return missing_program(transport_log, self.kind, "where this hop runs") or explain_by_table(
-            transport_log, self.failures, values
-        )
+    def failure_values(self) -> Mapping[str, object]:
+        """For the client's words for a stopped, paused or missing container or an unreachable daemon."""
+        return {"name": self.container, "kind": self.kind}

@@ -12,19 +12,25 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
-from trainprobe.remote.hops.base import explain_by_table, missing_program, need_value, no_options
-from trainprobe.remote.hops.docker import check_name
-from trainprobe.remote.hops.records import HopFailure
-
-FAILURES = (
-    ("instance is not running", "instance {name} is not running", "start it: incus start {name}"),
-    ("not found", "there is no instance {name}", "list the instances: incus list"),
+from trainprobe.remote.hops.base import (
+    EnteringHop,
+    check_name,
+    flag,
+    name_option,
+    need_value,
+    no_options,
+    spec_with,
 )
 
 
 @dataclass(frozen=True)
-class IncusHop:
+class IncusHop(EnteringHop):
     kind: ClassVar[str] = "incus"
+    program: ClassVar[str] = "incus"
+    failures: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("instance is not running", "instance {name} is not running", "start it: incus start {name}"),
+        ("not found", "there is no instance {name}", "list the instances: incus list"),
+    )
     name: str
     project: str | None = None
     user: int | None = None
@@ -33,9 +39,7 @@ class IncusHop:
     def parse(cls, value: str | None, options: Mapping[str, str]) -> IncusHop:
         no_options(cls.kind, options, ("project", "user"))
         name = check_name(cls.kind, need_value(cls.kind, value, "incus=trainer"), "instance name")
-        project = options.get("project") or None
-        if project is not None:
-            check_name(cls.kind, project, "project")
+        project = name_option(cls.kind, options, "project")
         user_text = options.get("user") or None
         if user_text is not None and not user_text.isdigit():
             raise TargetSyntaxError(
@@ -44,19 +48,11 @@ class IncusHop:
         return cls(name=name, project=project, user=int(user_text) if user_text else None)
 
     def spec(self) -> str:
-        options = "".join(
-            f",{k}={v}" for k, v in (("project", self.project), ("user", self.user)) if v is not None
-        )
-        return f"incus={self.name}{options}"
+        return spec_with(f"incus={self.name}", (("project", self.project), ("user", self.user)))
 
     def wrap(self, inner: Sequence[str]) -> list[str]:
-        project = ["--project", self.project] if self.project else []
-        user = ["--user", str(self.user)] if self.user is not None else []
+        project, user = flag("--project", self.project), flag("--user", self.user)
         return ["incus", *project, "exec", self.name, "--mode=non-interactive", *user, "--", *inner]
 
-    def explain_failure(self, transport_log: str, returncode: int | None = None) -> HopFailure | None:
-        """``incus``'s words for this hop failing (see FAILURES), or ``incus`` not installed."""
-        values = {"name": self.name}
-        return missing_program(transport_log, "incus", "where this hop runs") or explain_by_table(
-            transport_log, FAILURES, values
-        )
+    def failure_values(self) -> Mapping[str, object]:
+        return {"name": self.name}

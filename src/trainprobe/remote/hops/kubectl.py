@@ -10,12 +10,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from trainprobe.remote.hops.base import explain_by_table, missing_program, need_value, no_options
-from trainprobe.remote.hops.docker import check_name
-from trainprobe.remote.hops.records import HopFailure
+from trainprobe.remote.hops.base import (
+    EnteringHop,
+    check_name,
+    flag,
+    name_option,
+    need_value,
+    no_options,
+    spec_with,
+)
 
 # first match wins: the specific messages before the generic "not found"
-FAILURES = (
+_FAILURES = (
     (
         "container not found",
         "pod {pod} has no container {container}",
@@ -30,8 +36,10 @@ FAILURES = (
 
 
 @dataclass(frozen=True)
-class KubectlHop:
+class KubectlHop(EnteringHop):
     kind: ClassVar[str] = "kubectl"
+    program: ClassVar[str] = "kubectl"
+    failures: ClassVar[tuple[tuple[str, str, str], ...]] = _FAILURES
     pod: str
     namespace: str | None = None
     container: str | None = None
@@ -41,30 +49,22 @@ class KubectlHop:
     def parse(cls, value: str | None, options: Mapping[str, str]) -> KubectlHop:
         no_options(cls.kind, options, ("namespace", "container", "context"))
         pod = check_name(cls.kind, need_value(cls.kind, value, "kubectl=trainer-0,namespace=ml"), "pod name")
-        fields = {key: options.get(key) or None for key in ("namespace", "container", "context")}
-        for key, val in fields.items():
-            if val is not None:
-                check_name(cls.kind, val, key)
+        fields = {key: name_option(cls.kind, options, key) for key in ("namespace", "container", "context")}
         return cls(pod=pod, **fields)
 
     def spec(self) -> str:
         options = (("namespace", self.namespace), ("container", self.container), ("context", self.context))
-        return f"kubectl={self.pod}" + "".join(f",{k}={v}" for k, v in options if v)
+        return spec_with(f"kubectl={self.pod}", options)
 
     def wrap(self, inner: Sequence[str]) -> list[str]:
-        context = ["--context", self.context] if self.context else []
-        namespace = ["--namespace", self.namespace] if self.namespace else []
-        container = ["--container", self.container] if self.container else []
+        context, namespace = flag("--context", self.context), flag("--namespace", self.namespace)
+        container = flag("--container", self.container)
         return ["kubectl", *context, "exec", "-i", *namespace, self.pod, *container, "--", *inner]
 
-    def explain_failure(self, transport_log: str, returncode: int | None = None) -> HopFailure | None:
-        """``kubectl``'s words for this hop failing (see FAILURES), or ``kubectl`` not installed."""
-        values = {
+    def failure_values(self) -> Mapping[str, object]:
+        return {
             "pod": self.pod,
             "container": self.container or "(default)",
             "where": f" in namespace {self.namespace}" if self.namespace else "",
             "ns_flag": f" -n {self.namespace}" if self.namespace else "",
         }
-        return missing_program(transport_log, "kubectl", "where this hop runs") or explain_by_table(
-            transport_log, FAILURES, values
-        )

@@ -10,21 +10,29 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from trainprobe.errors import TargetSyntaxError
-from trainprobe.remote import shell
-from trainprobe.remote.hops.base import explain_by_table, missing_program, need_value, no_options
-from trainprobe.remote.hops.docker import check_name
-from trainprobe.remote.hops.records import HopFailure
-
-FAILURES = (
-    # lxc-attach says the same for a stopped container and for one that does not exist
-    ("failed to get init pid", "container {name} is not running (or does not exist)", "lxc-ls -f lists them"),
+from trainprobe.remote.hops.base import (
+    EnteringHop,
+    check_name,
+    flag,
+    need_value,
+    no_options,
+    path_option,
+    spec_with,
 )
 
 
 @dataclass(frozen=True)
-class LxcHop:
+class LxcHop(EnteringHop):
     kind: ClassVar[str] = "lxc"
+    program: ClassVar[str] = "lxc-attach"
+    failures: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        # lxc-attach says the same for a stopped container and for one that does not exist
+        (
+            "failed to get init pid",
+            "container {name} is not running (or does not exist)",
+            "lxc-ls -f lists them",
+        ),
+    )
     name: str
     lxcpath: str | None = None
 
@@ -32,23 +40,13 @@ class LxcHop:
     def parse(cls, value: str | None, options: Mapping[str, str]) -> LxcHop:
         no_options(cls.kind, options, ("lxcpath",))
         name = check_name(cls.kind, need_value(cls.kind, value, "lxc=trainer"), "container name")
-        lxcpath = options.get("lxcpath") or None
-        if lxcpath is not None:
-            shell.check_word(lxcpath, "lxcpath")
-            if not lxcpath.startswith("/"):
-                raise TargetSyntaxError("", f"lxc={name}: lxcpath= must be an absolute path, got {lxcpath!r}")
-        return cls(name=name, lxcpath=lxcpath)
+        return cls(name=name, lxcpath=path_option(cls.kind, name, options, "lxcpath", "lxcpath"))
 
     def spec(self) -> str:
-        return f"lxc={self.name}" + (f",lxcpath={self.lxcpath}" if self.lxcpath else "")
+        return spec_with(f"lxc={self.name}", (("lxcpath", self.lxcpath),))
 
     def wrap(self, inner: Sequence[str]) -> list[str]:
-        path = ["-P", self.lxcpath] if self.lxcpath else []
-        return ["lxc-attach", *path, "-n", self.name, "--", *inner]
+        return ["lxc-attach", *flag("-P", self.lxcpath), "-n", self.name, "--", *inner]
 
-    def explain_failure(self, transport_log: str, returncode: int | None = None) -> HopFailure | None:
-        """``lxc-attach``'s words for this hop failing (see FAILURES), or ``lxc-attach`` not installed."""
-        values = {"name": self.name}
-        return missing_program(transport_log, "lxc-attach", "where this hop runs") or explain_by_table(
-            transport_log, FAILURES, values
-        )
+    def failure_values(self) -> Mapping[str, object]:
+        return {"name": self.name}

@@ -11,18 +11,17 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
-from trainprobe.remote.hops.base import explain_by_table, missing_program, need_value, no_options
-from trainprobe.remote.hops.records import HopFailure
-
-FAILURES = (
-    ("not running", "CT {vmid} is not running", "start it: pct start {vmid}"),
-    ("does not exist", "there is no CT {vmid} on this node", "list the containers: pct list"),
-)
+from trainprobe.remote.hops.base import EnteringHop, need_value, no_options
 
 
 @dataclass(frozen=True)
-class PctHop:
+class PctHop(EnteringHop):
     kind: ClassVar[str] = "pct"
+    program: ClassVar[str] = "pct"
+    failures: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("not running", "CT {vmid} is not running", "start it: pct start {vmid}"),
+        ("does not exist", "there is no CT {vmid} on this node", "list the containers: pct list"),
+    )
     vmid: int
 
     @classmethod
@@ -39,9 +38,5 @@ class PctHop:
     def wrap(self, inner: Sequence[str]) -> list[str]:
         return ["pct", "exec", str(self.vmid), "--", *inner]
 
-    def explain_failure(self, transport_log: str, returncode: int | None = None) -> HopFailure | None:
-        """``pct``'s words for this hop failing (see FAILURES), or ``pct`` not installed."""
-        values = {"vmid": self.vmid}
-        return missing_program(transport_log, "pct", "where this hop runs") or explain_by_table(
-            transport_log, FAILURES, values
-        )
+    def failure_values(self) -> Mapping[str, object]:
+        return {"vmid": self.vmid}

@@ -12,6 +12,7 @@ from trainprobe.remote.hops.docker import DockerHop
 
 class PodmanHop(DockerHop):
     kind: ClassVar[str] = "podman"
+    program: ClassVar[str] = "podman"
     host_flag: ClassVar[str] = "--url"
     failures: ClassVar[tuple[tuple[str, str, str], ...]] = (
         ("container state improper", "container {name} is not running", "start it: podman start {name}"),

@@ -19,73 +19,73 @@ TYPE_CHECKING = False  # no typing at run time: every run imports this module
 if TYPE_CHECKING:
     from typing import ClassVar
 
+    from typing_extensions import Self
+
+
+class _OneValue:
+    """A setting hop written ``kind=VALUE``: parsed into its one field ``value``, printed back the same."""
+
+    kind: ClassVar[str]
+    #: how the hop is written, shown when the value is missing
+    example: ClassVar[str]
+    #: what the value is called when it becomes an argv word (then checked against the safe alphabet)
+    word: ClassVar[str | None] = None
+    value: str
+
+    if TYPE_CHECKING:
+
+        def __init__(self, value: str) -> None: ...
+
+    @classmethod
+    def parse(cls, value: str | None, options: Mapping[str, str]) -> Self:
+        no_options(cls.kind, options)
+        text = need_value(cls.kind, value, cls.example)
+        return cls(shell.check_word(text, cls.word) if cls.word else text)
+
+    def spec(self) -> str:
+        return f"{self.kind}={self.value}"
+
 
 @record(frozen=True)
-class PythonHop:
+class PythonHop(_OneValue):
     kind: ClassVar[str] = "python"
-    path: str
-
-    @classmethod
-    def parse(cls, value: str | None, options: Mapping[str, str]) -> PythonHop:
-        no_options(cls.kind, options)
-        return cls(shell.check_word(need_value(cls.kind, value, "python=/usr/bin/python3.11"), "python path"))
-
-    def spec(self) -> str:
-        return f"python={self.path}"
+    example: ClassVar[str] = "python=/usr/bin/python3.11"
+    word: ClassVar[str | None] = "python path"
+    value: str
 
     def apply(self, settings: FarSettings) -> FarSettings:
-        return replace(settings, python=self.path, venv=None, conda=None)
+        return replace(settings, python=self.value, venv=None, conda=None)
 
 
 @record(frozen=True)
-class VenvHop:
+class VenvHop(_OneValue):
     kind: ClassVar[str] = "venv"
-    path: str
-
-    @classmethod
-    def parse(cls, value: str | None, options: Mapping[str, str]) -> VenvHop:
-        no_options(cls.kind, options)
-        return cls(shell.check_word(need_value(cls.kind, value, "venv=/root/venv"), "venv directory"))
-
-    def spec(self) -> str:
-        return f"venv={self.path}"
+    example: ClassVar[str] = "venv=/root/venv"
+    word: ClassVar[str | None] = "venv directory"
+    value: str
 
     def apply(self, settings: FarSettings) -> FarSettings:
-        return replace(settings, python=None, venv=self.path, conda=None)
+        return replace(settings, python=None, venv=self.value, conda=None)
 
 
 @record(frozen=True)
-class CondaHop:
+class CondaHop(_OneValue):
     kind: ClassVar[str] = "conda"
-    env: str
-
-    @classmethod
-    def parse(cls, value: str | None, options: Mapping[str, str]) -> CondaHop:
-        no_options(cls.kind, options)
-        return cls(need_value(cls.kind, value, "conda=train or conda=/opt/conda/envs/train"))
-
-    def spec(self) -> str:
-        return f"conda={self.env}"
+    example: ClassVar[str] = "conda=train or conda=/opt/conda/envs/train"
+    value: str
 
     def apply(self, settings: FarSettings) -> FarSettings:
-        return replace(settings, python=None, venv=None, conda=self.env)
+        return replace(settings, python=None, venv=None, conda=self.value)
 
 
 @record(frozen=True)
-class CdHop:
+class CdHop(_OneValue):
     kind: ClassVar[str] = "cd"
-    path: str
-
-    @classmethod
-    def parse(cls, value: str | None, options: Mapping[str, str]) -> CdHop:
-        no_options(cls.kind, options)
-        return cls(need_value(cls.kind, value, "cd=/data/run7"))
-
-    def spec(self) -> str:
-        return f"cd={self.path}"
+    example: ClassVar[str] = "cd=/data/run7"
+    value: str
 
     def apply(self, settings: FarSettings) -> FarSettings:
-        return replace(settings, cwd=self.path)
+        return replace(settings, cwd=self.value)
 
 
 @record(frozen=True)

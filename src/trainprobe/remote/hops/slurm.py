@@ -15,11 +15,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
-from trainprobe.remote.hops.base import explain_by_table, missing_program, need_value, no_options
-from trainprobe.remote.hops.docker import check_name
-from trainprobe.remote.hops.records import HopFailure
+from trainprobe.remote.hops.base import EnteringHop, check_name, need_value, no_options
 
-FAILURES = (
+_FAILURES = (
     ("has expired", "Slurm job {job} has ended", "squeue --me lists your running jobs"),
     (
         "invalid job id",
@@ -42,8 +40,10 @@ FAILURES = (
 
 
 @dataclass(frozen=True)
-class SlurmHop:
+class SlurmHop(EnteringHop):
     kind: ClassVar[str] = "slurm"
+    program: ClassVar[str] = "srun"
+    failures: ClassVar[tuple[tuple[str, str, str], ...]] = _FAILURES
     job: str
     node: str | None = None
 
@@ -69,9 +69,5 @@ class SlurmHop:
             "--unbuffered", "--quiet", "--", *inner,
         ]  # fmt: skip
 
-    def explain_failure(self, transport_log: str, returncode: int | None = None) -> HopFailure | None:
-        """``srun``'s words for this hop failing (see FAILURES), or ``srun`` not installed."""
-        values = {"job": self.job, "node": self.node or "(first)"}
-        return missing_program(transport_log, "srun", "where this hop runs") or explain_by_table(
-            transport_log, FAILURES, values
-        )
+    def failure_values(self) -> Mapping[str, object]:
+        return {"job": self.job, "node": self.node or "(first)"}
