@@ -23,7 +23,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from trainprobe import __version__
-from trainprobe.mcp import summary, tools
+from trainprobe.mcp import summary, summary_remote, tools
 from trainprobe.mcp.answer import Policy, Tool, answer
 from trainprobe.mcp.documents import (
     CheckDocument,
@@ -303,8 +303,8 @@ TOOLS: tuple[Tool, ...] = (
         document_help="the summary document `trainprobe watch --json` ends with, plus `tail` (the bytes "
         "read)",
     ),
-    Tool(probe, summary.probe, fleet=True),
-    Tool(run, summary.run, read_only=False, fleet=True, failure=tools.run_failure),
+    Tool(probe, summary_remote.probe, fleet=True),
+    Tool(run, summary_remote.run, read_only=False, fleet=True, failure=tools.run_failure),
 )
 
 
