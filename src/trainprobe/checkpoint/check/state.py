@@ -11,7 +11,7 @@ from trainprobe.checkpoint.reading.skeleton import fields_of
 
 MAX_NAMES = 8
 T = TypeVar("T")
-__all__ = ["MAX_NAMES", "fmt_step", "group_of", "param_record", "state_of", "suffix_index"]
+__all__ = ["MAX_NAMES", "group_of", "param_record", "state_of", "suffix_index"]
 
 
 def group_of(opt: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:
@@ -41,10 +41,6 @@ def state_of(
     state = {pid: entry for pid, entry in state.items() if isinstance(entry, dict)}
     owner, coverage = group_of(opt)
     return state, owner, coverage
-
-
-def fmt_step(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 def suffix_index(items: dict[str, T]) -> dict[str, T | None]:

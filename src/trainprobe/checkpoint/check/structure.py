@@ -7,10 +7,11 @@ import os
 from typing import Any
 
 from trainprobe.checkpoint.check.optimizers import family_of
-from trainprobe.checkpoint.check.state import MAX_NAMES, fmt_step, param_record, suffix_index
+from trainprobe.checkpoint.check.state import MAX_NAMES, param_record, suffix_index
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.reading.base import Checkpoint, TensorRecord
 from trainprobe.checkpoint.reading.skeleton import label_of, scalar
+from trainprobe.conventions import step_text
 
 
 def check_optimizer(
@@ -64,7 +65,7 @@ def disagreeing_counters(label: str, counters: dict[float, list[str]], boundary:
     """The torn evidence of per-parameter step counters that disagree (``counters``: value -> the parameters
     that say so, two values or more); ``boundary``: where the write order splits them, when known."""
     parts = sorted(counters.items(), key=lambda kv: -len(kv[1]))
-    desc = ", ".join(f"step {fmt_step(k)} in {len(v)} (e.g. {v[0]})" for k, v in parts[:4])
+    desc = ", ".join(f"step {step_text(k)} in {len(v)} (e.g. {v[0]})" for k, v in parts[:4])
     return Evidence(
         "step-counters",
         "fail",
@@ -73,9 +74,9 @@ def disagreeing_counters(label: str, counters: dict[float, list[str]], boundary:
         indicates="torn",
         tensors=[v[0] for _k, v in parts[:MAX_NAMES]],
         values={
-            "counters": {fmt_step(k): len(v) for k, v in parts},
+            "counters": {step_text(k): len(v) for k, v in parts},
             # every parameter of each step group, not a few examples
-            "groups": {fmt_step(k): v for k, v in parts},
+            "groups": {step_text(k): v for k, v in parts},
             "boundary": boundary,
         },
     )
@@ -111,7 +112,7 @@ def write_boundary(
         by_file.setdefault(file, []).append((offset, value, name))
     if len(by_file) > 1 and all(len({v for _o, v, _n in rows}) == 1 for rows in by_file.values()):
         said = ", ".join(
-            f"{os.path.basename(f)} {fmt_step(rows[0][1])}" for f, rows in sorted(by_file.items())
+            f"{os.path.basename(f)} {step_text(rows[0][1])}" for f, rows in sorted(by_file.items())
         )
         return (
             f"each file's counters agree but the files differ ({said}): they were written at different steps"
@@ -141,9 +142,8 @@ def write_boundary(
     )
     old_at = _position(old_rec) if old_rec else f"byte {last_old:,}"
     new_at = _position(new_rec, "") if new_rec else f"byte {first_new:,}"
-    return (
-        f"counters read {fmt_step(first)} up to {old_at} and {fmt_step(order[cut][1])} from {new_at}{during}"
-    )
+    cut_at = step_text(order[cut][1])
+    return f"counters read {step_text(first)} up to {old_at} and {cut_at} from {new_at}{during}"
 
 
 def check_shapes(

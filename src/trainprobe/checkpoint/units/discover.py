@@ -20,14 +20,13 @@ from typing import Protocol
 from trainprobe.checkpoint.reading.formats import detect
 from trainprobe.checkpoint.safe_io import read_side, walk
 from trainprobe.checkpoint.units.frameworks import FRAMEWORKS, Part, role_by_name
-from trainprobe.checkpoint.units.manifest import MANIFEST_SUFFIX
+from trainprobe.conventions import MANIFEST_SUFFIX, NOT_CHECKPOINT_SUFFIXES
 
 _GLOB_CHARS = set("*?[")
 # Names a checkpoint is usually saved under; such a file that no reader claims is reported, never dropped.
 LOOKS_LIKE_CHECKPOINT = re.compile(
     r"(?i)\.(pt|pth|bin|ckpt|safetensors|pkl|pickle|distcp|tar|h5|msgpack|npz|gguf|onnx|joblib|pb)$"
 )
-_NOT_CHECKPOINTS = re.compile(r"(?i)\.(json|ya?ml|txt|md|py|log|csv|tsv|out|err|jsonl|sh)$")
 
 
 @dataclass
@@ -112,7 +111,7 @@ def sort_parts(unit: Unit, probe: Probe | None = None) -> Unit:
             continue
         if probe.isdir(part.path) or shards.get(part.path):
             parts.append(part)
-        elif probe.size(part.path) == 0 or _NOT_CHECKPOINTS.search(part.path):
+        elif probe.size(part.path) == 0 or part.path.lower().endswith(NOT_CHECKPOINT_SUFFIXES):
             unit.listed.append(part)
         elif probe.readable(part.path):
             parts.append(part)

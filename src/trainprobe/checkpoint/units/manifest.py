@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainprobe.checkpoint.safe_io import read_side
+from trainprobe.conventions import MANIFEST_SUFFIX
 
-MANIFEST_SUFFIX = ".manifest.json"
 MANIFEST_FORMAT = "trainprobe-checkpoint-writer"
 MANIFEST_SCHEMA_VERSION = 1
 

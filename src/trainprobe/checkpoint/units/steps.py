@@ -36,11 +36,8 @@ from trainprobe.checkpoint.safe_io import read_side
 from trainprobe.checkpoint.units.facts import PartFacts
 from trainprobe.checkpoint.units.frameworks import Framework
 from trainprobe.checkpoint.units.frameworks.base import OPTIMIZER_STEPS, UNKNOWN_COUNT
+from trainprobe.conventions import step_in_name
 
-# "global_step1500", "step_2000", "step=2000" (Lightning's epoch=3-step=2000), "checkpoint-2000",
-# "iter_0002000"; an epoch number is not a step, and neither is any other number in a name (resnet50.pt).
-NAME_STEP = re.compile(r"(?i)(?:global_step|step|iteration|iter|checkpoint|ckpt)([-_=]?)(\d+)")
-_ONLY_NUMBER = re.compile(r"^(\d+)(?:\.\w+)?$")
 _SCALER = re.compile(r"(?i)^scaler(_\d+)?\.(pt|pth|bin)$")
 # Most trustworthy first: what the same save wrote beats what a name says; the optimizer's own counters
 # come last (they say how often the optimizer stepped, which is the step only where nothing else says).
@@ -85,31 +82,6 @@ class StepSource:
 
 
 # -- reading the sources ---------------------------------------------------------------------------
-
-
-def step_in_name(path: str) -> tuple[int, str] | None:
-    """(step, separator) a checkpoint's own name states (``checkpoint-2000`` -> (2000, "-")), or None."""
-    name = os.path.basename(path.rstrip("/"))
-    m = NAME_STEP.search(name)
-    if m:
-        return int(m.group(2)), m.group(1)
-    m = _ONLY_NUMBER.match(name)
-    return (int(m.group(1)), "") if m else None
-
-
-def step_in_path(path: str) -> int | None:
-    """The step a path's name states, else its folder's (``global_step1500/mp_rank_00_model_states.pt``)."""
-    trimmed = path.rstrip("/")
-    names = (os.path.basename(trimmed), os.path.basename(os.path.dirname(trimmed)))
-    for name in names:
-        m = NAME_STEP.search(name)
-        if m:
-            return int(m.group(2))
-    for name in names:
-        m = _ONLY_NUMBER.match(name)
-        if m:
-            return int(m.group(1))
-    return None
 
 
 def trainer_state_step(unit_path: str) -> int | None:
@@ -200,10 +172,6 @@ def saved_step(sources: Sequence[StepSource]) -> StepSource | None:
             if src.source == kind and src.counts == OPTIMIZER_STEPS:
                 return src
     return None
-
-
-def _fmt(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 def judge_steps(
