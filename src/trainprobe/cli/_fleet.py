@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from trainprobe.cli._output import Console, LiveOutput, Output, Table, escape
@@ -46,14 +45,6 @@ FLEET_HELP = (
 _STATUS_STYLE = {"ok": "green", "failed": "red", "exception": "red", "timeout": "yellow", "killed": "yellow"}
 
 
-def resolve(specs: Sequence[str], config: Path | None) -> list[Target]:
-    """The targets the command line names (:func:`trainprobe.remote.fleet.resolve`: ranges, names and
-    groups of the targets file ``config``)."""
-    from trainprobe.remote.fleet import resolve as resolve_specs
-
-    return resolve_specs(specs, config)
-
-
 def is_fleet(targets: Sequence[Target]) -> bool:
     """More than one run: several targets, or a Slurm job (its nodes). One target without a Slurm hop is
     answered without importing the fleet engine (a single ``run`` does not need it)."""
@@ -62,18 +53,6 @@ def is_fleet(targets: Sequence[Target]) -> bool:
     from trainprobe.remote.fanout import needs_fleet
 
     return needs_fleet(targets)
-
-
-def one_target(specs: Sequence[str], config: Path | None, *, refusal: str, hint: str) -> Target:
-    """The one target ``--on`` names, resolved before anything starts (a malformed one is a usage error);
-    a fleet is refused: ``refusal`` says what the command does with one target."""
-    from trainprobe.errors import UsageError
-
-    targets = resolve(specs, config)
-    if is_fleet(targets):
-        many = f"{len(targets)} targets" if len(targets) > 1 else "every node of a Slurm job"
-        raise UsageError(f"{refusal}; {' '.join(specs)} names {many}", hint=hint)
-    return targets[0]
 
 
 def live_reporter(

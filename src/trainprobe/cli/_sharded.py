@@ -14,6 +14,8 @@ from trainprobe.cli._sizes import human_bytes
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from trainprobe.cli._command import Where
+    from trainprobe.remote.target import Target
     from trainprobe.tasks import ShareProgress
 
 
@@ -61,6 +63,18 @@ def render_shares(console: Console, sharded: dict[str, Any]) -> None:
         console.print(f"[bold red]conflict:[/] {escape(conflict)}", soft_wrap=True)
     for target, why in sharded["failed"].items():
         console.print(f"[bold red]{escape(target)} failed:[/] {escape(why)}", soft_wrap=True)
+
+
+def sharded_targets(command: str, where: Where, paths: list[str], example: str) -> list[Target]:
+    """The targets of ``command --sharded``: it takes --on (the targets that hold the files) and one PATH."""
+    if not where.on or len(paths) != 1:
+        from trainprobe.errors import UsageError
+
+        raise UsageError(
+            "--sharded takes --on (the targets that hold the files) and one PATH (the unit)",
+            hint=f"e.g. trainprobe {command} --on 'ssh=node[01-04]' --sharded {example}",
+        )
+    return where.targets()
 
 
 def show_sharded(

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainprobe.cli._command import Command, CommandParser, Remote
-from trainprobe.cli._fleet import is_fleet, resolve, show_fleet
+from trainprobe.cli._command import Command, CommandParser, Remote, Where
+from trainprobe.cli._fleet import is_fleet, show_fleet
 from trainprobe.cli._output import Console, Output, escape
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
 from trainprobe.json_names import i_json
 
 if TYPE_CHECKING:
-    from trainprobe.remote.target import Target
+    pass
 
 _CHECK_HELP = (
     "A checkpoint is a unit: a file, or a directory a framework writes as one checkpoint (HF Trainer "
@@ -121,50 +120,31 @@ def add_arguments(parser: CommandParser) -> None:
 _REMOTE = Remote("fleet", "Check on a remote target (ssh=user@host...).", "the remote check")
 
 
-def check(
-    paths: list[str],
-    *,
-    json_mode: bool,
-    quiet: bool,
-    strict: bool,
-    on: list[str] | None,
-    timeout: float,
-    connect_timeout: float,
-    parallel: int,
-    config: Path | None,
-    sharded: bool,
-) -> int:
-    out = Output(json_mode=json_mode, quiet=quiet)
+def check(paths: list[str], *, strict: bool, sharded: bool, out: Output, where: Where) -> int:
     if sharded:
-        from trainprobe.errors import UsageError
-
-        if not on or len(paths) != 1:
-            raise UsageError(
-                "--sharded takes --on (the targets that hold the files) and one PATH (the unit)",
-                hint="e.g. trainprobe check --on 'ssh=node[01-04]' --sharded /local/ckpt/global_step4000",
-            )
-        from trainprobe.cli._sharded import show_sharded
+        from trainprobe.cli._sharded import sharded_targets, show_sharded
         from trainprobe.tasks import check_sharded
 
-        targets = resolve(on, config)
+        targets = sharded_targets("check", where, paths, "/local/ckpt/global_step4000")
         return show_sharded(
             out,
-            lambda progress: check_sharded(
-                targets, paths[0], parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
-                on_progress=progress,
-            ),
+            lambda progress: check_sharded(targets, paths[0], on_progress=progress, **where.fleet_limits()),
             render_check_report, lambda result, data: 1 if result.failed else exit_code(data, strict),
         )  # fmt: skip
-    if on:
-        from trainprobe.tasks import check_on
+    if where.on:
+        from trainprobe.tasks import check_on, check_on_fleet
 
-        targets = resolve(on, config)
+        targets = where.targets()
         if is_fleet(targets):
-            return _check_fleet(
-                out, targets, list(paths), strict=strict, timeout=timeout,
-                connect_timeout=connect_timeout, parallel=parallel,
+            return show_fleet(
+                out, targets,
+                lambda on_done, _cancel: check_on_fleet(
+                    targets, paths, on_done=on_done, **where.fleet_limits()
+                ),
+                render_check_report, _check_summary, title="checked",
+                code_of=lambda report: exit_code(report, strict),
             )  # fmt: skip
-        report = check_on(targets[0], list(paths), timeout=timeout, connect_timeout=connect_timeout)
+        report = check_on(targets[0], paths, **where.limits())
     else:
         from trainprobe.checkpoint.check import check_paths
 
@@ -175,24 +155,6 @@ def check(
 
 def _check_summary(report: dict[str, Any]) -> str:
     return ", ".join(f"{n} {verdict}" for verdict, n in report["summary"].items()) or "no checkpoint"
-
-
-def _check_fleet(
-    out: Output, targets: list[Target], paths: list[str], *, strict: bool, timeout: float,
-    connect_timeout: float, parallel: int,
-) -> int:  # fmt: skip
-    """One check report per target, then the table of targets; the exit code summarises the fleet."""
-    from trainprobe.tasks import check_on_fleet
-
-    return show_fleet(
-        out, targets,
-        lambda on_done, _cancel: check_on_fleet(
-            targets, paths, parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
-            on_done=on_done,
-        ),
-        render_check_report, _check_summary, title="checked",
-        code_of=lambda report: exit_code(report, strict),
-    )  # fmt: skip
 
 
 COMMAND = Command(

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainprobe.cli._command import Command, CommandParser, Remote, at_least
-from trainprobe.cli._fleet import is_fleet, resolve, show_fleet
+from trainprobe.cli._command import Command, CommandParser, Remote, Where, at_least
+from trainprobe.cli._fleet import is_fleet, show_fleet
 from trainprobe.cli._output import Console, Output, Table, escape
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
 from trainprobe.json_names import i_json
 
 if TYPE_CHECKING:
-    from trainprobe.remote.target import Target
+    pass
 
 _DIFF_HELP = (
     "A and B are checkpoint units of any kind (a file, checkpoint-N/, global_stepN/, a DCP directory: "
@@ -190,60 +189,34 @@ def add_arguments(parser: CommandParser) -> None:
 _REMOTE = Remote("fleet", "Compare on a remote target (ssh=user@host...).", "the remote diff")
 
 
-def diff(
-    a: str,
-    b: str,
-    *,
-    json_mode: bool,
-    show_all: bool,
-    limit: int,
-    quiet: bool,
-    on: list[str] | None,
-    timeout: float,
-    connect_timeout: float,
-    parallel: int,
-    config: Path | None,
-) -> int:
-    out = Output(json_mode=json_mode, quiet=quiet)
-    if on:
-        from trainprobe.tasks import diff_on
+def diff(a: str, b: str, *, show_all: bool, limit: int, out: Output, where: Where) -> int:
+    def render(console: Console, report: dict[str, Any]) -> None:
+        render_diff_report(console, report, show_all, limit)
 
-        targets = resolve(on, config)
+    if where.on:
+        from trainprobe.tasks import diff_on, diff_on_fleet
+
+        targets = where.targets()
         if is_fleet(targets):
-            return _diff_fleet(
-                out, targets, a, b, show_all=show_all, limit=limit, timeout=timeout,
-                connect_timeout=connect_timeout, parallel=parallel,
+            return show_fleet(
+                out, targets,
+                lambda on_done, _cancel: diff_on_fleet(
+                    targets, a, b, on_done=on_done, **where.fleet_limits()
+                ),
+                render, _diff_summary, title="compared",
             )  # fmt: skip
-        report = diff_on(targets[0], a, b, timeout=timeout, connect_timeout=connect_timeout)
+        report = diff_on(targets[0], a, b, **where.limits())
     else:
         from trainprobe.checkpoint.diff import diff_paths
 
         report = diff_paths(a, b).to_json()
-    out.result(i_json(report), lambda console: render_diff_report(console, report, show_all, limit))
+    out.result(i_json(report), lambda console: render(console, report))
     return int(report["exit_code"])
 
 
 def _diff_summary(report: dict[str, Any]) -> str:
     counts = ", ".join(f"{n} {status}" for status, n in report["summary"].items())
     return f"{counts} — {report['verdict']}"
-
-
-def _diff_fleet(
-    out: Output, targets: list[Target], a: str, b: str, *, show_all: bool, limit: int, timeout: float,
-    connect_timeout: float, parallel: int,
-) -> int:  # fmt: skip
-    """One diff report per target, then the table of targets; the exit code summarises the fleet."""
-    from trainprobe.tasks import diff_on_fleet
-
-    return show_fleet(
-        out, targets,
-        lambda on_done, _cancel: diff_on_fleet(
-            targets, a, b, parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
-            on_done=on_done,
-        ),
-        lambda console, report: render_diff_report(console, report, show_all, limit), _diff_summary,
-        title="compared",
-    )  # fmt: skip
 
 
 COMMAND = Command(

@@ -10,18 +10,18 @@ from trainprobe.cli._command import (
     Command,
     CommandParser,
     Remote,
+    Where,
     at_least,
     non_negative_seconds,
     positive_number,
 )
-from trainprobe.cli._fleet import is_fleet, resolve, show_fleet
+from trainprobe.cli._fleet import is_fleet, show_fleet
 from trainprobe.cli._output import Console, Output
 from trainprobe.cli._verdicts import FLEET_EXIT_CODES
 from trainprobe.errors import UsageError
 
 if TYPE_CHECKING:  # imported where used: trainprobe.metrics pulls in numpy, which every command would pay for
-    from trainprobe.metrics import LogReport, Options, RunLog
-    from trainprobe.remote.target import Target
+    from trainprobe.metrics import LogReport, RunLog
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -176,7 +176,6 @@ def add_arguments(parser: CommandParser) -> None:
 def logs(
     paths: list[Path],
     *,
-    json_mode: bool,
     html: Path | None,
     png: Path | None,
     fail_on: str,
@@ -187,16 +186,11 @@ def logs(
     window: int,
     stall_factor: float,
     stall_floor: float,
-    quiet: bool,
-    on: list[str] | None,
-    timeout: float,
-    connect_timeout: float,
-    parallel: int,
-    config: Path | None,
+    out: Output,
+    where: Where,
 ) -> int:
     from trainprobe.metrics import Options, analyze
 
-    out = Output(json_mode=json_mode, quiet=quiet)
     options = Options(
         threshold=threshold,
         window=window,
@@ -206,23 +200,35 @@ def logs(
         checkpoints=checkpoints,
         pattern=pattern,
     )
-    if on:
-        from trainprobe.tasks import logs_on
+    if where.on:
+        from trainprobe.tasks import logs_on, logs_on_fleet
 
-        targets = resolve(on, config)
+        targets = where.targets()
         if is_fleet(targets):
             if html is not None or png is not None:
                 raise UsageError(
                     "--html and --png take one target, not a fleet",
                     hint="run once per target with --on TARGET --html FILE",
                 )
-            return _logs_fleet(
-                out, targets, paths, options, fail_on=fail_on, timeout=timeout,
-                connect_timeout=connect_timeout, parallel=parallel,
+            return show_fleet(
+                out, targets,
+                lambda on_done, _cancel: logs_on_fleet(
+                    targets, paths, options=options, on_done=on_done, **where.fleet_limits()
+                ),
+                lambda console, report: render_report(report, console), _logs_summary, title="logs read",
+                code_of=lambda report: report.exit_code_for(fail_on),
+                result=lambda report: report.to_json(fail_on=fail_on), names_as_i_json=False,
             )  # fmt: skip
-        report = logs_on(targets[0], paths, options=options, timeout=timeout, connect_timeout=connect_timeout)
+        report = logs_on(targets[0], paths, options=options, **where.limits())
     else:
         report = analyze(paths, options=options)
+    _write_files(out, report, html, png)
+    out.result(report.to_json(fail_on=fail_on), lambda console: render_report(report, console))
+    return report.exit_code_for(fail_on)
+
+
+def _write_files(out: Output, report: LogReport, html: Path | None, png: Path | None) -> None:
+    """--html and --png, written here (for logs read on a target too)."""
     if html is not None:
         from trainprobe.metrics.html import render_html
 
@@ -236,32 +242,11 @@ def logs(
 
         render_png(report, png)
         out.note(f"PNG charts written to {png}")
-    out.result(report.to_json(fail_on=fail_on), lambda console: render_report(report, console))
-    return report.exit_code_for(fail_on)
 
 
 def _logs_summary(report: LogReport) -> str:
     counts = ", ".join(f"{report.count(s)} {s}" for s in ("error", "warning", "info"))
     return f"{len(report.runs)} run(s): {counts if report.findings else 'no findings'}"
-
-
-def _logs_fleet(
-    out: Output, targets: list[Target], paths: list[Path], options: Options, *, fail_on: str, timeout: float,
-    connect_timeout: float, parallel: int,
-) -> int:  # fmt: skip
-    """One log report per target, then the table of targets; the exit code summarises the fleet."""
-    from trainprobe.tasks import logs_on_fleet
-
-    return show_fleet(
-        out, targets,
-        lambda on_done, _cancel: logs_on_fleet(
-            targets, paths, options=options, parallel=parallel, timeout=timeout,
-            connect_timeout=connect_timeout, on_done=on_done,
-        ),
-        lambda console, report: render_report(report, console), _logs_summary, title="logs read",
-        code_of=lambda report: report.exit_code_for(fail_on),
-        result=lambda report: report.to_json(fail_on=fail_on), names_as_i_json=False,
-    )  # fmt: skip
 
 
 COMMAND = Command(

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainprobe.cli._command import Command, CommandParser, Remote
-from trainprobe.cli._fleet import FLEET_HELP, TARGET_HELP, is_fleet, resolve, show_fleet
+from trainprobe.cli._command import Command, CommandParser, Remote, Where
+from trainprobe.cli._fleet import FLEET_HELP, TARGET_HELP, is_fleet, show_fleet
 from trainprobe.cli._output import Console, Output
 
 if TYPE_CHECKING:
@@ -94,33 +93,23 @@ def _probe_summary(report: dict[str, Any]) -> str:
     )
 
 
-def _probe_fleet(
-    out: Output, targets: list[Target], *, cuda: bool, timeout: float, connect_timeout: float, parallel: int
-) -> int:
+def _probe_fleet(out: Output, targets: list[Target], cuda: bool, where: Where) -> int:
     from trainprobe.remote.probe import probe_fleet
     from trainprobe.tasks import FleetReports
 
     def run(on_done: Callable[[Outcome], None], cancel: threading.Event) -> FleetReports[dict[str, Any]]:
         fleet = probe_fleet(
-            [str(t) for t in targets], cuda=cuda, parallel=parallel, timeout=timeout,
-            connect_timeout=connect_timeout, on_done=on_done, cancel=cancel,
-        )  # fmt: skip
+            [str(t) for t in targets], cuda=cuda, on_done=on_done, cancel=cancel, **where.fleet_limits()
+        )
         return FleetReports(
             fleet, {o.target: o.result for o in fleet.outcomes if o.ok and isinstance(o.result, dict)}
         )
 
     # a probe report is no verdict: the fleet's code is whether each target was probed
     return show_fleet(
-        out,
-        targets,
-        run,
-        render_probe,
-        _probe_summary,
-        title="probed",
-        code_of=lambda _report: 0,
-        names_as_i_json=False,
-        headed=False,
-    )
+        out, targets, run, render_probe, _probe_summary, title="probed", code_of=lambda _report: 0,
+        names_as_i_json=False, headed=False,
+    )  # fmt: skip
 
 
 def add_arguments(parser: CommandParser) -> None:
@@ -135,26 +124,13 @@ def add_arguments(parser: CommandParser) -> None:
     )  # fmt: skip
 
 
-def probe_command(
-    targets: list[str],
-    *,
-    cuda: bool,
-    timeout: float,
-    connect_timeout: float,
-    parallel: int,
-    config: Path | None,
-    json_mode: bool,
-    quiet: bool,
-) -> int:
-    out = Output(json_mode=json_mode, quiet=quiet)
-    expanded = resolve(targets, config)
+def probe_command(targets: list[str], *, cuda: bool, out: Output, where: Where) -> int:
+    expanded = where.targets(targets)
     if is_fleet(expanded):
-        return _probe_fleet(
-            out, expanded, cuda=cuda, timeout=timeout, connect_timeout=connect_timeout, parallel=parallel
-        )
+        return _probe_fleet(out, expanded, cuda, where)
     from trainprobe.remote.probe import probe
 
-    report = probe(expanded[0], cuda=cuda, timeout=timeout, connect_timeout=connect_timeout)
+    report = probe(expanded[0], cuda=cuda, **where.limits())
     out.result(report, lambda console: render_probe(console, report))
     return 0
 

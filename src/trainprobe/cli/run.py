@@ -11,10 +11,9 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 
-from trainprobe.cli._command import Command, CommandParser, Remote
-from trainprobe.cli._fleet import FLEET_HELP, TARGET_HELP, is_fleet, live_reporter, render_fleet, resolve
+from trainprobe.cli._command import Command, CommandParser, Remote, Where
+from trainprobe.cli._fleet import FLEET_HELP, TARGET_HELP, is_fleet, live_reporter, render_fleet
 from trainprobe.cli._output import Output, escape
 from trainprobe.errors import UsageError
 
@@ -77,45 +76,22 @@ def add_arguments(parser: CommandParser) -> None:
     )
 
 
-def run_command(
-    words: list[str],
-    *,
-    on: list[str] | None,
-    timeout: float | None,
-    connect_timeout: float,
-    need: str | None,
-    parallel: int,
-    config: Path | None,
-    json_mode: bool,
-    quiet: bool,
-) -> int:
-    specs, script, args = _split_words(words, on or [])
+def run_command(words: list[str], *, need: str | None, out: Output, where: Where) -> int:
+    specs, script, args = _split_words(words, where.on or [])
     if not os.path.isfile(script):
         raise UsageError(f"script {script} is not a readable file")
-    targets = resolve(specs, config)
+    targets = where.targets(specs)
     needed = tuple(n.strip() for n in (need or "").split(",") if n.strip())
-    out = Output(json_mode=json_mode, quiet=quiet)
     if not is_fleet(targets):
-        return run_single(
-            out, targets[0], script, args, timeout=timeout, connect_timeout=connect_timeout, need=needed
-        )
+        return run_single(out, targets[0], script, args, need=needed, **where.limits())
     from trainprobe.remote.fanout import run_fleet
 
     live = LiveStreams(out)
     on_output, on_plan, on_done = live_reporter([str(t) for t in targets], live.stdout, live.stderr)
     fleet = run_fleet(
-        targets,
-        script,
-        args,
-        parallel=parallel,
-        timeout=timeout,
-        connect_timeout=connect_timeout,
-        need=needed,
-        on_output=on_output,
-        on_plan=on_plan,
-        on_done=on_done,
-        cancel=live.cancel,
-    )
+        targets, script, args, need=needed, on_output=on_output, on_plan=on_plan, on_done=on_done,
+        cancel=live.cancel, **where.fleet_limits(),
+    )  # fmt: skip
     live.raise_failure()
     out.result(fleet.to_json(), lambda console: render_fleet(console, fleet))
     return fleet.exit_code

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainprobe.cli._command import Command, CommandParser, Remote, at_least
-from trainprobe.cli._fleet import is_fleet, resolve, show_fleet
+from trainprobe.cli._command import Command, CommandParser, Remote, Where, at_least
+from trainprobe.cli._fleet import is_fleet, show_fleet
 from trainprobe.cli._output import Console, Output
 from trainprobe.cli._sizes import human_bytes, short_count
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
@@ -14,7 +13,6 @@ from trainprobe.json_names import i_json
 
 if TYPE_CHECKING:
     from trainprobe.checkpoint.scanning.report import FileReport, ScanReport, UnitReport
-    from trainprobe.remote.target import Target
 
 _SCAN_HELP = (
     "Reads torch zip (.pt/.pth/.bin/.ckpt: plain, Lightning, DeepSpeed) and legacy files, safetensors, "
@@ -189,22 +187,6 @@ def _scan_summary(report: ScanReport) -> str:
     return f"{t['files']} file(s), {t['tensors']} tensors: {found}{unreadable}"
 
 
-def _scan_fleet(
-    out: Output, targets: list[Target], paths: list[str], *, stats: bool, verify: bool, timeout: float,
-    connect_timeout: float, parallel: int,
-) -> int:  # fmt: skip
-    from trainprobe.tasks import scan_on_fleet
-
-    return show_fleet(
-        out, targets,
-        lambda on_done, _cancel: scan_on_fleet(
-            targets, paths, stats=stats, verify=verify, parallel=parallel, timeout=timeout,
-            connect_timeout=connect_timeout, on_done=on_done,
-        ),
-        render_scan_report, _scan_summary, title="scanned",
-    )  # fmt: skip
-
-
 def add_arguments(parser: CommandParser) -> None:
     parser.add_argument(
         "paths", nargs="+", metavar="PATH...", help="Checkpoint files, directories or quoted globs."
@@ -233,52 +215,40 @@ def scan(
     *,
     stats: bool,
     verify: bool,
-    json_mode: bool,
-    quiet: bool,
-    on: list[str] | None,
-    timeout: float,
-    connect_timeout: float,
-    parallel: int,
-    config: Path | None,
     workers: int | None,
     sharded: bool,
+    out: Output,
+    where: Where,
 ) -> int:
     from trainprobe.errors import UsageError
 
-    out = Output(json_mode=json_mode, quiet=quiet)
     if sharded:
-        if not on or len(paths) != 1:
-            raise UsageError(
-                "--sharded takes --on (the targets that hold the files) and one PATH (the unit)",
-                hint="e.g. trainprobe scan --on 'ssh=node[01-04]' --sharded /local/ckpt/step_4000",
-            )
-        from trainprobe.cli._sharded import show_sharded
+        from trainprobe.cli._sharded import sharded_targets, show_sharded
         from trainprobe.tasks import scan_sharded
 
-        targets = resolve(on, config)
+        targets = sharded_targets("scan", where, paths, "/local/ckpt/step_4000")
         return show_sharded(
             out,
             lambda progress: scan_sharded(
-                targets, paths[0], stats=stats, verify=verify, parallel=parallel, timeout=timeout,
-                connect_timeout=connect_timeout, on_progress=progress,
+                targets, paths[0], stats=stats, verify=verify, on_progress=progress, **where.fleet_limits()
             ),
             _render_merged_scan, lambda result, _data: int(result.exit_code),
         )  # fmt: skip
-    if on:
+    if where.on:
         try:
-            from trainprobe.tasks import scan_on
+            from trainprobe.tasks import scan_on, scan_on_fleet
         except ImportError:  # an installation with the checkpoint readers only
             raise UsageError("remote scanning (--on) is not available in this installation") from None
-        targets = resolve(on, config)
+        targets = where.targets()
         if is_fleet(targets):
-            return _scan_fleet(
-                out, targets, list(paths), stats=stats, verify=verify, timeout=timeout,
-                connect_timeout=connect_timeout, parallel=parallel,
+            return show_fleet(
+                out, targets,
+                lambda on_done, _cancel: scan_on_fleet(
+                    targets, paths, stats=stats, verify=verify, on_done=on_done, **where.fleet_limits()
+                ),
+                render_scan_report, _scan_summary, title="scanned",
             )  # fmt: skip
-        report = scan_on(
-            targets[0], list(paths), stats=stats, verify=verify, timeout=timeout,
-            connect_timeout=connect_timeout,
-        )  # fmt: skip
+        report = scan_on(targets[0], paths, stats=stats, verify=verify, **where.limits())
     else:
         from trainprobe.checkpoint import scan as scan_paths
 

@@ -9,11 +9,11 @@ from trainprobe.cli._command import (
     Command,
     CommandParser,
     Remote,
+    Where,
     at_least,
     non_negative_seconds,
     positive_number,
 )
-from trainprobe.cli._fleet import one_target
 from trainprobe.cli._output import Console, Output, Table, escape
 from trainprobe.cli._verdicts import STYLE
 from trainprobe.errors import UsageError
@@ -129,34 +129,29 @@ def add_arguments(parser: CommandParser) -> None:
 def triage(
     run_dir: str,
     *,
-    on: list[str] | None,
-    config: Path | None,
-    json_mode: bool,
     html_path: Path | None,
-    quiet: bool,
     threshold: float,
     stall_floor: float,
     event: list[str],
     workers: int | None,
-    timeout: float,
-    connect_timeout: float,
+    out: Output,
+    where: Where,
 ) -> int:
-    out = Output(json_mode=json_mode, quiet=quiet)
     options: dict[str, Any] = {
         "threshold": threshold, "stall_floor_s": stall_floor, "event_patterns": list(event),
         "workers": workers,
     }  # fmt: skip
     from trainprobe.triage import render_triage_html
 
-    if on:
-        target = one_target(
-            on, config, refusal="triage diagnoses one run directory on one target",
+    if where.on:
+        target = where.one(
+            refusal="triage diagnoses one run directory on one target",
             hint="run one triage per target (slurm=JOB@NODE for one node of a job)",
-        )  # fmt: skip
+        )
         from trainprobe.tasks import triage_on
 
         out.note(f"triaging {run_dir} on {target}")
-        report = triage_on(target, run_dir, timeout=timeout, connect_timeout=connect_timeout, **options)
+        report = triage_on(target, run_dir, **options, **where.limits())
     else:
         from trainprobe.triage import triage as run_triage
 

@@ -12,8 +12,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from trainprobe.cli._command import Command, CommandParser, Remote, seconds
-from trainprobe.cli._fleet import one_target
+from trainprobe.cli._command import Command, CommandParser, Remote, Where, seconds
 from trainprobe.cli._output import Output
 from trainprobe.cli.logs import FAIL_ON, add_detector_options, render_report
 from trainprobe.errors import UsageError
@@ -106,31 +105,28 @@ def watch(
     *,
     exec_cmd: str | None,
     interval: float,
-    json_mode: bool,
     fail_on: str,
     event: list[str],
     threshold: float,
-    on: list[str] | None,
-    config: Path | None,
-    connect_timeout: float,
-    quiet: bool,
+    out: Output,
+    where: Where,
 ) -> int:
-    out = Output(json_mode=json_mode, quiet=quiet)
     try:
         argv = shlex.split(exec_cmd) if exec_cmd else None
     except ValueError as exc:
         raise UsageError(f"--exec: {exc}") from None
     if exec_cmd is not None and not argv:
         raise UsageError("--exec: empty command")
-    if on and path is not None:
+    if where.on and path is not None:
         raise UsageError(
-            f"two targets: --on {on[0]} and {target_or_path}", hint="give --on TARGET PATH (the path alone)"
+            f"two targets: --on {where.on[0]} and {target_or_path}",
+            hint="give --on TARGET PATH (the path alone)",
         )
-    specs = on or ([target_or_path] if path is not None else [])
+    specs = where.on or ([target_or_path] if path is not None else [])
     log = Path(path if path is not None else target_or_path)
     remote_target = (
-        one_target(
-            specs, config, refusal="watch follows one log on one target",
+        where.one(
+            refusal="watch follows one log on one target", specs=specs,
             hint="run one watch per target (slurm=JOB@NODE), or `trainprobe logs --on` for a fleet's report",
         )
         if specs
@@ -148,25 +144,25 @@ def watch(
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop_on_term)
-    where = f"{log} on {remote_target}" if remote_target else str(log)
-    if not json_mode:
-        out.note(f"watching {where} (Ctrl-C for the summary)")
+    if not out.json_mode:
+        shown = f"{log} on {remote_target}" if remote_target else str(log)
+        out.note(f"watching {shown} (Ctrl-C for the summary)")
     options = Options(threshold=threshold, event_patterns=list(event))
     if remote_target is not None:
         from trainprobe.tasks import watch_on
 
         report = watch_on(
             remote_target, str(log), on_finding, options=options, interval=interval, notify=out.note,
-            connect_timeout=connect_timeout,
+            connect_timeout=where.connect_timeout,
         )  # fmt: skip
     else:
         report = watch_file(log, on_finding, options=options, interval=interval)
     if report is None:
         out.note(f"{log}: no metric rows arrived")
         return 0
-    if json_mode:
+    if out.json_mode:
         out.json({"type": "summary", **report.to_json(fail_on=fail_on)}, indent=None)
-    elif not quiet:
+    elif not out.quiet:
         out.console.rule("summary")
         render_report(report, out.console)
     return report.exit_code_for(fail_on)
