@@ -23,12 +23,13 @@ it equals AdamW's per-parameter ``step`` counters in a consistent checkpoint."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import math
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, TextIO
@@ -133,6 +134,27 @@ def naive_save(torch: Any, state: dict[str, Any], path: Path, gate_half: int) ->
     gate.thread = threading.Thread(target=save, name="naive-save", daemon=True)
     gate.thread.start()
     return gate
+
+
+@contextlib.contextmanager
+def held_saves(gates: list[TearGate]) -> Iterator[None]:
+    """Around one optimizer step: a naive save still being written is half-way through the live tensors
+    before the step changes them, and resumes only after it, so its tear is certain."""
+    pending = [g for g in gates if not g.stepped.is_set()]
+    for gate in pending:
+        gate.mid_write.wait(GATE_TIMEOUT_S)
+    yield
+    for gate in pending:
+        gate.stepped.set()
+
+
+def finish_saves(gates: list[TearGate]) -> None:
+    """Let every naive save finish (the last one has no step after it: it is written whole) and join it."""
+    for gate in gates:
+        gate.stepped.set()
+    for gate in gates:
+        if gate.thread is not None:
+            gate.thread.join()
 
 
 def _median(values: list[float]) -> float:
@@ -258,45 +280,25 @@ def _train(
     generator = torch.Generator().manual_seed(seed + 1)
     teacher = torch.randn(width, 1, generator=generator) / math.sqrt(width)
     run = TrainingRun(mode=mode, steps=steps)
-    writer = (
-        CheckpointWriter(ckpt_dir, keep=keep, overlap_copy=mode == "writer-overlap")
-        if mode in ("writer", "writer-overlap")
-        else None
-    )
+    writer = _writer_for(mode, ckpt_dir, keep)
     gates: list[TearGate] = []
-    log: TextIO | None = None
-    if log_path is not None:
-        run.log_path = Path(log_path)
-        run.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(run.log_path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed in finally
+    run.log_path = None if log_path is None else Path(log_path)
+    log = _open_log(run.log_path)
     loop_began = time.perf_counter()
     try:
         for step in range(1, steps + 1):
-            pending = [g for g in gates if not g.stepped.is_set()]
-            for gate in pending:  # the naive save is half-written before this step mutates its tensors
-                gate.mid_write.wait(GATE_TIMEOUT_S)
-            began = time.perf_counter()
-            x = torch.randn(batch, width, generator=generator)
-            y = torch.tanh(x @ teacher)
             current_lr = lr_at(step) if lr_at is not None else lr
-            for group in optimizer.param_groups:
-                group["lr"] = current_lr
-            loss = torch.nn.functional.mse_loss(model(x), y)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            grad_norm = (
-                float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad))
-                if clip_grad is not None
-                else float("nan")
-            )
-            optimizer.step()
-            for gate in pending:
-                gate.stepped.set()
+            with held_saves(gates):
+                began = time.perf_counter()
+                x = torch.randn(batch, width, generator=generator)
+                loss, grad_norm = _step(
+                    torch, model, optimizer, x, torch.tanh(x @ teacher), current_lr, clip_grad
+                )
             run.step_seconds.append(time.perf_counter() - began)
-            run.losses.append(loss.item())
+            run.losses.append(loss)
             if log is not None and step % log_every == 0:
                 log.write(
-                    f"{_timestamp()} INFO step={step} loss={run.losses[-1]:.6f} lr={current_lr:g} "
+                    f"{_timestamp()} INFO step={step} loss={loss:.6f} lr={current_lr:g} "
                     f"grad_norm={grad_norm:.4f}\n"
                 )
             if step % save_every:
@@ -306,21 +308,10 @@ def _train(
                 log.write(f"{_timestamp()} INFO Saving checkpoint to {path} (step={step})\n")
             began = time.perf_counter()
             if mode in ("in-loop", "in-loop-fsync"):
-                state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
-                with open(path, "wb") as f:
-                    torch.save(state, f)
-                    if mode == "in-loop-fsync":  # durable, as CheckpointWriter's files are
-                        f.flush()
-                        os.fsync(f.fileno())
+                _save_in_loop(torch, _live_state(step, model, optimizer), path, fsync=mode == "in-loop-fsync")
             elif mode == "background":
-                # The bug this module exists to show: the state dicts hold the live tensors.
-                state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
-                gate = naive_save(torch, state, path, tensor_bytes(state, torch) // 2)
-                gates.append(gate)
-                if torn is not None and not torn(step):
-                    gate.stepped.set()  # this one is written whole before the next step
-                    if gate.thread is not None:
-                        gate.thread.join()
+                whole = torn is not None and not torn(step)
+                gates.append(_save_in_background(torch, _live_state(step, model, optimizer), path, whole))
             elif writer is not None:
                 writer.save(step, model=model, optimizer=optimizer)
             if mode != "none":
@@ -328,11 +319,7 @@ def _train(
                 run.checkpoints.append(path)
     finally:
         run.loop_seconds = time.perf_counter() - loop_began
-        for gate in gates:
-            gate.stepped.set()  # the last save has no step after it: let it finish whole
-        for gate in gates:
-            if gate.thread is not None:
-                gate.thread.join()
+        finish_saves(gates)
         if writer is not None:
             writer.close()
             # The writer's own account: save() plus, with overlap_copy, the time a held optimizer.step()
@@ -343,3 +330,61 @@ def _train(
     if keep is not None:
         run.checkpoints = [p for p in run.checkpoints if p.exists()]
     return run
+
+
+def _step(
+    torch: Any, model: Any, optimizer: Any, x: Any, y: Any, lr: float, clip_grad: float | None
+) -> tuple[float, float]:
+    """One AdamW step at learning rate ``lr`` on the batch (``x``, ``y``): (loss, gradient norm before
+    clipping, NaN without clipping)."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    grad_norm = (
+        float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad))
+        if clip_grad is not None
+        else float("nan")
+    )
+    optimizer.step()
+    return loss.item(), grad_norm
+
+
+def _writer_for(mode: str, directory: Path, keep: int | None) -> CheckpointWriter | None:
+    """The CheckpointWriter the writer modes save through (None for the others)."""
+    if mode not in ("writer", "writer-overlap"):
+        return None
+    return CheckpointWriter(directory, keep=keep, overlap_copy=mode == "writer-overlap")
+
+
+def _open_log(path: Path | None) -> TextIO | None:
+    """The training log, appended to line by line (None: no log); the caller closes it."""
+    if path is None:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return open(path, "a", encoding="utf-8", buffering=1)
+
+
+def _live_state(step: int, model: Any, optimizer: Any) -> dict[str, Any]:
+    """What a naive save writes: the state dicts, which hold the live tensors."""
+    return {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
+
+
+def _save_in_loop(torch: Any, state: dict[str, Any], path: Path, *, fsync: bool) -> None:
+    with open(path, "wb") as f:
+        torch.save(state, f)
+        if fsync:  # durable, as CheckpointWriter's files are
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _save_in_background(torch: Any, state: dict[str, Any], path: Path, whole: bool) -> TearGate:
+    """The bug this module exists to show: ``state`` holds the live tensors, and the next step tears the
+    file; ``whole``: it is written before the next step, as a fast disk would."""
+    gate = naive_save(torch, state, path, tensor_bytes(state, torch) // 2)
+    if whole:
+        gate.stepped.set()
+        if gate.thread is not None:
+            gate.thread.join()
+    return gate

@@ -40,7 +40,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 StoryMode = Literal["naive", "writer"]
 # The boundary sits 1.2 sigma off the origin: 88 % of samples are positive, so a model that outputs NaN (which
@@ -79,6 +79,64 @@ class StepClock:
         return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}"
 
 
+class _Stream:
+    """The data stream, drifting with the simulated clock: its decision boundary rotates in the plane of two
+    random orthonormal directions, ``drift_per_step`` radians per ``step_ms`` (a stall included)."""
+
+    def __init__(
+        self, torch: Any, seed: int, sizes: tuple[int, int, int], drift_per_step: float, step_ms: int
+    ) -> None:
+        self._torch = torch
+        self._gen = torch.Generator().manual_seed(seed + 1)
+        a = torch.randn(sizes[0], generator=self._gen)
+        b = torch.randn(sizes[0], generator=self._gen)
+        b -= (a @ b) / (a @ a) * a
+        self._a, self._b = a / a.norm(), b / b.norm()
+        self._width, self._batch, self._eval_batch = sizes
+        self._drift_per_step, self._step_ms = drift_per_step, step_ms
+
+    def boundary(self, ms: int) -> Any:
+        angle = self._drift_per_step * ms / self._step_ms
+        return math.cos(angle) * self._a + math.sin(angle) * self._b
+
+    def batch(self, boundary: Any, *, corrupt: bool) -> tuple[Any, Any]:
+        """A training batch (features, 0/1 labels); ``corrupt``: its first record is Inf features, so
+        Inf - Inf = NaN in the first layer's sums, the loss and every gradient are NaN, and AdamW writes NaN
+        into its moments and weights."""
+        x = self._torch.randn(self._batch, self._width, generator=self._gen)
+        y = (x @ boundary > -_OFFSET).float().unsqueeze(1)
+        if corrupt:
+            x[0] = float("inf")
+        return x, y
+
+    def accuracy(self, model: Any, boundary: Any) -> float:
+        """The model's accuracy on a fresh held-out batch of the current stream."""
+        with self._torch.no_grad():
+            x = self._torch.randn(self._eval_batch, self._width, generator=self._gen)
+            y = x @ boundary > -_OFFSET
+            return float(((model(x)[:, 0] > 0) == y).float().mean().item())
+
+
+def _copy_ms(model: Any, copy_bytes_per_s: float) -> int:
+    """The writer's copy on the simulated clock: weights and AdamW's two moments (the bytes it copies, give
+    or take the step counters) at ``copy_bytes_per_s``."""
+    state_bytes = 3 * sum(p.numel() * p.element_size() for p in model.parameters())
+    return max(1, round(1000 * float(state_bytes) / copy_bytes_per_s))
+
+
+def _step(torch: Any, model: Any, optimizer: Any, x: Any, y: Any, gates: list[Any]) -> float:
+    """One AdamW step on the batch (``x``, ``y``); its loss."""
+    from trainprobe.demo.race import held_saves
+
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(model(x), y)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    # The tear is the same bytes on every run: a naive save waits half-way for this step.
+    with held_saves(gates):
+        optimizer.step()
+    return float(loss.item())
+
+
 def train_story(
     run_dir: str | Path,
     *,
@@ -98,7 +156,7 @@ def train_story(
     seed: int = 0,
 ) -> StoryRun:
     """Train and save as the module docstring says: ``run_dir/train.log`` and ``run_dir/ckpt/``."""
-    from trainprobe.demo.race import GATE_TIMEOUT_S, TearGate, build_model, naive_save, tensor_bytes
+    from trainprobe.demo.race import TearGate, build_model, finish_saves, naive_save, tensor_bytes
     from trainprobe.save.files import checkpoint_name
     from trainprobe.save.writer import CheckpointWriter, import_torch
 
@@ -111,15 +169,9 @@ def train_story(
     run = StoryRun(mode, run_dir, run_dir / "train.log", steps, blowup_at=blowup_at)
     model = build_model(layers, width, seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    gen = torch.Generator().manual_seed(seed + 1)
-    a = torch.randn(width, generator=gen)
-    b = torch.randn(width, generator=gen)
-    b -= (a @ b) / (a @ a) * a
-    a, b = a / a.norm(), b / b.norm()
+    stream = _Stream(torch, seed, (width, batch, eval_batch), drift_per_step, step_ms)
     writer = CheckpointWriter(ckpt_dir) if mode == "writer" else None
-    # Weights and AdamW's two moments: the bytes the writer copies, give or take the step counters.
-    state_bytes = 3 * sum(p.numel() * p.element_size() for p in model.parameters())
-    copy_ms = max(1, round(1000 * state_bytes / copy_bytes_per_s))
+    copy_ms = _copy_ms(model, copy_bytes_per_s)
     gates: list[TearGate] = []
     clock = StepClock()
     threads_before = torch.get_num_threads()
@@ -133,32 +185,10 @@ def train_story(
                 f"{clock.stamp()} starting run: {mode} saves every {save_every} steps, AdamW lr {lr:g}\n"
             )
             for step in range(1, steps + 1):
-                # The stream moves with the simulated clock: drift_per_step per step_ms, a stall included.
-                angle = drift_per_step * clock.ms / step_ms
-                boundary = math.cos(angle) * a + math.sin(angle) * b
-                x = torch.randn(batch, width, generator=gen)
-                y = (x @ boundary > -_OFFSET).float().unsqueeze(1)
-                if step == blowup_at:
-                    # A corrupt record (an Inf feature vector): Inf - Inf = NaN in the first layer's sums, so
-                    # the loss and every gradient are NaN, and AdamW writes NaN into its moments and weights.
-                    x[0] = float("inf")
-                logits = model(x)
-                loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, y)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                # A naive save still being written is half-way through the live tensors before this step
-                # changes them, and resumes only after it: the tear is the same bytes on every run.
-                pending = [g for g in gates if not g.stepped.is_set()]
-                for gate in pending:
-                    gate.mid_write.wait(GATE_TIMEOUT_S)
-                optimizer.step()
-                for gate in pending:
-                    gate.stepped.set()
-                loss_value = loss.item()
-                with torch.no_grad():  # accuracy on a fresh held-out batch of the current stream
-                    x_eval = torch.randn(eval_batch, width, generator=gen)
-                    y_eval = x_eval @ boundary > -_OFFSET
-                    acc = ((model(x_eval)[:, 0] > 0) == y_eval).float().mean().item()
+                boundary = stream.boundary(clock.ms)
+                x, y = stream.batch(boundary, corrupt=step == blowup_at)
+                loss_value = _step(torch, model, optimizer, x, y, gates)
+                acc = stream.accuracy(model, boundary)
                 clock.advance(step_ms)
                 log.write(
                     f"{clock.stamp()} step {step} | loss {loss_value:.4f} | acc {acc:.4f} | lr {lr:g}\n"
@@ -180,11 +210,7 @@ def train_story(
                 run.stalls.append(stall_ms / 1000)
                 run.checkpoints.append(path)
     finally:
-        for gate in gates:
-            gate.stepped.set()  # the last save has no step after it: it finishes whole
-        for gate in gates:
-            if gate.thread is not None:
-                gate.thread.join()
+        finish_saves(gates)
         if writer is not None:
             writer.close()
         torch.set_num_threads(threads_before)
