@@ -15,12 +15,17 @@ from typing import Any
 from typing_extensions import TypedDict  # pydantic reads typing.TypedDict only from Python 3.12
 
 
-class TriageDocument(TypedDict, total=False):
-    """`trainprobe triage --json`: the diagnosis of one run (its verdict, the four answers, conclusions)."""
+class _Versioned(TypedDict, total=False):
+    """The keys every library document starts with."""
 
     schema_version: int
-    verdict: str
     exit_code: int
+
+
+class TriageDocument(_Versioned, total=False):
+    """`trainprobe triage --json`: the diagnosis of one run (its verdict, the four answers, conclusions)."""
+
+    verdict: str
     run_dir: str
     target: str | None
     host: str | None
@@ -41,35 +46,29 @@ class TriageDocument(TypedDict, total=False):
     logs: dict[str, Any] | None
 
 
-class ScanDocument(TypedDict, total=False):
+class ScanDocument(_Versioned, total=False):
     """`trainprobe scan --json`: a verdict per unit and per file, each non-finite tensor counted."""
 
-    schema_version: int
     verdict: str
-    exit_code: int
     options: dict[str, Any]
     totals: dict[str, Any]
     units: list[Any]
     files: list[Any]
 
 
-class CheckDocument(TypedDict, total=False):
+class CheckDocument(_Versioned, total=False):
     """`trainprobe check --json`: a verdict per checkpoint with the evidence that decided it."""
 
-    schema_version: int
-    exit_code: int
     summary: dict[str, Any]
     checkpoints: list[Any]
 
 
-class DiffDocument(TypedDict, total=False):
+class DiffDocument(_Versioned, total=False):
     """`trainprobe diff --json`: what changed between checkpoints a and b, tensor by tensor."""
 
-    schema_version: int
     a: str
     b: str
     verdict: str
-    exit_code: int
     notes: list[Any]
     units: dict[str, Any]
     not_compared: dict[str, Any]
@@ -81,11 +80,9 @@ class DiffDocument(TypedDict, total=False):
     tensors: list[Any]
 
 
-class LogsDocument(TypedDict, total=False):
+class LogsDocument(_Versioned, total=False):
     """`trainprobe logs --json`: the runs read and their findings, most severe first."""
 
-    schema_version: int
-    exit_code: int
     summary: dict[str, Any]
     runs: list[Any]
     findings: list[Any]
