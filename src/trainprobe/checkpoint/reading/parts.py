@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainprobe.checkpoint.reading.base import Checkpoint
+from trainprobe.checkpoint.reading.formats import open_file
 from trainprobe.checkpoint.reading.formats.dcp import METADATA, DcpFormat
 from trainprobe.checkpoint.reading.formats.hf_sharded import HfShardedFormat
 from trainprobe.checkpoint.reading.pickle.opaque import Opaque
@@ -100,7 +101,7 @@ def open_share(path: str, files: Collection[str], *, description: bytes | None =
     """The part at ``path`` read from ``files`` of its data files only (raises as its reader does);
     ``description``: the ``.metadata`` or index bytes when they are not here."""
     if path.endswith(".index.json"):
-        return HfShardedFormat().open(path, files=set(files), index=description)
+        return HfShardedFormat(open_file).open(path, files=set(files), index=description)
     return DcpFormat().open(path, files=set(files), metadata=description)
 
 

@@ -17,17 +17,6 @@ from trainprobe.checkpoint.reading.formats.torch_legacy import TorchLegacyFormat
 from trainprobe.checkpoint.reading.formats.torch_zip import TorchZipFormat
 from trainprobe.errors import CheckpointError, CorruptCheckpointError, UnknownFormatError
 
-FORMATS: tuple[CheckpointFormat, ...] = (
-    DcpFormat(),
-    HfShardedFormat(),
-    TorchZipFormat(),
-    TorchLegacyFormat(),
-    SafetensorsFormat(),
-    TorchTarFormat(),
-    # Last: a safetensors header length can begin with the bytes of a pickle PROTO opcode.
-    BarePickleFormat(),
-)
-
 HEAD_BYTES = 4096
 
 
@@ -95,6 +84,18 @@ def _open_with(fmt: CheckpointFormat, path: str) -> Checkpoint:
             path, f"cannot be read ({type(exc).__name__}: {brief(str(exc), 120)})"
         ) from exc
 
+
+# The registry, last: the HF index reader opens its shards with open_file, which asks the registry.
+FORMATS: tuple[CheckpointFormat, ...] = (
+    DcpFormat(),
+    HfShardedFormat(open_file),
+    TorchZipFormat(),
+    TorchLegacyFormat(),
+    SafetensorsFormat(),
+    TorchTarFormat(),
+    # Last: a safetensors header length can begin with the bytes of a pickle PROTO opcode.
+    BarePickleFormat(),
+)
 
 #: what no file's bytes can cause: our own bug, which must surface as one, never as a "corrupt" verdict
 PROGRAM_ERRORS = (NameError, ImportError, SyntaxError)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from trainprobe.checkpoint.reading.base import (
     Checkpoint,
@@ -23,7 +23,13 @@ _MAX_INDEX = 64 << 20
 
 
 class HfShardedFormat:
+    """An HF ``*.index.json`` and the shards it names. ``open_shard`` opens one shard, whatever its format:
+    the registry's ``open_file``, handed in so that this reader does not import the registry that lists it."""
+
     name = "hf-sharded"
+
+    def __init__(self, open_shard: Callable[[str], Checkpoint]) -> None:
+        self.open_shard = open_shard
 
     def sniff(self, path: str, head: bytes) -> bool:
         return path.endswith(".index.json") and b"weight_map" in head
@@ -33,8 +39,6 @@ class HfShardedFormat:
     ) -> Checkpoint:
         """With ``files``, only those shards are read (a node's share; the others are elsewhere); ``index``:
         the index's bytes when it is not here."""
-        from trainprobe.checkpoint.reading.formats import open_file  # the shards are any per-file format
-
         if (len(index) if index is not None else os.path.getsize(path)) > _MAX_INDEX:
             raise ReaderLimitError(path, f"an index of more than {_MAX_INDEX >> 20} MB")
         try:
@@ -66,7 +70,7 @@ class HfShardedFormat:
                     raise CorruptCheckpointError(
                         path, f"shard {shard} (holding {names[0]} and others) is missing"
                     )
-                part = open_file(shard_path)
+                part = self.open_shard(shard_path)
                 ckpt._resources.append(part)
                 ckpt._verifiers.append(part.verify)
                 for note in part.notes:
