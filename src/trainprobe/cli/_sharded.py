@@ -65,6 +65,15 @@ def render_shares(console: Console, sharded: dict[str, Any]) -> None:
         console.print(f"[bold red]{escape(target)} failed:[/] {escape(why)}", soft_wrap=True)
 
 
+def add_sharded_option(group: Any, does: str) -> None:
+    """--sharded, in the --on group: ``does`` says what each target does and what comes back."""
+    group.add_argument(
+        "--sharded", action="store_true",
+        help="With a fleet: PATH is one checkpoint unit whose files are spread over the targets (node-local "
+        f"disks, or storage several see): {does}",
+    )  # fmt: skip
+
+
 def sharded_targets(command: str, where: Where, paths: list[str], example: str) -> list[Target]:
     """The targets of ``command --sharded``: it takes --on (the targets that hold the files) and one PATH."""
     if not where.on or len(paths) != 1:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from trainprobe.cli._command import Command, CommandParser, Remote, Where
 from trainprobe.cli._fleet import is_fleet, show_fleet
 from trainprobe.cli._output import Console, Output, escape
+from trainprobe.cli._sharded import add_sharded_option, sharded_targets, show_sharded
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
 from trainprobe.json_names import i_json
 
@@ -109,12 +110,11 @@ def add_arguments(parser: CommandParser) -> None:
     options.add_argument(
         "--strict", action="store_true", help="Exit 1 when a verdict is 'unknown' (not enough evidence)."
     )
-    parser.group(_REMOTE.heading).add_argument(
-        "--sharded", action="store_true",
-        help="With a fleet: PATH is one checkpoint unit whose files are spread over the targets (node-local "
-        "disks, or storage several see): each target checks the parts it holds, and one verdict comes back "
-        "(see below for what a part split over targets can and cannot show).",
-    )  # fmt: skip
+    add_sharded_option(
+        parser.group(_REMOTE.heading),
+        "each target checks the parts it holds, and one verdict comes back (see below for what a part split "
+        "over targets can and cannot show).",
+    )
 
 
 _REMOTE = Remote("fleet", "Check on a remote target (ssh=user@host...).", "the remote check")
@@ -122,7 +122,6 @@ _REMOTE = Remote("fleet", "Check on a remote target (ssh=user@host...).", "the r
 
 def check(paths: list[str], *, strict: bool, sharded: bool, out: Output, where: Where) -> int:
     if sharded:
-        from trainprobe.cli._sharded import sharded_targets, show_sharded
         from trainprobe.tasks import check_sharded
 
         targets = sharded_targets("check", where, paths, "/local/ckpt/global_step4000")

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from trainprobe.cli._command import (
     Command,
     CommandParser,
     Remote,
     Where,
-    at_least,
-    non_negative_seconds,
-    positive_number,
 )
+from trainprobe.cli._detectors import add_detector_options, add_fail_on
 from trainprobe.cli._fleet import is_fleet, show_fleet
 from trainprobe.cli._output import Console, Output
 from trainprobe.cli._verdicts import FLEET_EXIT_CODES
@@ -25,8 +23,6 @@ if TYPE_CHECKING:  # imported where used: trainprobe.metrics pulls in numpy, whi
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
-#: --fail-on's choices, most severe first
-FAIL_ON = ("error", "warning", "info", "never")
 
 _LOGS_HELP = (
     "Reads JSONL, CSV/TSV, W&B exports, Lightning metrics.csv, HF trainer_state.json, TensorBoard event "
@@ -53,32 +49,6 @@ _LOGS_EPILOG = (
     "Exit codes: 0 healthy (nothing at --fail-on or worse), 1 findings, 2 unreadable input or bad flags. "
     f"{FLEET_EXIT_CODES}"
 )
-
-
-def add_detector_options(group: Any, *, stall: bool = True) -> None:
-    """--event, --threshold and (``stall``) --window, --stall-factor, --stall-floor: shared with ``watch``."""
-    add = group.add_argument
-    add(
-        "--event", action="append", default=[], metavar="REGEX",
-        help="Log lines matching REGEX are events (repeatable).",
-    )  # fmt: skip
-    add(
-        "--threshold", type=positive_number, default=6.0, metavar="Z",
-        help="Spike threshold, a modified z-score (default: %(default)g).",
-    )  # fmt: skip
-    if stall:
-        add(
-            "--window", type=at_least(5), default=50, metavar="ROWS",
-            help="Rows in the trailing window for median/MAD baselines, at least 5 (default: %(default)s).",
-        )  # fmt: skip
-        add(
-            "--stall-factor", type=positive_number, default=5.0, metavar="X",
-            help="A stall is a gap ≥ X × the usual one... (default: %(default)g)",
-        )  # fmt: skip
-        add(
-            "--stall-floor", type=non_negative_seconds, default=10.0, metavar="SECONDS",
-            help="...and at least this many seconds (default: %(default)g).",
-        )  # fmt: skip
 
 
 def render_report(report: LogReport, console: Console) -> None:
@@ -148,10 +118,7 @@ def add_arguments(parser: CommandParser) -> None:
         help="Log files or directories (format detected from the content).",
     )  # fmt: skip
     options = parser.add_argument_group("options")
-    options.add_argument(
-        "--fail-on", choices=FAIL_ON, default="error", metavar="|".join(FAIL_ON),
-        help="Exit 1 when a finding is at least this severe (default: %(default)s).",
-    )  # fmt: skip
+    add_fail_on(options, when="")
     options.add_argument(
         "--checkpoints", type=Path, metavar="DIR",
         help="Checkpoint directory: its files' names/mtimes are save events.",

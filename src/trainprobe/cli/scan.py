@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from trainprobe.cli._command import Command, CommandParser, Remote, Where, at_least
 from trainprobe.cli._fleet import is_fleet, show_fleet
 from trainprobe.cli._output import Console, Output
+from trainprobe.cli._sharded import add_sharded_option, sharded_targets, show_sharded
 from trainprobe.cli._sizes import human_bytes, short_count
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
 from trainprobe.json_names import i_json
@@ -199,12 +200,11 @@ def add_arguments(parser: CommandParser) -> None:
         "--verify", action="store_true", help="Check zip CRC32s and storage sizes against element counts."
     )
     options.add_argument("--workers", type=at_least(1), metavar="N", help="Threads for checking tensors.")
-    parser.group(_REMOTE.heading).add_argument(
-        "--sharded", action="store_true",
-        help="With a fleet: PATH is one checkpoint unit whose files are spread over the targets (node-local "
-        "disks, or storage several see): each target scans the files it holds (shared ones split by size), "
-        "and one report comes back, as a scan of all files in one place would give it.",
-    )  # fmt: skip
+    add_sharded_option(
+        parser.group(_REMOTE.heading),
+        "each target scans the files it holds (shared ones split by size), and one report comes back, as a "
+        "scan of all files in one place would give it.",
+    )
 
 
 _REMOTE = Remote("fleet", "Scan on a remote target (ssh=user@host...).", "the remote scan")
@@ -223,7 +223,6 @@ def scan(
     from trainprobe.errors import UsageError
 
     if sharded:
-        from trainprobe.cli._sharded import sharded_targets, show_sharded
         from trainprobe.tasks import scan_sharded
 
         targets = sharded_targets("scan", where, paths, "/local/ckpt/step_4000")

@@ -11,9 +11,8 @@ from trainprobe.cli._command import (
     Remote,
     Where,
     at_least,
-    non_negative_seconds,
-    positive_number,
 )
+from trainprobe.cli._detectors import add_detector_options
 from trainprobe.cli._output import Console, Output, Table, escape
 from trainprobe.cli._verdicts import STYLE
 from trainprobe.errors import UsageError
@@ -108,18 +107,7 @@ def render_triage(console: Console, report: object) -> None:
 def add_arguments(parser: CommandParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="The run's directory (logs and checkpoints).")
     options = parser.add_argument_group("options")
-    options.add_argument(
-        "--threshold", type=positive_number, default=6.0, metavar="Z",
-        help="Spike threshold for the logs, a modified z-score (default: %(default)g).",
-    )  # fmt: skip
-    options.add_argument(
-        "--stall-floor", type=non_negative_seconds, default=10.0, metavar="SECONDS",
-        help="Shortest gap in logging that counts as a stall (default: %(default)g).",
-    )  # fmt: skip
-    options.add_argument(
-        "--event", action="append", default=[], metavar="REGEX",
-        help="Log lines matching REGEX are events (repeatable).",
-    )  # fmt: skip
+    add_detector_options(options, stall="floor")
     options.add_argument("--workers", type=at_least(1), metavar="N", help="Checkpoints checked at once.")
     parser.group("output").add_argument(
         "--html", dest="html_path", type=Path, metavar="FILE", help="Write the self-contained HTML report."

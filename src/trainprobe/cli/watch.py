@@ -13,8 +13,9 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from trainprobe.cli._command import Command, CommandParser, Remote, Where, seconds
+from trainprobe.cli._detectors import add_detector_options, add_fail_on
 from trainprobe.cli._output import Output
-from trainprobe.cli.logs import FAIL_ON, add_detector_options, render_report
+from trainprobe.cli.logs import render_report
 from trainprobe.errors import UsageError
 
 if TYPE_CHECKING:  # imported where used: trainprobe.metrics pulls in numpy, which every command would pay for
@@ -92,11 +93,8 @@ def add_arguments(parser: CommandParser) -> None:
         "--interval", type=seconds, default=1.0, metavar="SECONDS",
         help="Seconds between polls of the file (default: %(default)g).",
     )  # fmt: skip
-    options.add_argument(
-        "--fail-on", choices=FAIL_ON, default="error", metavar="|".join(FAIL_ON),
-        help="Exit 1 at the end if a finding is this severe (default: %(default)s).",
-    )  # fmt: skip
-    add_detector_options(options, stall=False)
+    add_fail_on(options, when=" at the end")
+    add_detector_options(options, stall="none")
 
 
 def watch(

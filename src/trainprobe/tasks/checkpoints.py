@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from trainprobe.remote.api import CONNECT_TIMEOUT_S
-from trainprobe.tasks.remote_call import FleetReports, RemoteTask
+from trainprobe.tasks.remote_call import FleetReports, RemoteTask, document_with
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,17 +30,11 @@ def scan_task() -> RemoteTask[ScanReport]:
     return RemoteTask("scan", scan, ScanReport.from_json)
 
 
-def _check_report(data: Any) -> dict[str, Any]:
-    if not isinstance(data, dict) or "checkpoints" not in data:
-        raise ValueError("no 'checkpoints' in the answer")
-    return data
-
-
 def check_task() -> RemoteTask[dict[str, Any]]:
     """The check as a task; its report is the ``check --json`` document."""
     from trainprobe.checkpoint.check import check_paths_json
 
-    return RemoteTask("check", check_paths_json, _check_report)
+    return RemoteTask("check", check_paths_json, document_with("checkpoints"))
 
 
 def scan_on(

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from trainprobe.remote.api import CONNECT_TIMEOUT_S
-from trainprobe.tasks.remote_call import FleetReports, RemoteTask
+from trainprobe.tasks.remote_call import FleetReports, RemoteTask, document_with
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,17 +20,11 @@ if TYPE_CHECKING:
     from trainprobe.remote.target import Target
 
 
-def _diff_report(data: Any) -> dict[str, Any]:
-    if not isinstance(data, dict) or "tensors" not in data or "verdict" not in data:
-        raise ValueError("no 'tensors' and 'verdict' in the answer")
-    return data
-
-
 def diff_task() -> RemoteTask[dict[str, Any]]:
     """The diff as a task; its report is the ``diff --json`` document."""
     from trainprobe.checkpoint.diff import diff_paths_json
 
-    return RemoteTask("diff", diff_paths_json, _diff_report)
+    return RemoteTask("diff", diff_paths_json, document_with("tensors", "verdict"))
 
 
 def diff_on(

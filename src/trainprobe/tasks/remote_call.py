@@ -139,6 +139,19 @@ class RemoteTask(Generic[R]):
             ) from None
 
 
+def document_with(*keys: str) -> Callable[[Any], dict[str, Any]]:
+    """The decoder of a task whose report is a JSON document (``check --json``'s, ``diff --json``'s): the
+    answer itself, once it is an object holding ``keys`` (ValueError naming those it lacks)."""
+
+    def decode(data: Any) -> dict[str, Any]:
+        missing = [key for key in keys if not isinstance(data, dict) or key not in data]
+        if missing:
+            raise ValueError(f"no {' and '.join(map(repr, missing))} in the answer")
+        return dict(data)
+
+    return decode
+
+
 def raised_far_side(error: RemoteExceptionError) -> TrainprobeError | None:
     """The trainprobe error a task's function raised on the far side (a LogError for a log that is not there,
     a UsageError for a bad option), as the same class: its exit code, and its sentence prefixed by the

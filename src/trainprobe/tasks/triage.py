@@ -8,7 +8,7 @@ from typing import Any
 
 from trainprobe.errors import RemoteExceptionError, UsageError
 from trainprobe.remote.api import CONNECT_TIMEOUT_S
-from trainprobe.tasks.remote_call import RemoteTask
+from trainprobe.tasks.remote_call import RemoteTask, document_with
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -16,17 +16,14 @@ if TYPE_CHECKING:
     from trainprobe.triage.model import TriageReport
 
 
-def _collected(data: Any) -> dict[str, Any]:
-    if not isinstance(data, dict) or "checkpoints" not in data or "run_dir" not in data:
-        raise ValueError("no 'run_dir' and 'checkpoints' in the answer")
-    return data
-
-
 def collect_task() -> RemoteTask[dict[str, Any]]:
     """The far half of triage as a task; its report is :func:`~trainprobe.triage.collect.collect`'s JSON."""
     from trainprobe.triage.collect import collect
 
-    return RemoteTask("triage", collect, _collected, modules=("trainprobe.checkpoint", "trainprobe.metrics"))
+    return RemoteTask(
+        "triage", collect, document_with("run_dir", "checkpoints"),
+        modules=("trainprobe.checkpoint", "trainprobe.metrics"),
+    )  # fmt: skip
 
 
 def collect_on(
