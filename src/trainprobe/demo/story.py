@@ -40,7 +40,10 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from trainprobe.demo.race import TearGate
 
 StoryMode = Literal["naive", "writer"]
 # The boundary sits 1.2 sigma off the origin: 88 % of samples are positive, so a model that outputs NaN (which
@@ -124,7 +127,7 @@ def _copy_ms(model: Any, copy_bytes_per_s: float) -> int:
     return max(1, round(1000 * float(state_bytes) / copy_bytes_per_s))
 
 
-def _step(torch: Any, model: Any, optimizer: Any, x: Any, y: Any, gates: list[Any]) -> float:
+def _step(torch: Any, model: Any, optimizer: Any, x: Any, y: Any, gates: list[TearGate]) -> float:
     """One AdamW step on the batch (``x``, ``y``); its loss."""
     from trainprobe.demo.race import held_saves
 
@@ -135,6 +138,14 @@ def _step(torch: Any, model: Any, optimizer: Any, x: Any, y: Any, gates: list[An
     with held_saves(gates):
         optimizer.step()
     return float(loss.item())
+
+
+def _save_naive(torch: Any, step: int, model: Any, optimizer: Any, path: Path) -> TearGate:
+    """The seed's save: ``torch.save`` of the live state dicts in a background thread (its TearGate)."""
+    from trainprobe.demo.race import naive_save, tensor_bytes
+
+    state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
+    return naive_save(torch, state, path, tensor_bytes(state, torch) // 2)
 
 
 def train_story(
@@ -156,7 +167,7 @@ def train_story(
     seed: int = 0,
 ) -> StoryRun:
     """Train and save as the module docstring says: ``run_dir/train.log`` and ``run_dir/ckpt/``."""
-    from trainprobe.demo.race import TearGate, build_model, finish_saves, naive_save, tensor_bytes
+    from trainprobe.demo.race import build_model, finish_saves
     from trainprobe.save.files import checkpoint_name
     from trainprobe.save.writer import CheckpointWriter, import_torch
 
@@ -204,8 +215,7 @@ def train_story(
                     # The slow storage blocks the loop on the simulated clock only: sleeping for real would
                     # change nothing the run writes, only how long the demo takes.
                     stall_ms = stall_steps * step_ms
-                    state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
-                    gates.append(naive_save(torch, state, path, tensor_bytes(state, torch) // 2))
+                    gates.append(_save_naive(torch, step, model, optimizer, path))
                 clock.advance(stall_ms)
                 run.stalls.append(stall_ms / 1000)
                 run.checkpoints.append(path)
