@@ -53,11 +53,14 @@ DECLARED = {
 
 
 def test_each_tool_declares_its_document_as_an_output_schema(server: McpSession) -> None:
+    from trainprobe.mcp.server import tool as record
+
     tools = {tool.name: tool for tool in server.tools()}
     assert set(DECLARED) == TOOLS
     for name, keys in DECLARED.items():
         schema = tools[name].output_schema
         assert schema is not None, name
+        assert schema["title"] == record(name).document.__name__  # the type its record names
         assert schema["type"] == "object", name
         assert keys <= set(schema["properties"]), (name, keys - set(schema["properties"]))
         assert not schema.get("required"), name  # a key the library leaves out is no invalid answer

@@ -310,7 +310,10 @@ TOOLS: tuple[Tool, ...] = (
 
 def tool(name: str) -> Tool:
     """The record of the tool named ``name``."""
-    return next(t for t in TOOLS if t.name == name)
+    for record in TOOLS:
+        if record.name == name:
+            return record
+    raise KeyError(name)
 
 
 def description(record: Tool) -> str:
