@@ -1,6 +1,6 @@
 """Benchmark `trainprobe logs`: the reader's rate for every line shape it knows, its memory, the detectors.
 
-In one run, for each shape of ``trainprobe.metrics.synthetic.SHAPES`` (plain and timestamped text lines of
+In one run, for each shape of tests/metrics/synthetic.py's ``SHAPES`` (plain and timestamped text lines of
 the common loggers, Megatron's long lines, the HF Trainer's printed dicts, JSONL) it writes a log into a
 temporary directory (deleted afterwards) and reports
 
@@ -21,13 +21,16 @@ import argparse
 import gc
 import os
 import shutil
+import sys
 import tempfile
 import time
 import tracemalloc
 from pathlib import Path
 
 from trainprobe.metrics import analyze, read_logs
-from trainprobe.metrics.synthetic import SHAPES, write_shape_log
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from metrics.synthetic import SHAPES, write_shape_log  # the tests' synthetic logs
 
 
 def pandas_baseline(path: Path, shape: str) -> float | None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from metrics.synthetic import write_seed_story
 from trainprobe.errors import MissingExtraError, UsageError, missing_extra
-from trainprobe.metrics.synthetic import write_seed_story
 
 
 def test_missing_extra_names_the_extra_and_is_a_usage_error() -> None:

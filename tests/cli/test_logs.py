@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from trainprobe.metrics.synthetic import write_seed_story
+from metrics.synthetic import write_seed_story
 
 REAL_LOGS = Path(__file__).parents[1] / "data" / "real-logs"
 LLMC = REAL_LOGS / "modded-nanogpt__2024-10-13_llmc" / "main.log"

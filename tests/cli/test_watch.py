@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainprobe.metrics.synthetic import seed_story_lines
+from metrics.synthetic import seed_story_lines
 
 
 class Watch:

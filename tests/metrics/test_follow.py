@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from metrics.synthetic import seed_story_lines
 from trainprobe.metrics.follow import FileFollower, OnlineAnalyzer, read_tail, tail_findings
-from trainprobe.metrics.synthetic import seed_story_lines
 
 
 def test_follower_keeps_partial_lines_and_survives_rotation_and_truncation(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from metrics.synthetic import write_seed_story
 from trainprobe.metrics import SCHEMA_VERSION, analyze
-from trainprobe.metrics.synthetic import write_seed_story
 
 REAL_LOGS = Path(__file__).parents[1] / "data" / "real-logs"
 LLMC = REAL_LOGS / "modded-nanogpt__2024-10-13_llmc" / "main.log"

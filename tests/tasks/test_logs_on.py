@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from fixtures.sshd import SshServer
+from metrics.synthetic import write_seed_story
 from trainprobe.errors import TrainprobeError
 from trainprobe.metrics import LogReport, Options, analyze
-from trainprobe.metrics.synthetic import write_seed_story
 from trainprobe.tasks import logs_on, logs_on_fleet
 
 TRAINPROBE = str(Path(sys.executable).with_name("trainprobe"))

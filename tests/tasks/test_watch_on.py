@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.sshd import SshServer
-from trainprobe.metrics.synthetic import seed_story_lines
+from metrics.synthetic import seed_story_lines
 from trainprobe.tasks.watch import RemoteFollower, watch_on
 
 

@@ -270,7 +270,7 @@ def test_an_lr_change_or_nothing_explains_a_spike_far_from_saves() -> None:
 
 def test_the_seed_log_alone_names_the_stalling_saves(tmp_path: Path) -> None:
     """Only a log (the seed's story) and no checkpoint: saves that stalled, and a cliff nothing explains."""
-    from trainprobe.metrics.synthetic import write_seed_story
+    from metrics.synthetic import write_seed_story
 
     write_seed_story(tmp_path / "train.log")
     report = triage(str(tmp_path))

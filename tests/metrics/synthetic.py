@@ -1,5 +1,5 @@
-"""Synthetic training logs: the seed's story (for tests and the demo), and big logs in every line shape the
-text reader knows (the benchmark)."""
+"""Synthetic training logs: the seed's story (for tests), and big logs in every line shape the text reader
+knows (benchmarks/logs.py). Imported as ``metrics.synthetic`` (tests/ is on the path)."""
 
 from __future__ import annotations
 
