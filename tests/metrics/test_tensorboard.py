@@ -4,6 +4,7 @@ writer and reader agreeing on both value encodings, and damaged files."""
 from __future__ import annotations
 
 import struct
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from trainprobe.metrics.readers import protobuf as pb
 from trainprobe.metrics.readers.base import ReadOptions
 from trainprobe.metrics.readers.crc32c import crc32c, crc32c_bytes, crc32c_many
 from trainprobe.metrics.readers.tensorboard import TensorBoardReader, encode_scalar_event, write_event_file
-from trainprobe.metrics.readers.tfrecord import frame_record, mask_crc
+from trainprobe.metrics.readers.tfrecord import frame_record, mask_crc, read_records
 
 
 def test_crc32c_matches_published_check_values() -> None:
@@ -103,3 +104,32 @@ def test_torn_last_record_is_ignored(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes()[:-7])  # a writer mid-record
     (run,) = TensorBoardReader().read(path, ReadOptions())
     assert len(run) == 19
+
+
+def _peak_reading(path: Path) -> tuple[int, int]:
+    tracemalloc.start()
+    seen = sum(1 for _ in read_records(path))
+    _now, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return seen, peak
+
+
+def test_records_are_read_in_chunks_not_the_whole_file(tmp_path: Path) -> None:
+    """The memory reading takes does not grow with the file (8 MB and 40 MB of records: the same chunk and
+    CRC batch; read whole, the 32 MB more came on top twice: the file and the records); a record longer than
+    a chunk comes whole; a CRC mismatch far into the file names its record and byte."""
+    record = frame_record(bytes(range(256)) * 4)
+    small, big, long = tmp_path / "small.tfevents", tmp_path / "big.tfevents", tmp_path / "long.tfevents"
+    small.write_bytes(record * 8_000)
+    big.write_bytes(record * 40_000)
+    long.write_bytes(record + frame_record(b"x" * (5 << 20)) + record)
+    seen_small, peak_small = _peak_reading(small)
+    seen_big, peak_big = _peak_reading(big)
+    assert (seen_small, seen_big) == (8_000, 40_000)
+    assert peak_big - peak_small < 8 << 20 < big.stat().st_size - small.stat().st_size, peak_big - peak_small
+    assert [len(r) for r in read_records(long)] == [1024, 5 << 20, 1024]
+    data = bytearray(big.read_bytes())
+    data[30_000 * len(record) + 20] ^= 0xFF  # a data byte of record 30,000, in the eighth chunk
+    big.write_bytes(bytes(data))
+    with pytest.raises(LogError, match=f"record 30000 at byte {30_000 * len(record)}: data CRC mismatch"):
+        list(read_records(big))

@@ -65,7 +65,8 @@ class _Axes:
     """The chart's plot area: data coordinates (steps, values) to SVG coordinates."""
 
     def __init__(self, steps: list[float], finite: list[float]) -> None:
-        self.x0, self.x1 = (min(steps), max(steps)) if steps else (0, 1)
+        self.x0: float = min(steps) if steps else 0
+        self.x1: float = max(steps) if steps else 1
         if self.x1 <= self.x0:
             self.x1 = self.x0 + 1
         self.y0, self.y1 = _scale(min(finite) if finite else 0.0, max(finite) if finite else 1.0)
