@@ -35,7 +35,8 @@ __all__ = [
     "SCHEMA_VERSION", "LogReport", "Options", "analyze", "analyze_json", "pick_reader", "read_logs",
     "rows_to_run",
 ]  # fmt: skip
-from trainprobe.metrics.table import ColumnBuilder, RunLog, finish_run
+from trainprobe.metrics.axis import finish_run
+from trainprobe.metrics.table import ColumnBuilder, RunLog
 from trainprobe.metrics.user_regex import compile_user_regex
 from trainprobe.metrics.walk import NotRead
 

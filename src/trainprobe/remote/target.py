@@ -22,7 +22,8 @@ import functools
 from trainprobe.errors import TargetSyntaxError
 from trainprobe.remote._record import record
 from trainprobe.remote.hops import HOP_KINDS
-from trainprobe.remote.hops.base import FarSettings, is_setting, is_wrapping
+from trainprobe.remote.hops.base import is_setting, is_wrapping
+from trainprobe.remote.hops.records import FarSettings
 
 TYPE_CHECKING = False  # no typing at run time (see hops/protocols.py)
 if TYPE_CHECKING:
