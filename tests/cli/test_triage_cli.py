@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import math
@@ -155,3 +156,25 @@ def test_triage_on_a_target_with_only_numpy(sshd: object, numpy_venv: Path, cli:
     missing = cli("triage", "--on", target, str(run / "nope"))
     assert missing.exit_code == 2
     assert "no such file or directory" in _said(missing.stderr)
+
+
+class _Terminal(io.StringIO):
+    """stdout as a colour terminal (what styled() and rich look at), kept as text."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.slow
+def test_a_torn_unit_is_bold_red_on_a_terminal_as_in_scan_and_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trainprobe.cli import main
+
+    run = story_run("naive", True)
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stdout", terminal)
+    monkeypatch.setenv("TERM", "xterm")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert main(["triage", str(run), *FLOOR]) == 1
+    out = terminal.getvalue()
+    assert "\x1b[1;31mtorn" in out  # the one verdict table's style (it was bold yellow in triage)
+    assert "\x1b[1;33mtorn" not in out

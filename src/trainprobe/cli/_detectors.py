@@ -1,5 +1,5 @@
 """The log detectors' options, one declaration for ``logs``, ``watch`` and ``triage`` (and ``--fail-on``'s
-choices for the two that have it)."""
+choices for the two that have it), and how a finding's severity is shown."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from trainprobe.cli._command import at_least, non_negative_seconds, positive_num
 
 #: --fail-on's choices, most severe first
 FAIL_ON = ("error", "warning", "info", "never")
+#: how logs and watch show a finding's severity
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def add_fail_on(group: Any, *, when: str) -> None:

@@ -12,7 +12,7 @@ from trainprobe.cli._command import (
     Remote,
     Where,
 )
-from trainprobe.cli._detectors import add_detector_options, add_fail_on
+from trainprobe.cli._detectors import SEVERITY_STYLE, add_detector_options, add_fail_on
 from trainprobe.cli._fleet import is_fleet, show_fleet
 from trainprobe.cli._output import Console, Output
 from trainprobe.cli._verdicts import FLEET_EXIT_CODES
@@ -20,8 +20,6 @@ from trainprobe.errors import UsageError
 
 if TYPE_CHECKING:  # imported where used: trainprobe.metrics pulls in numpy, which every command would pay for
     from trainprobe.metrics import LogReport, RunLog
-
-_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 _LOGS_HELP = (
@@ -69,7 +67,7 @@ def render_report(report: LogReport, console: Console) -> None:
         table.add_column(col, overflow="fold")
     for f in report.findings:
         table.add_row(
-            f"[{_STYLE[f.severity]}]{f.severity}[/]",
+            f"[{SEVERITY_STYLE[f.severity]}]{f.severity}[/]",
             escape(f.run),
             escape(f.metric),
             fmt_step(f.step),

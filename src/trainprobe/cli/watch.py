@@ -13,7 +13,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from trainprobe.cli._command import Command, CommandParser, Remote, Where, seconds
-from trainprobe.cli._detectors import add_detector_options, add_fail_on
+from trainprobe.cli._detectors import SEVERITY_STYLE, add_detector_options, add_fail_on
 from trainprobe.cli._output import Output
 from trainprobe.cli.logs import render_report
 from trainprobe.errors import UsageError
@@ -22,8 +22,6 @@ if TYPE_CHECKING:  # imported where used: trainprobe.metrics pulls in numpy, whi
     from collections.abc import Callable
 
     from trainprobe.metrics import Finding
-
-_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 _WATCH_HELP = (
     "Follows the log like `tail -F` (across rotation), runs the detectors as lines arrive and prints each "
@@ -177,7 +175,7 @@ def _finding_sink(out: Output, argv: list[str] | None) -> Callable[[Finding], No
             out.json({"type": "finding", **f.to_json()}, indent=None)
         elif not out.quiet:
             out.console.print(
-                f"[{_STYLE[f.severity]}]{f.severity}[/] {escape(f.run)} {escape(f.metric)} step "
+                f"[{SEVERITY_STYLE[f.severity]}]{f.severity}[/] {escape(f.run)} {escape(f.metric)} step "
                 f"{fmt_step(f.step)}: {escape(f.message)}\n  [dim]→ {escape(f.suggestion)}[/]"
             )
         if argv:
