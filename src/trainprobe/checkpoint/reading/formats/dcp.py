@@ -107,14 +107,7 @@ class DcpFormat:
         """With ``files``, only the items stored in those data files are read (a node's share of a checkpoint
         spread over node-local disks: the others are elsewhere, not missing); ``metadata``: the ``.metadata``
         bytes when the directory here lacks them."""
-        meta_path = os.path.join(path, METADATA)
-        try:
-            with io.BytesIO(metadata) if metadata is not None else io.BytesIO(read_side(meta_path)) as fh:
-                unpickler = SafeUnpickler(fh, source=METADATA)
-                meta = unpickler.load()
-        except UNPICKLE_ERRORS as exc:
-            raise CorruptCheckpointError(path, f"{METADATA} cannot be unpickled safely ({exc})") from None
-        notes: list[Note] = list(unpickler.notes)
+        meta, notes = _read_metadata(path, metadata)
         fields = _fields(meta)
         storage_data = fields.get("storage_data")
         planner = fields.get("planner_data")
@@ -123,16 +116,12 @@ class DcpFormat:
             raise CorruptCheckpointError(path, f"{METADATA} has no storage_data table")
         check_tensor_count(path, len(storage_data))
         ckpt = Checkpoint(path, self.name, None, [], notes)
-        maps: dict[str, Any] = {}
         chunks_per_fqn: dict[str, int] = {}
         for index in storage_data:
             fqn = _text(_fields(index).get("fqn"))
             chunks_per_fqn[fqn] = chunks_per_fqn.get(fqn, 0) + 1
         values: dict[str, Any] = {}
-        # A byte range named twice is read once (a tensor chunk; a pickled value is read each time, so the
-        # skeleton stays a tree).
-        tensors_at: dict[tuple[str, int, int], TensorRecord] = {}
-        seen_notes: set[tuple[str, str]] = set()
+        items = _Items(ckpt)
         try:
             for index, info in storage_data.items():
                 idx, where = _fields(index), _fields(info)
@@ -140,51 +129,9 @@ class DcpFormat:
                 rel = where.get("relative_path", "")
                 if files is not None and str(rel) not in files:
                     continue
-                offset, length = where.get("offset"), where.get("length")
-                if where.get("transform_descriptors"):
-                    raise CorruptCheckpointError(
-                        path, f"{fqn} is stored with transforms, which trainprobe cannot read"
-                    )
-                if (
-                    not isinstance(rel, str)
-                    or not rel
-                    or os.path.basename(rel) != rel
-                    or rel in (".", "..")
-                    or not isinstance(offset, int)
-                    or not isinstance(length, int)
-                    or offset < 0
-                    or length < 0
-                ):
-                    raise CorruptCheckpointError(path, f"{METADATA} has a malformed storage entry for {fqn}")
-                data_path = os.path.join(path, rel)
-                if data_path not in maps:
-                    if not os.path.isfile(data_path):
-                        raise CorruptCheckpointError(path, f"data file {rel} (holding {fqn}) is missing")
-                    maps[data_path] = map_file(data_path)
-                    ckpt._resources.append(maps[data_path])
-                buffer = maps[data_path]
-                if offset + length > len(buffer):
-                    raise CorruptCheckpointError(
-                        path,
-                        f"{rel} is truncated: {fqn} needs bytes up to {offset + length} of {len(buffer)}",
-                    )
-                obj: Any = tensors_at.get((rel, offset, length))
-                if obj is None:
-                    obj, _records, sub_notes, verifiers = read_torch_zip(buffer, data_path, offset, length)
-                    ckpt._verifiers.extend(verifiers)
-                    for note in sub_notes:
-                        if (note.kind, note.message) not in seen_notes:
-                            seen_notes.add((note.kind, note.message))
-                            ckpt.notes.append(
-                                Note(note.kind, f"{note.message} of {rel} ({fqn})", note.global_name)
-                            )
-                    if isinstance(obj, TensorRecord):
-                        tensors_at[(rel, offset, length)] = obj
+                obj = items.read(fqn, rel, where)
                 if isinstance(obj, TensorRecord):
-                    name = fqn
-                    if chunks_per_fqn[fqn] > 1:
-                        chunk_at = idx.get("offset")
-                        name = f"{fqn}@{_chunk_offsets(chunk_at)}"
+                    name = fqn if chunks_per_fqn[fqn] == 1 else f"{fqn}@{_chunk_offsets(idx.get('offset'))}"
                     obj = TensorRecord(
                         name, obj.dtype, obj.shape, obj.stride, obj.storage_offset, obj.storage
                     )
@@ -195,24 +142,103 @@ class DcpFormat:
         except BaseException:
             ckpt.close()
             raise
-        root: dict[Any, Any] = {}
-        for fqn, parts in values.items():
-            value = parts[0] if len(parts) == 1 else parts
-            keys = planner.get(fqn)
-            keys = (
-                tuple(keys)
-                if isinstance(keys, (tuple, list))
-                and 0 < len(keys) <= _MAX_KEYS
-                and all(isinstance(k, (str, int)) for k in keys)
-                else (fqn,)
-            )
-            node = root
-            for k in keys[:-1]:
-                nxt = node.setdefault(k, {})
-                if not isinstance(nxt, dict):
-                    break
-                node = nxt
-            else:
-                node[keys[-1]] = value
-        ckpt.objects, ckpt.records = map_optimizer_params(_listify(root), ckpt.records)
+        ckpt.objects, ckpt.records = map_optimizer_params(
+            _listify(_state_dict(values, planner)), ckpt.records
+        )
         return ckpt
+
+
+def _read_metadata(path: str, metadata: bytes | None) -> tuple[Any, list[Note]]:
+    """The unpickled ``.metadata`` (or ``metadata``, its bytes from elsewhere) and what its pickle names."""
+    meta_path = os.path.join(path, METADATA)
+    try:
+        with io.BytesIO(metadata) if metadata is not None else io.BytesIO(read_side(meta_path)) as fh:
+            unpickler = SafeUnpickler(fh, source=METADATA)
+            meta = unpickler.load()
+    except UNPICKLE_ERRORS as exc:
+        raise CorruptCheckpointError(path, f"{METADATA} cannot be unpickled safely ({exc})") from None
+    return meta, list(unpickler.notes)
+
+
+class _Items:
+    """The items of one DCP directory read from their data files: each file mapped once, a byte range named
+    twice read once (a tensor chunk; a pickled value is read each time, so the skeleton stays a tree), each
+    note of the items' pickles kept once."""
+
+    def __init__(self, ckpt: Checkpoint) -> None:
+        self.ckpt = ckpt
+        self.maps: dict[str, Any] = {}
+        self.tensors_at: dict[tuple[str, int, int], TensorRecord] = {}
+        self.seen_notes: set[tuple[str, str]] = set()
+
+    def read(self, fqn: str, rel: Any, where: dict[str, Any]) -> Any:
+        """The item ``fqn`` stored at ``where`` (a ``_StorageInfo``'s fields) in data file ``rel``."""
+        path, ckpt = self.ckpt.path, self.ckpt
+        offset, length = where.get("offset"), where.get("length")
+        if where.get("transform_descriptors"):
+            raise CorruptCheckpointError(
+                path, f"{fqn} is stored with transforms, which trainprobe cannot read"
+            )
+        if (
+            not isinstance(rel, str)
+            or not rel
+            or os.path.basename(rel) != rel
+            or rel in (".", "..")
+            or not isinstance(offset, int)
+            or not isinstance(length, int)
+            or offset < 0
+            or length < 0
+        ):
+            raise CorruptCheckpointError(path, f"{METADATA} has a malformed storage entry for {fqn}")
+        buffer = self._mapped(rel, fqn)
+        if offset + length > len(buffer):
+            raise CorruptCheckpointError(
+                path, f"{rel} is truncated: {fqn} needs bytes up to {offset + length} of {len(buffer)}"
+            )
+        obj: Any = self.tensors_at.get((rel, offset, length))
+        if obj is None:
+            obj, _records, sub_notes, verifiers = read_torch_zip(
+                buffer, os.path.join(path, rel), offset, length
+            )
+            ckpt._verifiers.extend(verifiers)
+            for note in sub_notes:
+                if (note.kind, note.message) not in self.seen_notes:
+                    self.seen_notes.add((note.kind, note.message))
+                    ckpt.notes.append(Note(note.kind, f"{note.message} of {rel} ({fqn})", note.global_name))
+            if isinstance(obj, TensorRecord):
+                self.tensors_at[(rel, offset, length)] = obj
+        return obj
+
+    def _mapped(self, rel: str, fqn: str) -> Any:
+        data_path = os.path.join(self.ckpt.path, rel)
+        if data_path not in self.maps:
+            if not os.path.isfile(data_path):
+                raise CorruptCheckpointError(self.ckpt.path, f"data file {rel} (holding {fqn}) is missing")
+            self.maps[data_path] = map_file(data_path)
+            self.ckpt._resources.append(self.maps[data_path])
+        return self.maps[data_path]
+
+
+def _state_dict(values: dict[str, Any], planner: dict[Any, Any]) -> dict[Any, Any]:
+    """The original state dict's nesting, from each item's key path in ``planner_data`` (flat, under its fqn,
+    where the planner says nothing usable)."""
+    root: dict[Any, Any] = {}
+    for fqn, parts in values.items():
+        value = parts[0] if len(parts) == 1 else parts
+        keys = planner.get(fqn)
+        keys = (
+            tuple(keys)
+            if isinstance(keys, (tuple, list))
+            and 0 < len(keys) <= _MAX_KEYS
+            and all(isinstance(k, (str, int)) for k in keys)
+            else (fqn,)
+        )
+        node = root
+        for k in keys[:-1]:
+            nxt = node.setdefault(k, {})
+            if not isinstance(nxt, dict):
+                break
+            node = nxt
+        else:
+            node[keys[-1]] = value
+    return root

@@ -48,7 +48,6 @@ class TorchLegacyFormat:
             raise
 
     def _open(self, path: str, buffer: Any) -> Checkpoint:
-        notes: list[Note] = []
         storages: dict[str, PendingStorage] = {}
         views: dict[str, tuple[str, int, int]] = {}
 
@@ -62,36 +61,24 @@ class TorchLegacyFormat:
                 storages[key] = PendingStorage(key, dtype, numel)
             return storages[key]
 
-        offset = 0
-        current: SafeUnpickler | None = None
-        built: list[Any] = []
-
-        def unpickle(source: str, load: Any = None) -> Any:
-            # Each pickle starts where the one before ended; after the last come the raw storages.
-            nonlocal current, offset
-            current = SafeUnpickler(buffer, source=source, persistent_load=load, start=offset)
-            value = current.load()
-            notes.extend(current.notes)
-            built.extend(current.tensors)
-            offset, current = current.end, None
-            return value
-
+        pickles = _Pickles(buffer)
+        notes = pickles.notes
         try:
-            magic = unpickle("the magic-number pickle")
+            magic = pickles.load("the magic-number pickle")
             if magic != MAGIC_NUMBER:
                 raise CorruptCheckpointError(path, "not a torch legacy checkpoint (wrong magic number)")
-            protocol = unpickle("the protocol pickle")
+            protocol = pickles.load("the protocol pickle")
             if protocol != 1001:
                 raise UnknownFormatError(path, f"unsupported legacy protocol version {brief(protocol)}")
-            sys_info = unpickle("the sys-info pickle")
+            sys_info = pickles.load("the sys-info pickle")
             if isinstance(sys_info, dict) and sys_info.get("little_endian") is False:
                 raise UnknownFormatError(path, "big-endian checkpoints are not supported")
-            root = unpickle("the object pickle", persistent_load)
-            keys = unpickle("the storage-key pickle")
+            root = pickles.load("the object pickle", persistent_load)
+            keys = pickles.load("the storage-key pickle")
         except CheckpointError as exc:
             raise PickleReadError(path, exc.reason, notes=notes + notes_of(exc)) from None
         except UNPICKLE_ERRORS as exc:
-            partial = current.notes if current is not None else []
+            partial = pickles.current.notes if pickles.current is not None else []
             raise PickleReadError(
                 path,
                 f"the legacy pickles cannot be read ({type(exc).__name__}: {exc})",
@@ -100,51 +87,89 @@ class TorchLegacyFormat:
             ) from None
         if not isinstance(keys, list):
             raise CorruptCheckpointError(path, "the storage-key pickle is not a list")
-
-        size = len(buffer)
-        for raw_key in keys:
-            key = str(raw_key)
-            pending = storages.get(key) or PendingStorage(key, "uint8", None)
-            info = lookup(pending.dtype)
-            itemsize = info.itemsize if info else 1
-            if offset + 8 > size:
-                pending.missing_reason = (
-                    f"truncated at byte {size:,} of at least {offset + 8:,} (before storage {key})"
-                )
-                break
-            (count,) = struct.unpack("<q", bytes(memoryview(buffer)[offset : offset + 8]))
-            nbytes = count * itemsize
-            if count < 0 or offset + 8 + nbytes > size:
-                pending.missing_reason = (
-                    f"truncated at byte {size:,} of at least {offset + 8 + nbytes:,} "
-                    f"(storage {key} needs {nbytes:,} bytes)"
-                )
-                break
-            pending.storage = Storage(
-                buffer,
-                offset + 8,
-                nbytes,
-                key=key,
-                file=path,
-                declared_numel=pending.declared_numel,
-                declared_itemsize=itemsize,
-            )
-            offset += 8 + nbytes
-        for key, pending in storages.items():
-            if pending.storage is None and not pending.missing_reason:
-                if key in views:
-                    base_key, byte_off, nbytes = views[key]
-                    base = storages.get(base_key)
-                    if base is not None and base.storage is not None:
-                        b = base.storage
-                        pending.storage = Storage(buffer, b.offset + byte_off, nbytes, key=key, file=path)
-                        continue
-                pending.missing_reason = f"storage {key} is not in the file"
+        _place_storages(buffer, path, keys, storages, pickles.offset)
+        _place_views(buffer, path, storages, views)
         try:
-            skeleton, records, walk_notes = build_records(root, path, built)
+            skeleton, records, walk_notes = build_records(root, path, pickles.built)
         except ReaderLimitError as exc:
             exc.notes = notes + exc.notes
             raise
         except CorruptCheckpointError as exc:
             raise PickleReadError(path, exc.reason, notes=notes) from None
         return Checkpoint(path, self.name, skeleton, records, notes + walk_notes, [buffer])
+
+
+class _Pickles:
+    """The file's pickles, one after the other: each starts where the one before ended; after the last come
+    the raw storages (at ``offset``). ``notes`` and ``built`` gather what every pickle named and built;
+    ``current`` is the one being read (for the notes of one that broke off)."""
+
+    def __init__(self, buffer: Any) -> None:
+        self.buffer = buffer
+        self.offset = 0
+        self.current: SafeUnpickler | None = None
+        self.notes: list[Note] = []
+        self.built: list[Any] = []
+
+    def load(self, source: str, persistent_load: Any = None) -> Any:
+        self.current = SafeUnpickler(
+            self.buffer, source=source, persistent_load=persistent_load, start=self.offset
+        )
+        value = self.current.load()
+        self.notes.extend(self.current.notes)
+        self.built.extend(self.current.tensors)
+        self.offset, self.current = self.current.end, None
+        return value
+
+
+def _place_storages(
+    buffer: Any, path: str, keys: list[Any], storages: dict[str, PendingStorage], offset: int
+) -> None:
+    """Each storage's bytes, per key in the storage-key pickle's order from ``offset``: an 8-byte element
+    count, then the elements. The first that does not fit says where the file was cut."""
+    size = len(buffer)
+    for raw_key in keys:
+        key = str(raw_key)
+        pending = storages.get(key) or PendingStorage(key, "uint8", None)
+        info = lookup(pending.dtype)
+        itemsize = info.itemsize if info else 1
+        if offset + 8 > size:
+            pending.missing_reason = (
+                f"truncated at byte {size:,} of at least {offset + 8:,} (before storage {key})"
+            )
+            break
+        (count,) = struct.unpack("<q", bytes(memoryview(buffer)[offset : offset + 8]))
+        nbytes = count * itemsize
+        if count < 0 or offset + 8 + nbytes > size:
+            pending.missing_reason = (
+                f"truncated at byte {size:,} of at least {offset + 8 + nbytes:,} "
+                f"(storage {key} needs {nbytes:,} bytes)"
+            )
+            break
+        pending.storage = Storage(
+            buffer,
+            offset + 8,
+            nbytes,
+            key=key,
+            file=path,
+            declared_numel=pending.declared_numel,
+            declared_itemsize=itemsize,
+        )
+        offset += 8 + nbytes
+
+
+def _place_views(
+    buffer: Any, path: str, storages: dict[str, PendingStorage], views: dict[str, tuple[str, int, int]]
+) -> None:
+    """A storage that is a view of another (``(base key, byte offset, bytes)``) gets its bytes from that one;
+    any other storage still without bytes is not in the file."""
+    for key, pending in storages.items():
+        if pending.storage is None and not pending.missing_reason:
+            if key in views:
+                base_key, byte_off, nbytes = views[key]
+                base = storages.get(base_key)
+                if base is not None and base.storage is not None:
+                    b = base.storage
+                    pending.storage = Storage(buffer, b.offset + byte_off, nbytes, key=key, file=path)
+                    continue
+            pending.missing_reason = f"storage {key} is not in the file"

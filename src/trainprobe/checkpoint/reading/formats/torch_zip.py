@@ -204,26 +204,8 @@ def read_torch_zip(
     record's folder, the first record of a name winning, CRC32s not checked on the way (``verify`` does);
     every other pickle in the archive is read for its globals.
     """
-    import zipfile
-
     total = len(buffer) - base if length is None else length
-    zf = _open_zip(buffer, path, base, total)
-    notes: list[Note] = []
-    with zf:
-        infos, notes, prefix = _index(zf)
-        pkl_name = prefix + "data.pkl"
-        if pkl_name not in infos:
-            candidates = [n for n in infos if n.endswith("/data.pkl") and n.count("/") == 1]
-            if not candidates:
-                raise UnknownFormatError(path, "a zip archive without data.pkl, not a torch checkpoint")
-            pkl_name = candidates[0]
-            prefix = pkl_name[: -len("data.pkl")]
-        others = [i for i in zf.infolist() if i is not infos[pkl_name]]
-    for info in others:
-        if _may_be_a_pickle(buffer, base, info, prefix, total):
-            with contextlib.suppress(RecordError):  # torch cannot read it either: it runs nothing
-                notes.extend(pickle_notes(read_record(buffer, base, info, total), info.orig_filename))
-    notes = _first_per_global(notes)
+    infos, prefix, pkl_name, notes = _archive(buffer, path, base, total)
     order = infos.get(prefix + "byteorder")
     try:
         if order is not None and read_record(buffer, base, order, total).strip() not in (b"", b"little"):
@@ -235,46 +217,8 @@ def read_torch_zip(
         raise PickleReadError(path, f"{pkl_name} cannot be read: {exc}", notes=notes) from None
     except ValueError as exc:  # no local header where the directory says
         raise PickleReadError(path, f"{pkl_name} cannot be read: {exc}", notes=notes) from None
-
-    storages: dict[str, PendingStorage] = {}
-
-    def persistent_load(pid: Any) -> PendingStorage:
-        key, dtype, numel, _view = parse_storage_pid(pid, "data.pkl", path)
-        if key in storages:
-            return storages[key]
-        pending = PendingStorage(key, dtype, numel)
-        info = infos.get(f"{prefix}data/{key}")
-        if info is None:
-            pending.missing_reason = f"the zip has no record {prefix}data/{key}"
-        elif info.compress_type != zipfile.ZIP_STORED:
-            pending.missing_reason = f"record {info.filename} is compressed, which torch never writes"
-        else:
-            try:
-                start = record_data_offset(buffer, base, info)
-            except ValueError as exc:
-                pending.missing_reason = str(exc)
-            else:
-                if start + info.file_size > total:
-                    pending.missing_reason = (
-                        f"truncated at byte {total:,} of at least {start + info.file_size:,} "
-                        f"(record {info.filename} needs bytes up to {start + info.file_size:,})"
-                    )
-                else:
-                    itemsize = lookup(dtype)
-                    pending.storage = Storage(
-                        buffer=buffer,
-                        offset=base + start,
-                        nbytes=info.file_size,
-                        key=f"data/{key}",
-                        file=path,
-                        declared_numel=numel,
-                        declared_itemsize=itemsize.itemsize if itemsize else None,
-                        crc32=info.CRC,
-                    )
-        storages[key] = pending
-        return pending
-
-    unpickler = SafeUnpickler(pickle_bytes, source="data.pkl", persistent_load=persistent_load)
+    storages = _Storages(buffer, path, base, total, infos, prefix)
+    unpickler = SafeUnpickler(pickle_bytes, source="data.pkl", persistent_load=storages.load)
     try:
         root = unpickler.load()
     except CorruptCheckpointError as exc:
@@ -303,6 +247,82 @@ def read_torch_zip(
         return [_named(p, holders) for p in record_problems(buffer, base, total)]
 
     return skeleton, records, notes, [verify]
+
+
+def _archive(
+    buffer: Any, path: str, base: int, total: int
+) -> tuple[dict[str, zipfile.ZipInfo], str, str, list[Note]]:
+    """The archive's records by name, its folder (``prefix``), the name of its ``data.pkl`` and the notes on
+    the globals its other pickles name."""
+    zf = _open_zip(buffer, path, base, total)
+    with zf:
+        infos, notes, prefix = _index(zf)
+        pkl_name = prefix + "data.pkl"
+        if pkl_name not in infos:
+            candidates = [n for n in infos if n.endswith("/data.pkl") and n.count("/") == 1]
+            if not candidates:
+                raise UnknownFormatError(path, "a zip archive without data.pkl, not a torch checkpoint")
+            pkl_name = candidates[0]
+            prefix = pkl_name[: -len("data.pkl")]
+        others = [i for i in zf.infolist() if i is not infos[pkl_name]]
+    for info in others:
+        if _may_be_a_pickle(buffer, base, info, prefix, total):
+            with contextlib.suppress(RecordError):  # torch cannot read it either: it runs nothing
+                notes.extend(pickle_notes(read_record(buffer, base, info, total), info.orig_filename))
+    return infos, prefix, pkl_name, _first_per_global(notes)
+
+
+class _Storages:
+    """``data.pkl``'s persistent loads: each storage key to its record's bytes in the archive (or why there
+    are none), looked up once."""
+
+    def __init__(
+        self, buffer: Any, path: str, base: int, total: int, infos: dict[str, zipfile.ZipInfo], prefix: str
+    ) -> None:
+        self.buffer, self.path, self.base, self.total = buffer, path, base, total
+        self.infos, self.prefix = infos, prefix
+        self.loaded: dict[str, PendingStorage] = {}
+
+    def load(self, pid: Any) -> PendingStorage:
+        key, dtype, numel, _view = parse_storage_pid(pid, "data.pkl", self.path)
+        if key not in self.loaded:
+            self.loaded[key] = self._pending(key, dtype, numel)
+        return self.loaded[key]
+
+    def _pending(self, key: str, dtype: str, numel: int | None) -> PendingStorage:
+        import zipfile  # here, not at the top: a safetensors scan never needs it
+
+        pending = PendingStorage(key, dtype, numel)
+        info = self.infos.get(f"{self.prefix}data/{key}")
+        if info is None:
+            pending.missing_reason = f"the zip has no record {self.prefix}data/{key}"
+            return pending
+        if info.compress_type != zipfile.ZIP_STORED:
+            pending.missing_reason = f"record {info.filename} is compressed, which torch never writes"
+            return pending
+        try:
+            start = record_data_offset(self.buffer, self.base, info)
+        except ValueError as exc:
+            pending.missing_reason = str(exc)
+            return pending
+        if start + info.file_size > self.total:
+            pending.missing_reason = (
+                f"truncated at byte {self.total:,} of at least {start + info.file_size:,} "
+                f"(record {info.filename} needs bytes up to {start + info.file_size:,})"
+            )
+            return pending
+        itemsize = lookup(dtype)
+        pending.storage = Storage(
+            buffer=self.buffer,
+            offset=self.base + start,
+            nbytes=info.file_size,
+            key=f"data/{key}",
+            file=self.path,
+            declared_numel=numel,
+            declared_itemsize=itemsize.itemsize if itemsize else None,
+            crc32=info.CRC,
+        )
+        return pending
 
 
 class TorchZipFormat:
