@@ -28,21 +28,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from trainprobe.errors import RemoteError, RemoteExceptionError, UsageError
-from trainprobe.remote import run_errors
+from trainprobe.remote import frames, run_errors
 from trainprobe.remote._record import field, record
 from trainprobe.remote.far_code import LOCAL_MAGIC, module_code, program_frame
-from trainprobe.remote.frames import (
-    EXIT,
-    HELLO,
-    NOT_FOUND,
-    READY,
-    STDERR,
-    STDOUT,
-    Feeder,
-    FrameParser,
-    StreamCorrupted,
-    frame,
-)
+from trainprobe.remote.frames import EXIT, HELLO, NOT_FOUND, READY, STDERR, STDOUT, Feeder, FrameParser, frame
 from trainprobe.remote.hops.records import EXIT_CONNECTION
 from trainprobe.remote.logs import new_run_dir
 from trainprobe.remote.run_errors import RunState, cannot_start, settle
@@ -351,12 +340,12 @@ def _pump(
             if not chunk:
                 break
             try:
-                frames = parser.feed(chunk)
-            except StreamCorrupted as exc:
+                got = parser.feed(chunk)
+            except frames.StreamCorrupted as exc:
                 run.corrupted = str(exc)
                 stop("corrupt", time.monotonic())
                 break
-            for kind, data in frames:
+            for kind, data in got:
                 _take(run, feeder, output, meta, kind, data)
     except KeyboardInterrupt:
         run.stop_reason = "interrupt"

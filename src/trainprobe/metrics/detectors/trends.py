@@ -235,21 +235,35 @@ def _accuracy_divergence(
     if after.size < 3 or x[best] <= 0 or after.max() >= 0.95 * x[best] or after.min() > 0.9 * x[best]:
         return None
     low = float(after.min())
+    text = (f"{metric} fell from its best {fmt_value(float(x[best]))} (step {fmt_step(steps[best])}) to "
+            f"{fmt_value(low)} and has not come back")  # fmt: skip
+    return _since_best(DIVERGENCE, run, metric, rows, steps, best, low, float(x[best]), text)
+
+
+def _since_best(
+    kind: str,
+    run: RunLog,
+    metric: str,
+    rows: np.ndarray,
+    steps: np.ndarray,
+    best: int,
+    value: float,
+    baseline: float,
+    message: str,
+) -> Finding:
+    """A warning from the row after the best one (``best``) to the end: ``value`` against the best."""
     return Finding(
-        DIVERGENCE,
+        kind,
         "warning",
         run.name,
         metric,
         float(steps[best + 1]),
         float(steps[-1]),
-        value=low,
-        baseline=float(x[best]),
-        magnitude=low / float(x[best]),
+        value=value,
+        baseline=baseline,
+        magnitude=value / baseline,
         row=int(rows[best + 1]),
-        message=(
-            f"{metric} fell from its best {fmt_value(float(x[best]))} (step {fmt_step(steps[best])}) to "
-            f"{fmt_value(low)} and has not come back"
-        ),
+        message=message,
     )
 
 
@@ -335,24 +349,13 @@ def detect_overfitting(run: RunLog) -> list[Finding]:
         start = float(at_best[-1]) if at_best.size else float(later[0])
         if not later[-1] < start:
             continue
+        text = (
+            f"{metric} has risen since its best {fmt_value(float(x[best]))} at step "
+            f"{fmt_step(steps[best])} to {fmt_value(float(x[-1]))}, while {partner} kept falling "
+            f"({fmt_value(start)} → {fmt_value(float(later[-1]))}): overfitting"
+        )
         findings.append(
-            Finding(
-                OVERFITTING,
-                "warning",
-                run.name,
-                metric,
-                float(steps[best + 1]),
-                float(steps[-1]),
-                value=float(x[-1]),
-                baseline=float(x[best]),
-                magnitude=float(x[-1] / x[best]),
-                row=int(rows[best + 1]),
-                message=(
-                    f"{metric} has risen since its best {fmt_value(float(x[best]))} at step "
-                    f"{fmt_step(steps[best])} to {fmt_value(float(x[-1]))}, while {partner} kept falling "
-                    f"({fmt_value(start)} → {fmt_value(float(later[-1]))}): overfitting"
-                ),
-            )
+            _since_best(OVERFITTING, run, metric, rows, steps, best, float(x[-1]), float(x[best]), text)
         )
     return findings
 

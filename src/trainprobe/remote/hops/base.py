@@ -140,8 +140,18 @@ class EnteringHop:
     it runs. It knows that program's words for failing: ``failures`` (see :func:`explain_by_table`), with
     the fields :meth:`failure_values` fills in, and the shell's for the program not being installed."""
 
+    kind: ClassVar[str]
     program: ClassVar[str]
     failures: ClassVar[tuple[tuple[str, str, str], ...]]
+
+    @classmethod
+    def parse_name(
+        cls, value: str | None, options: Mapping[str, str], allowed: Sequence[str], example: str, what: str
+    ) -> str:
+        """The hop's value as a name (:func:`check_name`, called ``what``; ``example`` shows how it is written
+        when it is missing), once its options are checked against ``allowed``."""
+        no_options(cls.kind, options, allowed)
+        return check_name(cls.kind, need_value(cls.kind, value, example), what)
 
     def failure_values(self) -> Mapping[str, object]:
         raise NotImplementedError

@@ -12,16 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from trainprobe.remote.hops.base import (
-    EnteringHop,
-    check_name,
-    flag,
-    name_option,
-    need_value,
-    no_options,
-    path_option,
-    spec_with,
-)
+from trainprobe.remote.hops.base import EnteringHop, flag, name_option, path_option, spec_with
 
 
 @dataclass(frozen=True)
@@ -45,8 +36,7 @@ class DockerHop(EnteringHop):
 
     @classmethod
     def parse(cls, value: str | None, options: Mapping[str, str]) -> DockerHop:
-        no_options(cls.kind, options, ("user", "socket"))
-        name = check_name(cls.kind, need_value(cls.kind, value, f"{cls.kind}=trainer"), "container name")
+        name = cls.parse_name(value, options, ("user", "socket"), f"{cls.kind}=trainer", "container name")
         user = name_option(cls.kind, options, "user")
         socket = path_option(cls.kind, name, options, "socket", "socket path")
         return cls(container=name, user=user, socket=socket)

@@ -12,15 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
-from trainprobe.remote.hops.base import (
-    EnteringHop,
-    check_name,
-    flag,
-    name_option,
-    need_value,
-    no_options,
-    spec_with,
-)
+from trainprobe.remote.hops.base import EnteringHop, flag, name_option, spec_with
 
 
 @dataclass(frozen=True)
@@ -37,8 +29,7 @@ class IncusHop(EnteringHop):
 
     @classmethod
     def parse(cls, value: str | None, options: Mapping[str, str]) -> IncusHop:
-        no_options(cls.kind, options, ("project", "user"))
-        name = check_name(cls.kind, need_value(cls.kind, value, "incus=trainer"), "instance name")
+        name = cls.parse_name(value, options, ("project", "user"), "incus=trainer", "instance name")
         project = name_option(cls.kind, options, "project")
         user_text = options.get("user") or None
         if user_text is not None and not user_text.isdigit():

@@ -10,15 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from trainprobe.remote.hops.base import (
-    EnteringHop,
-    check_name,
-    flag,
-    name_option,
-    need_value,
-    no_options,
-    spec_with,
-)
+from trainprobe.remote.hops.base import EnteringHop, flag, name_option, spec_with
 
 # first match wins: the specific messages before the generic "not found"
 _FAILURES = (
@@ -47,8 +39,8 @@ class KubectlHop(EnteringHop):
 
     @classmethod
     def parse(cls, value: str | None, options: Mapping[str, str]) -> KubectlHop:
-        no_options(cls.kind, options, ("namespace", "container", "context"))
-        pod = check_name(cls.kind, need_value(cls.kind, value, "kubectl=trainer-0,namespace=ml"), "pod name")
+        allowed, example = ("namespace", "container", "context"), "kubectl=trainer-0,namespace=ml"
+        pod = cls.parse_name(value, options, allowed, example, "pod name")
         fields = {key: name_option(cls.kind, options, key) for key in ("namespace", "container", "context")}
         return cls(pod=pod, **fields)
 

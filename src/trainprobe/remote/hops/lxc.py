@@ -10,15 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from trainprobe.remote.hops.base import (
-    EnteringHop,
-    check_name,
-    flag,
-    need_value,
-    no_options,
-    path_option,
-    spec_with,
-)
+from trainprobe.remote.hops.base import EnteringHop, flag, path_option, spec_with
 
 
 @dataclass(frozen=True)
@@ -38,8 +30,7 @@ class LxcHop(EnteringHop):
 
     @classmethod
     def parse(cls, value: str | None, options: Mapping[str, str]) -> LxcHop:
-        no_options(cls.kind, options, ("lxcpath",))
-        name = check_name(cls.kind, need_value(cls.kind, value, "lxc=trainer"), "container name")
+        name = cls.parse_name(value, options, ("lxcpath",), "lxc=trainer", "container name")
         return cls(name=name, lxcpath=path_option(cls.kind, name, options, "lxcpath", "lxcpath"))
 
     def spec(self) -> str:
