@@ -57,27 +57,16 @@ ALLOWED_LAYER_BREACHES: frozenset[str] = frozenset()
 
 #: strongly connected groups of modules known today (owner of the fix as a comment)
 ALLOWED_CYCLES: frozenset[frozenset[str]] = frozenset({
-    # metrics (H5): table.finish_run is a relay until metrics/analyze.py (H3) and
-    # metrics/readers/trainer_state.py (H2) import finish_run from metrics.axis; then the relay goes
+    # metrics (H5): table.finish_run is a relay until metrics/readers/trainer_state.py (H2) imports finish_run
+    # from metrics.axis; then the relay goes (TRANSITIONAL_RELAYS)
     frozenset({"trainprobe.metrics.axis", "trainprobe.metrics.step_axis", "trainprobe.metrics.table"}),
-    # checkpoint (H1)
-    frozenset({"trainprobe.checkpoint.reading.formats", "trainprobe.checkpoint.reading.formats.hf_sharded"}),
 })  # fmt: skip
 
 #: modules over MAX_MODULE_LINES known today -> owner of the fix
-ALLOWED_LONG_MODULES: dict[str, str] = {
-    "trainprobe.mcp.summary": "mcp (H4)",
-}
+ALLOWED_LONG_MODULES: dict[str, str] = {}
 
 #: functions over MAX_FUNCTION_LINES known today -> owner of the fix
 ALLOWED_LONG_FUNCTIONS: dict[str, str] = {
-    "trainprobe.checkpoint.reading.formats.dcp:open": "checkpoint (H1)",
-    "trainprobe.demo.race:_train": "demo (H2)",
-    "trainprobe.demo.story:train_story": "demo (H2)",
-    "trainprobe.checkpoint.reading.formats.torch_zip:read_torch_zip": "checkpoint (H1)",
-    "trainprobe.checkpoint.reading.formats.torch_legacy:_open": "checkpoint (H1)",
-    "trainprobe.checkpoint.reading.naming:map_optimizer_params": "checkpoint (H1)",
-    "trainprobe.checkpoint.reading.walk:name_tensors": "checkpoint (H1)",
     "trainprobe.checkpoint.check.part:_check_with": "checkpoint (H1)",
 }
 
@@ -87,14 +76,10 @@ DATA_TABLES: frozenset[str] = frozenset()
 #: (module, name) -> the modules that still import the name from there, a relay until they import it from
 #: where it lives; when the list is empty the relay goes (owners of the importers as comments)
 TRANSITIONAL_RELAYS: dict[tuple[str, str], frozenset[str]] = {
-    # lives in trainprobe.metrics.axis: metrics/analyze.py (H3), metrics/readers/trainer_state.py (H2)
-    ("trainprobe.metrics.table", "finish_run"): frozenset({
-        "trainprobe.metrics.analyze", "trainprobe.metrics.readers.trainer_state",
-    }),
-    # live in trainprobe.remote.hops.records: remote/target.py (H3), remote/argv.py (lead)
-    ("trainprobe.remote.hops.base", "FarSettings"): frozenset({
-        "trainprobe.remote.target", "trainprobe.remote.argv",
-    }),
+    # lives in trainprobe.metrics.axis: metrics/readers/trainer_state.py (H2)
+    ("trainprobe.metrics.table", "finish_run"): frozenset({"trainprobe.metrics.readers.trainer_state"}),
+    # live in trainprobe.remote.hops.records: remote/argv.py (the lead: no helper owns it)
+    ("trainprobe.remote.hops.base", "FarSettings"): frozenset({"trainprobe.remote.argv"}),
     ("trainprobe.remote.hops.base", "HopFailure"): frozenset({"trainprobe.remote.argv"}),
     ("trainprobe.remote.hops.base", "EXIT_NO_PROGRAM"): frozenset({"trainprobe.remote.argv"}),
 }  # fmt: skip

@@ -279,8 +279,8 @@ def finish_run(
     skipped_lines: int = 0,
     consume: bool = True,
 ) -> RunLog:
-    """:func:`trainprobe.metrics.axis.finish_run`: here only until metrics/analyze.py and
-    readers/trainer_state.py import it from there (see tests/test_layers.py, ALLOWED_CYCLES)."""
+    """:func:`trainprobe.metrics.axis.finish_run`: here only until readers/trainer_state.py imports it
+    from there (see tests/test_layers.py, ALLOWED_CYCLES)."""
     from trainprobe.metrics import axis
 
     return axis.finish_run(

@@ -163,8 +163,8 @@ class EnteringHop:
         )
 
 
-# EXIT_NO_PROGRAM, FarSettings and HopFailure live in .records; listed here only until remote/target.py and
-# remote/argv.py import them from there (then they go: see TRANSITIONAL_RELAYS in tests/test_layers.py).
+# EXIT_NO_PROGRAM, FarSettings and HopFailure live in .records; listed here only until remote/argv.py imports
+# them from there (then they go: see TRANSITIONAL_RELAYS in tests/test_layers.py).
 __all__ = [
     "EXIT_NO_PROGRAM", "EnteringHop", "FarSettings", "HopFailure", "check_name", "explain_by_table", "flag",
     "is_setting", "is_wrapping", "line_with", "missing_program", "name_option", "need_value", "no_options",
