@@ -10,10 +10,11 @@ import numpy as np
 
 from trainprobe.conventions import step_in_name
 from trainprobe.errors import LogError
+from trainprobe.metrics.axis import finish_run
 from trainprobe.metrics.events import CHECKPOINT_SAVE, Event
 from trainprobe.metrics.readers.base import ReadOptions
 from trainprobe.metrics.readers.jsonl import flatten
-from trainprobe.metrics.table import ColumnBuilder, RunLog, finish_run
+from trainprobe.metrics.table import ColumnBuilder, RunLog
 
 
 class TrainerStateReader:
