@@ -8,6 +8,7 @@ Stdlib + numpy only (shipped to remote hosts)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +27,7 @@ from trainprobe.checkpoint.numerics import NonFinite, count_nonfinite
 from trainprobe.checkpoint.reading.base import Checkpoint, Note
 from trainprobe.checkpoint.reading.skeleton import find_optimizers
 from trainprobe.checkpoint.units.facts import PartFacts
-from trainprobe.checkpoint.units.frameworks import Framework, Role
+from trainprobe.checkpoint.units.frameworks import Framework, Role, TensorRole
 from trainprobe.checkpoint.units.open import part_role
 from trainprobe.checkpoint.units.roles import tensor_roles
 from trainprobe.errors import CorruptCheckpointError
@@ -166,23 +167,10 @@ def _check_with(ckpt: Checkpoint, role: Role, framework: Framework, pc: PartChec
     ]
     check_manifest(ckpt, ev)
     optimizer_ev: list[Evidence] = []
-    by_name = {f.name: f for f in OPTIMIZERS}
     for (label, opt, state, owner, coverage), plan in zip(optimizers, plans, strict=True):
         check_optimizer(label, opt, state, owner, coverage, ckpt, optimizer_ev)
         report_adam(plan, optimizer_ev)
-        families = families_in(state)
-        for name, pids in families.items():
-            if name == "unknown":
-                optimizer_ev.append(
-                    Evidence(
-                        "optimizer-family",
-                        "skip",
-                        f"{label}: {len(pids)} state entr(ies) of an optimizer trainprobe does not know "
-                        f"(keys {sorted({k for p in pids for k in state[p]})[:6]}): not checked",
-                    )
-                )
-            else:
-                optimizer_ev.extend(by_name[name].evidence(label, {p: state[p] for p in pids}))
+        optimizer_ev.extend(_family_evidence(label, state))
     ev.append(integrity_evidence(verified.result()))
     found: list[NonFinite] = []
     for rec, count in zip(ckpt.records, counts, strict=True):
@@ -192,7 +180,45 @@ def _check_with(ckpt: Checkpoint, role: Role, framework: Framework, pc: PartChec
             pair, which = fused[id(rec)]
             done = pair.result()
             found.append(done.m_nonfinite if which == 0 else done.v_nonfinite)
-    roles = tensor_roles(ckpt, part_role(role), framework)
+    counted = _record_tensors(pc, ckpt, tensor_roles(ckpt, part_role(role), framework), found)
+    if counted:
+        ev.append(nonfinite_evidence(counted))
+    ev.extend(optimizer_ev)
+    # Whether a missing step field leaves a tear unseen depends on the whole unit's step sources: decided
+    # when the unit is judged (:func:`presence_evidence`), here only where it goes.
+    pc.presence_at = len(ev)
+    if optimizers:
+        pc.presence = STATEFUL if any(state for _l, _o, state, _w, _c in optimizers) else STATELESS
+    else:
+        pc.presence = NONE if role in ("optimizer", "state") else ""
+    check_master_weights(ckpt.records, ev)
+
+
+def _family_evidence(label: str, state: dict[Any, dict[str, Any]]) -> list[Evidence]:
+    """What each optimizer family among ``state``'s entries says of them (a family trainprobe does not
+    know: a skip that names its keys)."""
+    out: list[Evidence] = []
+    by_name = {f.name: f for f in OPTIMIZERS}
+    for name, pids in families_in(state).items():
+        if name == "unknown":
+            out.append(
+                Evidence(
+                    "optimizer-family",
+                    "skip",
+                    f"{label}: {len(pids)} state entr(ies) of an optimizer trainprobe does not know "
+                    f"(keys {sorted({k for p in pids for k in state[p]})[:6]}): not checked",
+                )
+            )
+        else:
+            out.extend(by_name[name].evidence(label, {p: state[p] for p in pids}))
+    return out
+
+
+def _record_tensors(
+    pc: PartCheck, ckpt: Checkpoint, roles: Sequence[TensorRole], found: list[NonFinite]
+) -> list[dict[str, Any]]:
+    """Each tensor's fingerprint and NaN/Inf into ``pc`` (in metadata: a note); the non-finite entries that
+    count (weights and optimizer state)."""
     for rec, bad, tensor_role in zip(ckpt.records, found, roles, strict=True):
         if tensor_role != "metadata":
             fp = bad.fingerprint if bad.fingerprint is not None else stored_fingerprint(rec)
@@ -213,17 +239,7 @@ def _check_with(ckpt: Checkpoint, role: Role, framework: Framework, pc: PartChec
         for rec, bad, tensor_role in zip(ckpt.records, found, roles, strict=True)
         if bad.total and tensor_role != "metadata"
     )
-    if counted:
-        ev.append(nonfinite_evidence(counted))
-    ev.extend(optimizer_ev)
-    # Whether a missing step field leaves a tear unseen depends on the whole unit's step sources: decided
-    # when the unit is judged (:func:`presence_evidence`), here only where it goes.
-    pc.presence_at = len(ev)
-    if optimizers:
-        pc.presence = STATEFUL if any(state for _l, _o, state, _w, _c in optimizers) else STATELESS
-    else:
-        pc.presence = NONE if role in ("optimizer", "state") else ""
-    check_master_weights(ckpt.records, ev)
+    return counted
 
 
 def integrity_evidence(problems: list[str], count: int | None = None) -> Evidence:

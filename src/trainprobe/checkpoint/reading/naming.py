@@ -47,6 +47,31 @@ def map_optimizer_params(skeleton: Any, records: list[TensorRecord]) -> tuple[An
     State keyed by parameter name (DCP/FSDP2's ``optimizer.state.<fqn>``) names its parameter itself: each of
     its tensors (each chunk of one saved in chunks) gets that name, whatever else the file holds — so a share
     of a DCP checkpoint names its state as the whole does."""
+    renames, named = _by_name(skeleton)
+    optimizers = [opt for _label, opt in find_optimizers(skeleton) if id(opt["state"]) not in named]
+    candidates: list[tuple[str, list[TensorRecord]]] = []
+    if optimizers:
+        _model_candidates(skeleton, "", 0, candidates)
+    for opt in optimizers:
+        mapping = _only_fit(opt, candidates)
+        if mapping is None:
+            continue
+        for pid, entry in opt["state"].items():
+            if isinstance(entry, dict):
+                for value in entry.values():
+                    if isinstance(value, TensorRecord):
+                        renames[id(value)] = mapping[str(pid)]
+    if not renames:
+        return skeleton, records
+    import dataclasses
+
+    replaced = {id(r): dataclasses.replace(r, param_name=renames[id(r)]) for r in records if id(r) in renames}
+    return _swap(skeleton, replaced, 0), [replaced.get(id(r), r) for r in records]
+
+
+def _by_name(skeleton: Any) -> tuple[dict[int, str], set[int]]:
+    """Record id -> parameter name for optimizer state keyed by parameter name (every tensor of an entry,
+    every chunk of one saved in chunks), and the ids of those states."""
     renames: dict[int, str] = {}
     named: set[int] = set()
     for _label, state in find_optimizer_states(skeleton):
@@ -58,75 +83,61 @@ def map_optimizer_params(skeleton: Any, records: list[TensorRecord]) -> tuple[An
                 for rec in value if isinstance(value, list) else [value]:
                     if isinstance(rec, TensorRecord):
                         renames[id(rec)] = pid
-    optimizers = [opt for _label, opt in find_optimizers(skeleton) if id(opt["state"]) not in named]
-    candidates: list[tuple[str, list[TensorRecord]]] = []
-    if optimizers:
-        _model_candidates(skeleton, "", 0, candidates)
-    for opt in optimizers:
-        ids: list[Any] = []
-        for group in opt["param_groups"]:
-            group = fields_of(group)
-            params = group.get("params") if isinstance(group, dict) else None
-            if isinstance(params, list):
-                ids.extend(params)
-        if not ids or len(set(map(str, ids))) != len(ids):
-            continue
-        fits: list[dict[str, str]] = []
-        for path, tensors in candidates:
-            params = [
-                t
-                for t in tensors
-                if not t.name.endswith(_BUFFER_SUFFIXES)
-                and t.dtype_info is not None
-                and t.dtype_info.is_floating
-            ]
-            if len(params) != len(ids):
-                continue
-            by_id = {str(pid): p for pid, p in zip(ids, params, strict=True)}
-            ok = True
-            for pid, entry in opt["state"].items():
-                param = by_id.get(str(pid))
-                if param is None or not isinstance(entry, dict):
-                    ok = False
-                    break
-                for value in entry.values():
-                    if isinstance(value, TensorRecord) and value.shape and value.shape != param.shape:
-                        ok = False
-                if not ok:
-                    break
-            if ok:
-                cut = len(path) + 1 if path else 0
-                fits.append({k: v.name[cut:] for k, v in by_id.items()})
-        if len(fits) != 1:
-            continue
-        mapping = fits[0]
-        for pid, entry in opt["state"].items():
-            if isinstance(entry, dict):
-                for value in entry.values():
-                    if isinstance(value, TensorRecord):
-                        renames[id(value)] = mapping[str(pid)]
-    if not renames:
-        return skeleton, records
-    import dataclasses
+    return renames, named
 
-    replaced = {id(r): dataclasses.replace(r, param_name=renames[id(r)]) for r in records if id(r) in renames}
-    new_records = [replaced.get(id(r), r) for r in records]
 
-    def swap(obj: Any, depth: int) -> Any:
-        if isinstance(obj, TensorRecord):
-            return replaced.get(id(obj), obj)
-        if depth > _MAX_DEPTH:
-            return obj
-        if isinstance(obj, dict):
-            for k in list(obj.keys()):
-                obj[k] = swap(obj[k], depth + 1)
-            return obj
-        if isinstance(obj, list):
-            for i, v in enumerate(obj):
-                obj[i] = swap(v, depth + 1)
-            return obj
-        if isinstance(obj, tuple):
-            return tuple(swap(v, depth + 1) for v in obj)
+def _only_fit(opt: dict[str, Any], candidates: list[tuple[str, list[TensorRecord]]]) -> dict[str, str] | None:
+    """Parameter id -> name, when exactly one model state dict among ``candidates`` fits the optimizer."""
+    ids: list[Any] = []
+    for group in opt["param_groups"]:
+        group = fields_of(group)
+        params = group.get("params") if isinstance(group, dict) else None
+        if isinstance(params, list):
+            ids.extend(params)
+    if not ids or len(set(map(str, ids))) != len(ids):
+        return None
+    fits: list[dict[str, str]] = []
+    for path, tensors in candidates:
+        params = [
+            t
+            for t in tensors
+            if not t.name.endswith(_BUFFER_SUFFIXES) and t.dtype_info is not None and t.dtype_info.is_floating
+        ]
+        if len(params) != len(ids):
+            continue
+        by_id = {str(pid): p for pid, p in zip(ids, params, strict=True)}
+        if _shapes_fit(opt["state"], by_id):
+            cut = len(path) + 1 if path else 0
+            fits.append({k: v.name[cut:] for k, v in by_id.items()})
+    return fits[0] if len(fits) == 1 else None
+
+
+def _shapes_fit(state: dict[Any, Any], by_id: dict[str, TensorRecord]) -> bool:
+    """Every state entry has its parameter, and every non-scalar state tensor its parameter's shape."""
+    for pid, entry in state.items():
+        param = by_id.get(str(pid))
+        if param is None or not isinstance(entry, dict):
+            return False
+        for value in entry.values():
+            if isinstance(value, TensorRecord) and value.shape and value.shape != param.shape:
+                return False
+    return True
+
+
+def _swap(obj: Any, replaced: dict[int, TensorRecord], depth: int) -> Any:
+    """The skeleton with each replaced record in place of its old one (containers changed in place)."""
+    if isinstance(obj, TensorRecord):
+        return replaced.get(id(obj), obj)
+    if depth > _MAX_DEPTH:
         return obj
-
-    return swap(skeleton, 0), new_records
+    if isinstance(obj, dict):
+        for k in list(obj.keys()):
+            obj[k] = _swap(obj[k], replaced, depth + 1)
+        return obj
+    if isinstance(obj, list):
+        for i, v in enumerate(obj):
+            obj[i] = _swap(v, replaced, depth + 1)
+        return obj
+    if isinstance(obj, tuple):
+        return tuple(_swap(v, replaced, depth + 1) for v in obj)
+    return obj

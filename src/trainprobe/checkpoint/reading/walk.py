@@ -192,40 +192,58 @@ def name_tensors(
     """Walk ``root``: (the skeleton with a TensorRecord in place of each TensorRef, the records in the order
     met, the tensors of ``built`` that no path reached). ``path`` names the file in errors. Raises
     ReaderLimitError past the per-file tensor limit."""
-    records: list[TensorRecord] = []
-    reached: set[int] = set()
-    done: dict[int, Any] = {}  # id -> its skeleton version when small enough to reuse, else Elided
-    open_ids: set[int] = set()
-    extras: list[tuple[str, Any]] = []  # a tensor's own extras (a quantizer's scales): searched afterwards
+    walk = _Walk(to_record, path)
+    skeleton = walk.run(root, "", 0, True)
+    while walk.extras:
+        name, extra = walk.extras.pop()
+        walk.run(extra, name, SKELETON_DEPTH + 2, False)
+    unreached = [ref for ref in built if id(ref) not in walk.reached]
+    check_tensor_count(path, len(walk.records) + len(unreached))
+    return skeleton, walk.records, unreached
 
-    def visit(value: Any, name: str, depth: int, build: bool, stack: list[_Frame]) -> tuple[Any, bool]:
+
+class _Walk:
+    """One walk of a skeleton with an explicit stack (no recursion, whatever the depth): the records met, the
+    tensors reached, each container's skeleton version when small enough to reuse, the containers being
+    walked (a cycle), and the tensors' own extras (a quantizer's scales: walked afterwards)."""
+
+    def __init__(self, to_record: Callable[[TensorRef, str], TensorRecord], path: str) -> None:
+        self.to_record, self.path = to_record, path
+        self.records: list[TensorRecord] = []
+        self.reached: set[int] = set()
+        self.done: dict[int, Any] = {}  # id -> its skeleton version when small enough to reuse, else Elided
+        self.open_ids: set[int] = set()
+        self.extras: list[tuple[str, Any]] = []
+
+    def visit(self, value: Any, name: str, depth: int, build: bool, stack: list[_Frame]) -> tuple[Any, bool]:
         """(the skeleton value, whether a frame was pushed that delivers it later)."""
         if isinstance(value, TensorRef):
-            reached.add(id(value))
-            rec = to_record(value, name or "<root>")
-            records.append(rec)
-            if len(records) % 1024 == 0:
-                check_tensor_count(path, len(records))
+            self.reached.add(id(value))
+            rec = self.to_record(value, name or "<root>")
+            self.records.append(rec)
+            if len(self.records) % 1024 == 0:
+                check_tensor_count(self.path, len(self.records))
             if value.extra:
-                extras.append((name, value.extra))
+                self.extras.append((name, value.extra))
             return rec, False
         if isinstance(value, _LEAVES):
             return value, False
         key = id(value)
-        if key in open_ids:
+        if key in self.open_ids:
             return Elided(_CYCLE), False
-        if key in done:
-            again = done[key]
+        if key in self.done:
+            again = self.done[key]
             return (again if build else Elided(_SHARED)), False
         children = _children(value)
         if children is None:
             return value, False
-        open_ids.add(key)
+        self.open_ids.add(key)
         stack.append(_Frame(value, name, depth, build and depth <= SKELETON_DEPTH, children))
         return None, True
 
-    def run(value: Any, name: str, depth: int, build: bool) -> Any:
+    def run(self, value: Any, name: str, depth: int, build: bool) -> Any:
         stack: list[_Frame] = []
+        visit = self.visit
         result, _pushed = visit(value, name, depth, build, stack)
         leaf_types = _LEAF_TYPES
         while stack:
@@ -254,13 +272,7 @@ def name_tensors(
             if pushed:
                 continue
             stack.pop()
-            open_ids.discard(id(frame.obj))
-            if frame.build:
-                out: Any = _rebuild(frame.obj, results)
-            else:
-                out = Elided(_DEEP) if frame.depth == SKELETON_DEPTH + 1 else None
-            small = frame.build and not frame.nested and len(results) <= _SMALL
-            done[id(frame.obj)] = out if small else Elided(_SHARED)
+            out = self._finish(frame)
             if stack:
                 stack[-1].results.append(out)
                 stack[-1].nested = True
@@ -268,10 +280,13 @@ def name_tensors(
                 result = out
         return result
 
-    skeleton = run(root, "", 0, True)
-    while extras:
-        name, extra = extras.pop()
-        run(extra, name, SKELETON_DEPTH + 2, False)
-    unreached = [ref for ref in built if id(ref) not in reached]
-    check_tensor_count(path, len(records) + len(unreached))
-    return skeleton, records, unreached
+    def _finish(self, frame: _Frame) -> Any:
+        """A walked container's skeleton version, kept for reuse when it is small and flat."""
+        self.open_ids.discard(id(frame.obj))
+        if frame.build:
+            out: Any = _rebuild(frame.obj, frame.results)
+        else:
+            out = Elided(_DEEP) if frame.depth == SKELETON_DEPTH + 1 else None
+        small = frame.build and not frame.nested and len(frame.results) <= _SMALL
+        self.done[id(frame.obj)] = out if small else Elided(_SHARED)
+        return out
