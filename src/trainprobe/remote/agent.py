@@ -14,8 +14,8 @@ local → far, written only after stage 1's hello: ``D`` discovery and ``A`` the
 bytes, ``U`` the script runner (:mod:`trainprobe.remote._script_runner`, which the child runs: a program
 frame as ``D`` and ``A`` are), ``M`` a module to import from memory (``name\\0filename\\0is_package\\0`` then
 ``magic codelen zlib(code) zlib(source)``: the code is used when ``magic`` is this interpreter's), ``G`` go;
-then ``B`` heartbeats until the run ends. Missing heartbeats for ``heartbeat`` seconds, or EOF on stdin, mean the link
-was lost or the local side gave up, and the run is killed.
+then ``B`` heartbeats until the run ends. Missing heartbeats for ``heartbeat`` seconds, or EOF on stdin,
+mean the link was lost or the local side gave up, and the run is killed.
 
 far → local (after the magic line of stage 1): ``H`` hello (the far Python's bytecode magic number), ``F``
 interpreter not found (JSON), ``R`` ready
