@@ -13,25 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import zlib
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
 from trainprobe.checkpoint.reading.base import TensorRecord
-
-
-def _fastest_crc32() -> tuple[str, Any]:
-    try:
-        from zlib_ng import zlib_ng
-    except ImportError:
-        return "zlib", zlib.crc32
-    return "zlib-ng", zlib_ng.crc32
-
-
-#: "zlib-ng" or "zlib": which CRC32 computes fingerprints here (the values are the same).
-CRC32_BACKEND, _CRC32 = _fastest_crc32()
+from trainprobe.checkpoint.reading.zipcheck import default_crc32
 
 
 class Fingerprinter:
@@ -48,7 +36,7 @@ class Fingerprinter:
             block = np.ascontiguousarray(block)
         raw = block.reshape(-1).view(np.uint8)
         self._bytes += raw.size
-        self._crc = _CRC32(raw, self._crc)
+        self._crc = default_crc32(raw, self._crc)
 
     def digest(self) -> str:
         return f"crc32:{self._crc:08x}:{self._bytes}"

@@ -42,9 +42,10 @@ def _fastest_crc32() -> tuple[str, Crc32]:
     return "zlib-ng", zlib_ng.crc32
 
 
-# Which CRC32 implementation ``verify_zip_crc`` uses by default: "zlib-ng" or "zlib" (the fallback). Both
-# release the GIL on large buffers, so records are checked in parallel either way.
-CRC32_BACKEND, _default_crc32 = _fastest_crc32()
+# Which CRC32 implementation ``verify_zip_crc`` and the fingerprints use: "zlib-ng" or "zlib" (the
+# fallback; the values are the same). Both release the GIL on large buffers, so records are checked in
+# parallel either way.
+CRC32_BACKEND, default_crc32 = _fastest_crc32()
 
 
 class BufferWindow(io.RawIOBase):
@@ -207,7 +208,7 @@ def record_problems(
     """:func:`verify_zip_crc` with each problem's record name, so a reader can name the tensor it holds."""
     import zipfile
 
-    crc32 = crc32 or _default_crc32
+    crc32 = crc32 or default_crc32
     length = len(buffer) - base if length is None else length
     try:
         with zipfile.ZipFile(BufferWindow(buffer, base, length)) as zf:

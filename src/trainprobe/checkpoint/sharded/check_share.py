@@ -57,14 +57,11 @@ def check_share(path: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
     :class:`~trainprobe.checkpoint.check.part.PartCheck` per request, in order (JSON), and how long it took;
     progress on stderr as :func:`~.scan_share.scan_share` gives it."""
     from trainprobe.checkpoint.check.run import dcp_evidence
-    from trainprobe.checkpoint.sharded.scan_share import Progress, part_request, request_bytes
+    from trainprobe.checkpoint.sharded.scan_share import parse_share
     from trainprobe.checkpoint.units.open import framework_of, open_part
 
     started = time.perf_counter()
-    parsed = [part_request(r) for r in requests]
-    sizes = [request_bytes(r) for r in parsed]
-    counts = [len(r.files) if r.files is not None else 1 for r in parsed]
-    progress = Progress(sum(counts), sum(sizes))
+    parsed, sizes, counts, progress = parse_share(requests)
     checks = []
     with ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="trainprobe-check") as pool:
         for request, size, count in zip(parsed, sizes, counts, strict=True):

@@ -53,10 +53,7 @@ def scan_share(
     """Read the parts of ``requests`` (from the plan) here: one read per request, in order, and how much
     was read (``files``, ``bytes``, ``seconds``)."""
     started = time.perf_counter()
-    parsed = [part_request(r) for r in requests]
-    sizes = [request_bytes(r) for r in parsed]
-    counts = [len(r.files) if r.files is not None else 1 for r in parsed]
-    progress = Progress(sum(counts), sum(sizes))
+    parsed, sizes, counts, progress = parse_share(requests)
     reads = []
     for request, size, count in zip(parsed, sizes, counts, strict=True):
         progress.start(size)
@@ -68,6 +65,15 @@ def scan_share(
         "bytes": progress.total,
         "seconds": time.perf_counter() - started,
     }
+
+
+def parse_share(requests: list[dict[str, Any]]) -> tuple[list[PartRequest], list[int], list[int], Progress]:
+    """A share's requests (from the plan) parsed, the bytes and the files each reads here, and the share's
+    progress over them all."""
+    parsed = [part_request(r) for r in requests]
+    sizes = [request_bytes(r) for r in parsed]
+    counts = [len(r.files) if r.files is not None else 1 for r in parsed]
+    return parsed, sizes, counts, Progress(sum(counts), sum(sizes))
 
 
 def part_request(r: dict[str, Any]) -> PartRequest:
