@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainprobe.checkpoint.reading.base import Note, Storage, TensorRecord, brief
+from trainprobe.checkpoint.reading.base import (
+    Note,
+    PickleReadError,
+    ReaderLimitError,
+    Storage,
+    TensorRecord,
+    brief,
+)
 from trainprobe.checkpoint.reading.dtypes import lookup
 from trainprobe.checkpoint.reading.naming import map_optimizer_params
 from trainprobe.checkpoint.reading.pickle.rebuild import StorageType, TensorRef
@@ -90,3 +97,17 @@ def build_records(
         )
     skeleton, records = map_optimizer_params(skeleton, records)
     return skeleton, records, notes
+
+
+def records_with_notes(
+    root: Any, path: str, built: list[TensorRef], notes: list[Note]
+) -> tuple[Any, list[TensorRecord], list[Note]]:
+    """:func:`build_records` for a reader that already holds ``notes`` on what the file's pickles name: a
+    limit it hits keeps them, a damaged object is a :class:`~..base.PickleReadError` that keeps them."""
+    try:
+        return build_records(root, path, built)
+    except ReaderLimitError as exc:
+        exc.notes = notes + exc.notes
+        raise
+    except CorruptCheckpointError as exc:
+        raise PickleReadError(path, exc.reason, notes=notes) from None

@@ -13,7 +13,6 @@ from trainprobe.checkpoint.reading.base import (
     Checkpoint,
     Note,
     PickleReadError,
-    ReaderLimitError,
     Storage,
     brief,
     notes_of,
@@ -21,8 +20,8 @@ from trainprobe.checkpoint.reading.base import (
 from trainprobe.checkpoint.reading.dtypes import lookup
 from trainprobe.checkpoint.reading.formats._torchpickle import (
     PendingStorage,
-    build_records,
     parse_storage_pid,
+    records_with_notes,
 )
 from trainprobe.checkpoint.reading.mapping import map_file
 from trainprobe.checkpoint.reading.pickle.unpickler import UNPICKLE_ERRORS, SafeUnpickler, first_pickle
@@ -89,13 +88,7 @@ class TorchLegacyFormat:
             raise CorruptCheckpointError(path, "the storage-key pickle is not a list")
         _place_storages(buffer, path, keys, storages, pickles.offset)
         _place_views(buffer, path, storages, views)
-        try:
-            skeleton, records, walk_notes = build_records(root, path, pickles.built)
-        except ReaderLimitError as exc:
-            exc.notes = notes + exc.notes
-            raise
-        except CorruptCheckpointError as exc:
-            raise PickleReadError(path, exc.reason, notes=notes) from None
+        skeleton, records, walk_notes = records_with_notes(root, path, pickles.built, notes)
         return Checkpoint(path, self.name, skeleton, records, notes + walk_notes, [buffer])
 
 

@@ -19,8 +19,8 @@ from trainprobe.checkpoint.reading.base import (
 from trainprobe.checkpoint.reading.dtypes import lookup
 from trainprobe.checkpoint.reading.formats._torchpickle import (
     PendingStorage,
-    build_records,
     parse_storage_pid,
+    records_with_notes,
 )
 from trainprobe.checkpoint.reading.mapping import map_file
 from trainprobe.checkpoint.reading.pickle.unpickler import SUSPICIOUS, UNPICKLE_ERRORS, SafeUnpickler
@@ -230,13 +230,7 @@ def read_torch_zip(
             notes=unpickler.notes + notes,
         ) from None
     notes = _first_per_global(unpickler.notes + notes)
-    try:
-        skeleton, records, walk_notes = build_records(root, path, unpickler.tensors)
-    except ReaderLimitError as exc:
-        exc.notes = notes + exc.notes
-        raise
-    except CorruptCheckpointError as exc:
-        raise PickleReadError(path, exc.reason, notes=notes) from None
+    skeleton, records, walk_notes = records_with_notes(root, path, unpickler.tensors, notes)
     notes.extend(walk_notes)
 
     holders: dict[str, list[str]] = {}
