@@ -1,4 +1,4 @@
-"""The report algebra of a unit scanned on several machines (checkpoint/shard_plan.py), with no remote run:
+"""The report algebra of a unit scanned on several machines (checkpoint/sharded/), with no remote run:
 each "target" is a directory this test changes into, holding what a node-local disk would hold. The merged
 report equals a scan of all the files in one place — for real DCP (4 ranks, FSDP2), DeepSpeed ZeRO-2 and HF
 sharded checkpoints — with the NaN named by tensor and rank file, a missing file named, a file two targets
