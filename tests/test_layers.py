@@ -56,19 +56,13 @@ LAYERS: dict[str, frozenset[str]] = {
 ALLOWED_LAYER_BREACHES: frozenset[str] = frozenset()
 
 #: strongly connected groups of modules known today (owner of the fix as a comment)
-ALLOWED_CYCLES: frozenset[frozenset[str]] = frozenset({
-    # metrics (H5): table.finish_run is a relay until metrics/readers/trainer_state.py (H2) imports finish_run
-    # from metrics.axis; then the relay goes (TRANSITIONAL_RELAYS)
-    frozenset({"trainprobe.metrics.axis", "trainprobe.metrics.step_axis", "trainprobe.metrics.table"}),
-})  # fmt: skip
+ALLOWED_CYCLES: frozenset[frozenset[str]] = frozenset()
 
 #: modules over MAX_MODULE_LINES known today -> owner of the fix
 ALLOWED_LONG_MODULES: dict[str, str] = {}
 
 #: functions over MAX_FUNCTION_LINES known today -> owner of the fix
-ALLOWED_LONG_FUNCTIONS: dict[str, str] = {
-    "trainprobe.checkpoint.check.part:_check_with": "checkpoint (H1)",
-}
+ALLOWED_LONG_FUNCTIONS: dict[str, str] = {}
 
 #: modules or functions that are data tables (a list of cases, a schema) and may be long: none today
 DATA_TABLES: frozenset[str] = frozenset()
@@ -76,8 +70,6 @@ DATA_TABLES: frozenset[str] = frozenset()
 #: (module, name) -> the modules that still import the name from there, a relay until they import it from
 #: where it lives; when the list is empty the relay goes (owners of the importers as comments)
 TRANSITIONAL_RELAYS: dict[tuple[str, str], frozenset[str]] = {
-    # lives in trainprobe.metrics.axis: metrics/readers/trainer_state.py (H2)
-    ("trainprobe.metrics.table", "finish_run"): frozenset({"trainprobe.metrics.readers.trainer_state"}),
     # live in trainprobe.remote.hops.records: remote/argv.py (the lead: no helper owns it)
     ("trainprobe.remote.hops.base", "FarSettings"): frozenset({"trainprobe.remote.argv"}),
     ("trainprobe.remote.hops.base", "HopFailure"): frozenset({"trainprobe.remote.argv"}),

@@ -268,27 +268,6 @@ class ColumnBuilder:
         return Table(columns, wall, order, self.units)
 
 
-def finish_run(
-    builder: ColumnBuilder,
-    *,
-    name: str,
-    path: str,
-    fmt: str,
-    wall: FloatArray | None = None,
-    events: list[Event] | None = None,
-    skipped_lines: int = 0,
-    consume: bool = True,
-) -> RunLog:
-    """:func:`trainprobe.metrics.axis.finish_run`: here only until readers/trainer_state.py imports it
-    from there (see tests/test_layers.py, ALLOWED_CYCLES)."""
-    from trainprobe.metrics import axis
-
-    return axis.finish_run(
-        builder, name=name, path=path, fmt=fmt, wall=wall, events=events, skipped_lines=skipped_lines,
-        consume=consume,
-    )  # fmt: skip
-
-
 __all__ = [
     "ABSENT",
     "INTERNAL",
@@ -300,6 +279,5 @@ __all__ = [
     "TooSparse",
     "Unread",
     "check_dense",
-    "finish_run",
     "is_absent",
 ]
