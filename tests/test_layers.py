@@ -14,8 +14,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 import trainprobe
 
 SRC = Path(trainprobe.__file__).parent
@@ -67,14 +65,8 @@ ALLOWED_LONG_FUNCTIONS: dict[str, str] = {}
 #: modules or functions that are data tables (a list of cases, a schema) and may be long: none today
 DATA_TABLES: frozenset[str] = frozenset()
 
-#: (module, name) -> the modules that still import the name from there, a relay until they import it from
-#: where it lives; when the list is empty the relay goes (owners of the importers as comments)
-TRANSITIONAL_RELAYS: dict[tuple[str, str], frozenset[str]] = {
-    # live in trainprobe.remote.hops.records: remote/argv.py (the lead: no helper owns it)
-    ("trainprobe.remote.hops.base", "FarSettings"): frozenset({"trainprobe.remote.argv"}),
-    ("trainprobe.remote.hops.base", "HopFailure"): frozenset({"trainprobe.remote.argv"}),
-    ("trainprobe.remote.hops.base", "EXIT_NO_PROGRAM"): frozenset({"trainprobe.remote.argv"}),
-}  # fmt: skip
+#: (module, name) that a module other than a package face may pass on from where it lives, with why
+ALLOWED_RELAYS: dict[tuple[str, str], str] = {}
 
 
 def _modules(root: Path = SRC) -> dict[str, Path]:
@@ -254,23 +246,41 @@ def test_the_allowances_name_only_what_is_still_wrong() -> None:
         "ALLOWED_CYCLES": sorted(map(sorted, ALLOWED_CYCLES - cycles(import_graph(MODULES)))),
         "ALLOWED_LONG_MODULES": sorted(set(ALLOWED_LONG_MODULES) - set(_long_modules())),
         "ALLOWED_LONG_FUNCTIONS": sorted(set(ALLOWED_LONG_FUNCTIONS) - set(_all_long_functions())),
+        "ALLOWED_RELAYS": sorted(set(ALLOWED_RELAYS) - set(relays(MODULES))),
     }
     assert {name: entries for name, entries in stale.items() if entries} == {}, "fixed: remove these entries"
 
 
-@pytest.mark.parametrize("relay", sorted(TRANSITIONAL_RELAYS), ids=lambda r: f"{r[0]}.{r[1]}")
-def test_a_transitional_relay_has_only_its_listed_importers(relay: tuple[str, str]) -> None:
-    importers = {
-        name
-        for name, path in MODULES.items()
-        for module, imported, _line in imports_of(name, path)
-        if (module, imported) == relay
-    }
-    listed = TRANSITIONAL_RELAYS[relay]
-    assert importers <= listed, f"import {relay[1]} from where it lives, not from {relay[0]}"
-    assert importers == listed, (
-        f"these import it from where it lives now: remove them {sorted(listed - importers)}"
-    )
+def _imported_only(path: Path) -> set[str]:
+    """Names a module binds at its top level only by importing them (never by def, class or assignment)."""
+    tree = ast.parse(path.read_bytes(), str(path))
+    imported: set[str] = set()
+    defined: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imported.update((a.asname or a.name).partition(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            defined.add(node.id)
+    return imported - defined
+
+
+def relays(modules: dict[str, Path]) -> dict[tuple[str, str], list[str]]:
+    """(module, name) -> its importers, where the name is imported from a module that only imported it
+    itself: one name, two import paths. A package face (``__init__``) may pass names on: that is its job."""
+    passed_on = {name: _imported_only(path) for name, path in modules.items() if path.name != "__init__.py"}
+    found: dict[tuple[str, str], list[str]] = {}
+    for name, path in modules.items():
+        for module, imported, line in imports_of(name, path):
+            if imported is not None and imported in passed_on.get(module, ()):
+                found.setdefault((module, imported), []).append(f"{name}:{line}")
+    return found
+
+
+def test_a_name_has_one_import_path() -> None:
+    found = {k: v for k, v in relays(MODULES).items() if k not in ALLOWED_RELAYS}
+    assert found == {}, "import these from the module that defines them"
 
 
 # --- the checks themselves ----------------------------------------------------------------------------------
@@ -316,3 +326,15 @@ def test_the_cycle_check_finds_a_cycle_through_a_package_face(tmp_path: Path) ->
     graph = import_graph(modules)
     assert graph["trainprobe.metrics.table"] == {"trainprobe.metrics.axis", "trainprobe.metrics"}
     assert cycles(graph) == {frozenset({"trainprobe.metrics", "trainprobe.metrics.table"})}
+
+
+def test_a_relay_is_seen(tmp_path: Path) -> None:
+    modules = _tree(tmp_path, {
+        "metrics/__init__.py": "from trainprobe.metrics.table import RunLog\n",
+        "metrics/table.py": "class RunLog: ...\n",
+        "metrics/analyze.py": "from trainprobe.metrics.table import RunLog\nLIMIT = 3\n",
+        "cli/logs.py": (
+            "from trainprobe.metrics import RunLog\nfrom trainprobe.metrics.analyze import LIMIT, RunLog\n"
+        ),
+    })  # fmt: skip
+    assert relays(modules) == {("trainprobe.metrics.analyze", "RunLog"): ["trainprobe.cli.logs:2"]}

@@ -10,8 +10,8 @@ import threading
 import pytest
 from rich.console import Console as RichConsole
 
-from trainprobe.cli._output import Console, LiveOutput, Table, escape, json_text
-from trainprobe.cli._plain import render_markup
+from trainprobe.cli._output import Console, LiveOutput, json_text
+from trainprobe.cli._plain import Table, escape, render_markup
 from trainprobe.cli._streams import OutputError
 
 TRICKY = [

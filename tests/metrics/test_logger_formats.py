@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from trainprobe.metrics import analyze
-from trainprobe.metrics.analyze import pick_reader, read_logs
 from trainprobe.metrics.events import classify_line
+from trainprobe.metrics.reading import pick_reader, read_logs
 
 # Each shape: a metric line for step {i} logged at second {s}, and the prefix of a non-metric line.
 SHAPES = {

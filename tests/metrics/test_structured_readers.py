@@ -14,7 +14,6 @@ import pytest
 
 from trainprobe.errors import LogError
 from trainprobe.metrics import analyze, read_logs
-from trainprobe.metrics.analyze import pick_reader
 from trainprobe.metrics.readers.wandb_records import (
     BLOCK,
     HEADER,
@@ -23,6 +22,7 @@ from trainprobe.metrics.readers.wandb_records import (
     output_record,
     read_wandb_records,
 )
+from trainprobe.metrics.reading import pick_reader
 
 
 def _wandb_dir(tmp_path: Path, rows: int = 40, *, big: bool = False) -> Path:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from trainprobe.remote.fanout import FleetResult, Outcome
+from trainprobe.remote.fleet_result import FleetResult, Outcome
 from trainprobe.tasks import FleetReports, scan_on_fleet
 
 from .fleet_files import nan_safetensors

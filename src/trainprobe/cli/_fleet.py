@@ -8,10 +8,11 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from trainprobe.cli._output import Console, LiveOutput, Output, Table, escape
+from trainprobe.cli._output import Console, LiveOutput, Output
+from trainprobe.cli._plain import Table, escape
 
 if TYPE_CHECKING:
-    from trainprobe.remote.fanout import FleetResult, Outcome
+    from trainprobe.remote.fleet_result import FleetResult, Outcome
     from trainprobe.remote.target import Target
     from trainprobe.tasks import FleetReports
 
@@ -63,7 +64,7 @@ def live_reporter(
     Every write is one whole line, so lines of different targets never mix. The streams never raise (a
     :class:`LiveOutput` keeps its failure for the command to raise after the fleet).
     """
-    from trainprobe.remote.fanout import LinePrefixer
+    from trainprobe.remote.live_output import LinePrefixer
 
     streams = {"stdout": stdout, "stderr": stderr}
     lock = threading.Lock()

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     import rich.console
 
-__all__ = ["Console", "LiveOutput", "Output", "Table", "escape", "json_text"]
+__all__ = ["Console", "LiveOutput", "Output", "json_text"]
 
 
 def styled(stream: IO[str] | IO[bytes]) -> bool:

@@ -8,7 +8,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from trainprobe.cli._output import Console, Output, Table, escape
+from trainprobe.cli._output import Console, Output
+from trainprobe.cli._plain import Table, escape
 from trainprobe.cli._sizes import human_bytes
 
 if TYPE_CHECKING:

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from trainprobe.cli._command import Command, CommandParser, Remote, Where
 from trainprobe.cli._fleet import is_fleet, show_fleet
-from trainprobe.cli._output import Console, Output, escape
+from trainprobe.cli._output import Console, Output
+from trainprobe.cli._plain import escape
 from trainprobe.cli._sharded import add_sharded_option, sharded_targets, show_sharded
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
 from trainprobe.json_names import i_json

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from trainprobe.cli._command import Command, CommandParser
-from trainprobe.cli._output import Console, Output, escape
+from trainprobe.cli._output import Console, Output
+from trainprobe.cli._plain import escape
 from trainprobe.cli.triage import render_triage
 
 _HELP = (

@@ -50,7 +50,7 @@ _LOGS_EPILOG = (
 
 
 def render_report(report: LogReport, console: Console) -> None:
-    from trainprobe.cli._output import Table, escape
+    from trainprobe.cli._plain import Table, escape
     from trainprobe.metrics.findings import fmt_step
 
     for run in report.runs:
@@ -102,7 +102,7 @@ def _run_line(run: RunLog, fmt_step: Callable[[float], str], escape: Callable[[s
 
 def render_not_read(report: LogReport, console: Console, *, shown: int = 20) -> None:
     """The paths that could not be read (a report with any is incomplete: exit 2)."""
-    from trainprobe.cli._output import escape
+    from trainprobe.cli._plain import escape
 
     for n in report.not_read[:shown]:
         console.print(f"[bold red]not read[/] {escape(n.path)}: {escape(n.why)}", soft_wrap=True)

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     import threading
     from collections.abc import Callable
 
-    from trainprobe.remote.fanout import Outcome
+    from trainprobe.remote.fleet_result import Outcome
     from trainprobe.remote.target import Target
 
 PROBE_HELP = (
@@ -38,7 +38,7 @@ def _gib(n: float | None) -> str:
 
 
 def render_probe(console: Console, report: dict[str, Any]) -> None:
-    from trainprobe.cli._output import Table, escape
+    from trainprobe.cli._plain import Table, escape
 
     memory = report.get("memory", {})
     load = " ".join(f"{x:.2f}" for x in report.get("load", []))

@@ -55,7 +55,7 @@ def _render_file(
     console: Console, f: FileReport, stats: bool, indent: str = "", verdict: str | None = None
 ) -> None:
     """One file; ``verdict``: the headline when the file is a unit of its own (the unit's verdict)."""
-    from trainprobe.cli._output import escape
+    from trainprobe.cli._plain import escape
 
     verdict = verdict or f.verdict
     head = f"{indent}{MARK.get(verdict, verdict)}  [bold]{escape(f.path)}[/]"
@@ -110,7 +110,7 @@ def _render_file(
 
 def _render_unit(console: Console, u: UnitReport, stats: bool) -> None:
     """A single-file unit prints as its file; a directory unit as a headline with its files under it."""
-    from trainprobe.cli._output import escape
+    from trainprobe.cli._plain import escape
 
     if u.problem is not None or (not u.files and u.unread):
         why = u.problem or "looks like a checkpoint, but no reader claims it: not read"

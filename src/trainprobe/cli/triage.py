@@ -13,7 +13,8 @@ from trainprobe.cli._command import (
     at_least,
 )
 from trainprobe.cli._detectors import add_detector_options
-from trainprobe.cli._output import Console, Output, Table, escape
+from trainprobe.cli._output import Console, Output
+from trainprobe.cli._plain import Table, escape
 from trainprobe.cli._verdicts import STYLE
 from trainprobe.errors import UsageError
 from trainprobe.json_names import i_json

@@ -167,7 +167,7 @@ def watch(
 def _finding_sink(out: Output, argv: list[str] | None) -> Callable[[Finding], None]:
     """What ``watch`` does with each new finding: one line (a JSON line under --json, nothing under -q), then
     the ``--exec`` command if there is one."""
-    from trainprobe.cli._output import escape
+    from trainprobe.cli._plain import escape
     from trainprobe.metrics.findings import fmt_step
 
     def on_finding(f: Finding) -> None:

@@ -7,9 +7,10 @@ values, and tie each to the event before it (a checkpoint save, a resume, an LR 
 
 from __future__ import annotations
 
-from trainprobe.metrics.analyze import SCHEMA_VERSION, LogReport, Options, analyze, read_logs
+from trainprobe.metrics.analyze import SCHEMA_VERSION, LogReport, Options, analyze
 from trainprobe.metrics.events import Event
 from trainprobe.metrics.findings import Finding
+from trainprobe.metrics.reading import read_logs
 from trainprobe.metrics.table import RunLog
 
 __all__ = ["SCHEMA_VERSION", "Event", "Finding", "LogReport", "Options", "RunLog", "analyze", "read_logs"]

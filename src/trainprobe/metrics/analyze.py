@@ -28,11 +28,11 @@ from trainprobe.metrics.findings import (
     Finding,
     fmt_step,
 )
-from trainprobe.metrics.reading import no_rows_error, pick_reader, read_logs
+from trainprobe.metrics.reading import no_rows_error, read_logs
 from trainprobe.metrics.roles import metric_kind
 
 __all__ = [
-    "SCHEMA_VERSION", "LogReport", "Options", "analyze", "analyze_json", "pick_reader", "read_logs",
+    "SCHEMA_VERSION", "LogReport", "Options", "analyze", "analyze_json",
     "rows_to_run",
 ]  # fmt: skip
 from trainprobe.metrics.axis import finish_run

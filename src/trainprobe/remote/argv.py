@@ -17,7 +17,8 @@ from collections.abc import Sequence
 
 from trainprobe.errors import InterpreterNotFoundError
 from trainprobe.remote._record import replace
-from trainprobe.remote.hops.base import EXIT_NO_PROGRAM, FarSettings, HopFailure, line_with, printable
+from trainprobe.remote.hops.base import line_with, printable
+from trainprobe.remote.hops.records import EXIT_NO_PROGRAM, FarSettings, HopFailure
 from trainprobe.remote.hops.ssh import SshHop
 from trainprobe.remote.target import Target
 

@@ -34,7 +34,6 @@ from typing import Any
 from trainprobe.errors import RemoteKilledError
 from trainprobe.remote import api
 from trainprobe.remote.fleet_result import DEFAULT_PARALLEL, FleetResult, Outcome, outcome_of
-from trainprobe.remote.live_output import LinePrefixer
 from trainprobe.remote.logs import new_run_dir
 from trainprobe.remote.session import Module
 from trainprobe.remote.slurm_jobs import expand_slurm_jobs, job_of, unexpanded_job
@@ -196,5 +195,5 @@ def needs_fleet(targets: Sequence[str | Target]) -> bool:
     return len(parsed) > 1 or any(unexpanded_job(t) is not None for t in parsed)
 
 
-__all__ = ["DEFAULT_PARALLEL", "FleetResult", "LinePrefixer", "Outcome", "OutputCallback", "call_fleet",
+__all__ = [ "OutputCallback", "call_fleet",
            "needs_fleet", "run_fleet"]  # fmt: skip

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from trainprobe.remote.api import run
-from trainprobe.remote.fanout import DEFAULT_PARALLEL, FleetResult, Outcome, run_fleet
+from trainprobe.remote.fanout import run_fleet
+from trainprobe.remote.fleet_result import DEFAULT_PARALLEL, FleetResult, Outcome
 from trainprobe.remote.session import Module
 from trainprobe.remote.target import Target
 

@@ -18,7 +18,7 @@ from trainprobe.tasks.remote_call import FleetReports, RemoteTask, document_with
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from trainprobe.checkpoint.scanning.report import ScanReport
-    from trainprobe.remote.fanout import Outcome
+    from trainprobe.remote.fleet_result import Outcome
     from trainprobe.remote.target import Target
 
 

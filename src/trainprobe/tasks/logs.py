@@ -19,7 +19,7 @@ from trainprobe.tasks.remote_call import FleetReports, RemoteTask
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from trainprobe.metrics import LogReport, Options
-    from trainprobe.remote.fanout import Outcome
+    from trainprobe.remote.fleet_result import Outcome
     from trainprobe.remote.target import Target
 
 

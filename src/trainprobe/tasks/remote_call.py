@@ -13,7 +13,7 @@ from trainprobe.remote.api import CONNECT_TIMEOUT_S
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from trainprobe.remote.fanout import FleetResult, Outcome
+    from trainprobe.remote.fleet_result import FleetResult, Outcome
     from trainprobe.remote.target import Target
 
 R = TypeVar("R")

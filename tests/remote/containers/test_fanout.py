@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from remote.faults import assert_nothing_left
-from trainprobe.remote.fanout import FleetResult, LinePrefixer, Outcome, call_fleet, needs_fleet, run_fleet
+from trainprobe.remote.fanout import call_fleet, needs_fleet, run_fleet
 from trainprobe.remote.fleet import expand_range, expand_targets
-from trainprobe.remote.live_output import short_labels
+from trainprobe.remote.fleet_result import FleetResult, Outcome
+from trainprobe.remote.live_output import LinePrefixer, short_labels
 from trainprobe.remote.slurm_jobs import expand_hostlist, parse_squeue
 
 

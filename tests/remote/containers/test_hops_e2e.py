@@ -11,7 +11,8 @@ import pytest
 
 from trainprobe.errors import UnreachableError
 from trainprobe.remote import run
-from trainprobe.remote.fanout import LinePrefixer, run_fleet
+from trainprobe.remote.fanout import run_fleet
+from trainprobe.remote.live_output import LinePrefixer
 from trainprobe.remote.session import RunResult
 
 pytestmark = pytest.mark.containers

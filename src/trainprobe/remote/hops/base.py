@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 
 from trainprobe.errors import TargetSyntaxError, UnreachableError
 from trainprobe.remote import shell
-from trainprobe.remote.hops.records import EXIT_NO_PROGRAM, FarSettings, HopFailure
+from trainprobe.remote.hops.records import EXIT_NO_PROGRAM, HopFailure
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs every run (see protocols.py)
 if TYPE_CHECKING:
@@ -163,10 +163,8 @@ class EnteringHop:
         )
 
 
-# EXIT_NO_PROGRAM, FarSettings and HopFailure live in .records; listed here only until remote/argv.py imports
-# them from there (then they go: see TRANSITIONAL_RELAYS in tests/test_layers.py).
 __all__ = [
-    "EXIT_NO_PROGRAM", "EnteringHop", "FarSettings", "HopFailure", "check_name", "explain_by_table", "flag",
+    "EnteringHop", "check_name", "explain_by_table", "flag",
     "is_setting", "is_wrapping", "line_with", "missing_program", "name_option", "need_value", "no_options",
     "path_option", "printable", "spec_with",
 ]  # fmt: skip
