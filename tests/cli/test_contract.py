@@ -14,7 +14,7 @@ import pytest
 import trainprobe.tasks
 from trainprobe.cli import COMMANDS
 from trainprobe.cli._command import CONNECT_TIMEOUT_S, PARALLEL
-from trainprobe.remote import api, fanout
+from trainprobe.remote import api, fanout, probe, session, slurm_jobs
 from trainprobe.remote.fleet_result import DEFAULT_PARALLEL
 
 HEADER = b'{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}'
@@ -48,9 +48,10 @@ def test_every_remote_command_has_one_connect_timeout_default_and_a_targets_file
 
 
 def test_the_cli_defaults_are_the_librarys() -> None:
-    assert CONNECT_TIMEOUT_S == api.CONNECT_TIMEOUT_S
+    assert CONNECT_TIMEOUT_S == session.CONNECT_TIMEOUT_S
     assert PARALLEL == DEFAULT_PARALLEL
-    functions = [api.run, api.call, fanout.run_fleet, fanout.call_fleet]
+    functions = [api.run, api.call, fanout.run_fleet, fanout.call_fleet, session.execute, probe.probe]
+    functions += [probe.probe_fleet, slurm_jobs.expand_slurm_jobs]
     functions += [
         getattr(trainprobe.tasks, name)
         for name in trainprobe.tasks.__all__

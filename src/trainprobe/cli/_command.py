@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from trainprobe.remote.target import Target
 
 #: seconds to connect and log in, the one default of every command and of the library
-#: (``trainprobe.remote.api.CONNECT_TIMEOUT_S``; not imported from there: showing a command's help would
+#: (``trainprobe.remote.session.CONNECT_TIMEOUT_S``; not imported from there: showing a command's help would
 #: import the remote engine; ``tests/cli/test_contract.py`` holds the two equal)
 CONNECT_TIMEOUT_S = 20.0
 #: targets run at once in a fleet (``trainprobe.remote.fleet_result.DEFAULT_PARALLEL``, held equal so too)

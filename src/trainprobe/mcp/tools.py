@@ -204,10 +204,10 @@ def watch_tail(target: str, path: str, *, timeout: float, **options: Any) -> dic
 
 def probe(target: str, *, cuda: bool, timeout: float) -> dict[str, Any]:
     """``probe --json``: one target's report, or for a fleet the fleet document (each result a report)."""
-    from trainprobe.remote.api import CONNECT_TIMEOUT_S
     from trainprobe.remote.fanout import needs_fleet
     from trainprobe.remote.probe import probe as probe_one
     from trainprobe.remote.probe import probe_fleet
+    from trainprobe.remote.session import CONNECT_TIMEOUT_S
 
     targets = targets_of(target)
     if needs_fleet(targets):

@@ -16,17 +16,12 @@ from pathlib import Path
 from trainprobe.errors import UsageError
 from trainprobe.remote.argv import build_argv
 from trainprobe.remote.logs import control_dir
-from trainprobe.remote.session import Module, RunResult, Sink, execute
+from trainprobe.remote.session import CONNECT_TIMEOUT_S, Module, RunResult, Sink, execute
 from trainprobe.remote.target import Target, parse_target
 
 TYPE_CHECKING = False  # no typing at run time: every run imports this module
 if TYPE_CHECKING:
     from typing import Any
-
-#: seconds to connect, authenticate and get through login scripts: the one default of every run, call, fleet
-#: and task (and of the CLI's --connect-timeout: trainprobe.cli._command.CONNECT_TIMEOUT_S, held equal by a
-#: test); a login that runs conda's hooks or a slow LDAP lookup takes several seconds
-CONNECT_TIMEOUT_S = 20.0
 
 
 def _script(script: str | os.PathLike[str]) -> tuple[bytes, str]:

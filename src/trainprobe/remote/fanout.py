@@ -35,7 +35,7 @@ from trainprobe.errors import RemoteKilledError
 from trainprobe.remote import api
 from trainprobe.remote.fleet_result import DEFAULT_PARALLEL, FleetResult, Outcome, outcome_of
 from trainprobe.remote.logs import new_run_dir
-from trainprobe.remote.session import Module
+from trainprobe.remote.session import CONNECT_TIMEOUT_S, Module
 from trainprobe.remote.slurm_jobs import expand_slurm_jobs, job_of, unexpanded_job
 from trainprobe.remote.target import Target, parse_target
 
@@ -50,7 +50,7 @@ def run_fleet(
     *,
     parallel: int = DEFAULT_PARALLEL,
     timeout: float | None = None,
-    connect_timeout: float = api.CONNECT_TIMEOUT_S,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
     need: Sequence[str] = (),
     on_output: OutputCallback | None = None,
     on_done: Callable[[Outcome], None] | None = None,
@@ -169,7 +169,7 @@ def call_fleet(
     *args: Any,
     parallel: int = DEFAULT_PARALLEL,
     timeout: float | None = None,
-    connect_timeout: float = api.CONNECT_TIMEOUT_S,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
     need: Sequence[str] = (),
     on_done: Callable[[Outcome], None] | None = None,
     log_dir: str | Path | None = None,

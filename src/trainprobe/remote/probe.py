@@ -10,7 +10,7 @@ from typing import Any
 from trainprobe.remote.api import run
 from trainprobe.remote.fanout import run_fleet
 from trainprobe.remote.fleet_result import DEFAULT_PARALLEL, FleetResult, Outcome
-from trainprobe.remote.session import Module
+from trainprobe.remote.session import CONNECT_TIMEOUT_S, Module
 from trainprobe.remote.target import Target
 
 _HERE = Path(__file__).resolve().parent
@@ -24,7 +24,11 @@ def _stage1() -> list[Module]:
 
 
 def probe(
-    target: str | Target, *, cuda: bool = True, timeout: float | None = 300.0, connect_timeout: float = 10.0
+    target: str | Target,
+    *,
+    cuda: bool = True,
+    timeout: float | None = 300.0,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
 ) -> dict[str, Any]:
     """Look around on ``target``; returns the JSON document ``trainprobe probe --json`` prints.
 
@@ -53,7 +57,7 @@ def probe_fleet(
     cuda: bool = True,
     parallel: int = DEFAULT_PARALLEL,
     timeout: float | None = 300.0,
-    connect_timeout: float = 10.0,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
     on_done: Callable[[Outcome], None] | None = None,
     log_dir: str | Path | None = None,
     cancel: threading.Event | None = None,

@@ -36,6 +36,11 @@ from trainprobe.remote.hops.records import EXIT_CONNECTION
 from trainprobe.remote.logs import new_run_dir
 from trainprobe.remote.run_errors import RunState, cannot_start, settle
 
+#: seconds to connect, authenticate and get through login scripts: the one default of every run, call, fleet
+#: and task (and of the CLI's --connect-timeout: trainprobe.cli._command.CONNECT_TIMEOUT_S, held equal by a
+#: test); a login that runs conda's hooks or a slow LDAP lookup takes several seconds
+CONNECT_TIMEOUT_S = 20.0
+
 TYPE_CHECKING = False  # no typing at run time: every run imports this module
 if TYPE_CHECKING:
     from typing import IO, Any
@@ -187,7 +192,7 @@ def execute(
     args: Sequence[str],
     modules: Sequence[Module] = (),
     timeout: float | None = None,
-    connect_timeout: float = 10.0,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
     stdout: Sink | None = None,
     stderr: Sink | None = None,
     log_dir: Path | None = None,

@@ -15,7 +15,7 @@ from trainprobe.remote._record import replace
 from trainprobe.remote.fleet import expand_ranges
 from trainprobe.remote.fleet_result import Outcome, status_of
 from trainprobe.remote.hops.slurm import SlurmHop
-from trainprobe.remote.session import RunResult
+from trainprobe.remote.session import CONNECT_TIMEOUT_S, RunResult
 from trainprobe.remote.target import Target, parse_target
 
 #: run on the host before a ``slurm=JOBID`` hop to list the job's nodes (stdlib only)
@@ -76,7 +76,7 @@ def job_of(target: Target) -> Target:
 def expand_slurm_jobs(
     targets: Sequence[Target],
     *,
-    connect_timeout: float = 10.0,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
     timeout: float | None = 120.0,
     parallel: int = 8,
 ) -> tuple[list[Target], list[Outcome]]:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from trainprobe.remote.api import CONNECT_TIMEOUT_S
+from trainprobe.remote.session import CONNECT_TIMEOUT_S
 from trainprobe.tasks.remote_call import FleetReports, RemoteTask, document_with
 
 TYPE_CHECKING = False

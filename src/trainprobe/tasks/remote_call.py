@@ -9,7 +9,7 @@ from typing import Any, Generic, TypeVar
 
 import trainprobe.errors as errors
 from trainprobe.errors import RemoteError, RemoteExceptionError, TrainprobeError, UsageError
-from trainprobe.remote.api import CONNECT_TIMEOUT_S
+from trainprobe.remote.session import CONNECT_TIMEOUT_S
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trainprobe.remote.api import CONNECT_TIMEOUT_S
+from trainprobe.remote.session import CONNECT_TIMEOUT_S
 from trainprobe.tasks.remote_call import RemoteTask
 
 TYPE_CHECKING = False

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainprobe.errors import RemoteExceptionError, UsageError
-from trainprobe.remote.api import CONNECT_TIMEOUT_S
+from trainprobe.remote.session import CONNECT_TIMEOUT_S
 from trainprobe.tasks.remote_call import RemoteTask, document_with
 
 TYPE_CHECKING = False

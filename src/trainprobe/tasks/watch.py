@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from trainprobe.errors import RemoteError
-from trainprobe.remote.api import CONNECT_TIMEOUT_S
+from trainprobe.remote.session import CONNECT_TIMEOUT_S
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
