@@ -51,10 +51,10 @@ _LOGS_EPILOG = (
 
 def render_report(report: LogReport, console: Console) -> None:
     from trainprobe.cli._plain import Table, escape
-    from trainprobe.metrics.findings import fmt_step
+    from trainprobe.conventions import step_text
 
     for run in report.runs:
-        console.print(_run_line(run, fmt_step, escape))
+        console.print(_run_line(run, step_text, escape))
     render_not_read(report, console)
     if not report.findings:
         if report.not_read:
@@ -70,7 +70,7 @@ def render_report(report: LogReport, console: Console) -> None:
             f"[{SEVERITY_STYLE[f.severity]}]{f.severity}[/]",
             escape(f.run),
             escape(f.metric),
-            fmt_step(f.step),
+            step_text(f.step),
             escape(f.message) + (f"\n[dim]→ {escape(f.suggestion)}[/]" if f.suggestion else ""),
         )
     console.print(table)
@@ -83,11 +83,11 @@ def _names(names: list[str], shown: int) -> str:
     return ", ".join(names[:shown]) + (f" (+{more} more)" if more > 0 else "")
 
 
-def _run_line(run: RunLog, fmt_step: Callable[[float], str], escape: Callable[[str], str]) -> str:
+def _run_line(run: RunLog, step_text: Callable[[float], str], escape: Callable[[str], str]) -> str:
     """One run's header: what was read, on which axis, and which columns are watched. Counters (epoch,
     batch size, tokens seen) and timings are named apart: the detectors judge only the metrics."""
     wall = "wall clock" if run.wall is not None and (run.wall == run.wall).any() else "no wall clock"
-    steps = f"steps {fmt_step(run.steps.min())}–{fmt_step(run.steps.max())}" if len(run) else "no steps"
+    steps = f"steps {step_text(run.steps.min())}–{step_text(run.steps.max())}" if len(run) else "no steps"
     line = (
         f"[bold]{escape(run.name)}[/] ({run.format}, {len(run)} rows, {steps}, {wall}): "
         f"{escape(_names(run.metrics, 8) or 'no metrics')}"

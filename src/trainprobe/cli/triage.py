@@ -16,6 +16,7 @@ from trainprobe.cli._detectors import add_detector_options
 from trainprobe.cli._output import Console, Output
 from trainprobe.cli._plain import Table, escape
 from trainprobe.cli._verdicts import STYLE
+from trainprobe.conventions import step_text
 from trainprobe.errors import UsageError
 from trainprobe.json_names import i_json
 
@@ -44,12 +45,6 @@ readable in RUN_DIR; 0 healthy (the rule of scan and check, trainprobe.checkpoin
 _CAUSE_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
 
 
-def _step(x: float | None) -> str:
-    if x is None:
-        return "?"
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-
 def render_triage(console: Console, report: object) -> None:
     """What could not be read first, the units, then the four answers in the order users ask them."""
     from trainprobe.triage import TriageReport
@@ -70,9 +65,9 @@ def render_triage(console: Console, report: object) -> None:
         for c in report.checkpoints:
             style = STYLE.get(c.verdict, "")
             reason = c.reason.split(" — ")[0]
-            saved = f"; the log's save at step {_step(c.saved_at['step'])}" if c.saved_at else ""
+            saved = f"; the log's save at step {step_text(c.saved_at['step'])}" if c.saved_at else ""
             table.add_row(
-                _step(c.step),
+                step_text(c.step),
                 escape(c.relpath),
                 f"[{style}]{c.verdict}[/]",
                 escape(reason if len(reason) <= 110 else reason[:107] + "…")
@@ -93,7 +88,7 @@ def render_triage(console: Console, report: object) -> None:
         if key == "causes":
             for i, conclusion in enumerate(report.conclusions, 1):
                 console.print(
-                    f"  [bold]{i}. step {_step(conclusion.step)}: {escape(conclusion.title)}[/] "
+                    f"  [bold]{i}. step {step_text(conclusion.step)}: {escape(conclusion.title)}[/] "
                     f"[{_CAUSE_STYLE[conclusion.confidence]}]({conclusion.confidence} confidence)[/]"
                 )
                 for line in conclusion.evidence:

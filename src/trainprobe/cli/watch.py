@@ -47,14 +47,14 @@ _WATCH_EPILOG = (
 
 def finding_env(f: Finding) -> dict[str, str]:
     """What ``--exec`` gets: the finding in environment variables (and as JSON on stdin)."""
-    from trainprobe.metrics.findings import fmt_step
+    from trainprobe.conventions import step_text
 
     got = {
         "TRAINPROBE_FINDING_KIND": f.kind,
         "TRAINPROBE_FINDING_SEVERITY": f.severity,
         "TRAINPROBE_FINDING_RUN": f.run,
         "TRAINPROBE_FINDING_METRIC": f.metric,
-        "TRAINPROBE_FINDING_STEP": fmt_step(f.step),
+        "TRAINPROBE_FINDING_STEP": step_text(f.step),
         "TRAINPROBE_FINDING_MESSAGE": f.message,
         "TRAINPROBE_FINDING_SUGGESTION": f.suggestion,
     }
@@ -168,7 +168,7 @@ def _finding_sink(out: Output, argv: list[str] | None) -> Callable[[Finding], No
     """What ``watch`` does with each new finding: one line (a JSON line under --json, nothing under -q), then
     the ``--exec`` command if there is one."""
     from trainprobe.cli._plain import escape
-    from trainprobe.metrics.findings import fmt_step
+    from trainprobe.conventions import step_text
 
     def on_finding(f: Finding) -> None:
         if out.json_mode:
@@ -176,7 +176,7 @@ def _finding_sink(out: Output, argv: list[str] | None) -> Callable[[Finding], No
         elif not out.quiet:
             out.console.print(
                 f"[{SEVERITY_STYLE[f.severity]}]{f.severity}[/] {escape(f.run)} {escape(f.metric)} step "
-                f"{fmt_step(f.step)}: {escape(f.message)}\n  [dim]→ {escape(f.suggestion)}[/]"
+                f"{step_text(f.step)}: {escape(f.message)}\n  [dim]→ {escape(f.suggestion)}[/]"
             )
         if argv:
             try:

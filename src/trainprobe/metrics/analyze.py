@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from trainprobe.conventions import step_json, step_text
 from trainprobe.errors import UsageError
 from trainprobe.metrics import detectors as det
 from trainprobe.metrics.context import attach_stalls, derive_events, nearest_event, suggest
@@ -26,7 +27,6 @@ from trainprobe.metrics.findings import (
     SPIKE,
     STALL,
     Finding,
-    fmt_step,
 )
 from trainprobe.metrics.reading import no_rows_error, read_logs
 from trainprobe.metrics.roles import metric_kind
@@ -128,8 +128,8 @@ class LogReport:
                     "path": r.path,
                     "format": r.format,
                     "rows": len(r),
-                    "first_step": _step_json(r.steps[0]) if len(r) else None,
-                    "last_step": _step_json(r.steps[-1]) if len(r) else None,
+                    "first_step": step_json(r.steps[0]) if len(r) else None,
+                    "last_step": step_json(r.steps[-1]) if len(r) else None,
                     "metrics": r.metrics,
                     "counters": [c for c in r.columns if r.role(c) == "counter"],
                     "timings": [c for c in r.columns if r.role(c) == "timing"],
@@ -168,13 +168,6 @@ class LogReport:
         )
 
 
-def _step_json(x: float) -> int | float | str:
-    x = float(x)
-    if not np.isfinite(x):
-        return "nan" if x != x else ("inf" if x > 0 else "-inf")
-    return int(x) if x.is_integer() and abs(x) < 2**53 else x
-
-
 def downsample(run: RunLog, max_points: int) -> dict[str, dict[str, list[Any]]]:
     """Per metric: steps and values, min/max-preserving decimation to about ``max_points`` points."""
     out: dict[str, dict[str, list[Any]]] = {}
@@ -198,7 +191,7 @@ def downsample(run: RunLog, max_points: int) -> dict[str, dict[str, list[Any]]]:
             rows = rows[pick]
         vals = col[rows]
         out[name] = {
-            "steps": [_step_json(s) for s in run.steps[rows]],
+            "steps": [step_json(s) for s in run.steps[rows]],
             "values": [float(v) if np.isfinite(v) else None for v in vals],
         }
     return out
@@ -315,7 +308,7 @@ def _reported_nonfinite(run: RunLog, events: list[Event], found: list[Finding]) 
                 e.step,
                 row=max(0, min(e.row, len(run) - 1)),
                 message=(
-                    f"the log reports a non-finite value after step {fmt_step(e.step)}: {_clip(e.text, 160)}"
+                    f"the log reports a non-finite value after step {step_text(e.step)}: {_clip(e.text, 160)}"
                 ),
             )
         )
@@ -381,11 +374,11 @@ def _recurring(findings: list[Finding], runs: list[RunLog]) -> list[Finding]:
                 magnitude=float(len(run_names)),
                 runs=run_names,
                 message=(
-                    f"{f.metric} spikes at step {fmt_step(f.step)} in {len(run_names)} runs "
+                    f"{f.metric} spikes at step {step_text(f.step)} in {len(run_names)} runs "
                     f"({', '.join(run_names)}): recurring at the same step points to the data order"
                 ),
                 suggestion=(
-                    f"inspect the batches fed at step {fmt_step(f.step)} "
+                    f"inspect the batches fed at step {step_text(f.step)} "
                     "(same seed / data order in these runs)"
                 ),
             )

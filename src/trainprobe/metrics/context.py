@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from trainprobe.conventions import step_text
 from trainprobe.metrics.events import (
     CHECKPOINT_SAVE,
     CUSTOM,
@@ -29,7 +30,6 @@ from trainprobe.metrics.findings import (
     STALL,
     THROUGHPUT,
     Finding,
-    fmt_step,
 )
 from trainprobe.metrics.roles import metric_kind
 from trainprobe.metrics.table import RunLog
@@ -48,7 +48,7 @@ def derive_events(run: RunLog, checkpoints: Path | None = None) -> list[Event]:
                     RESUME,
                     float(steps[i]),
                     int(i),
-                    text=f"step went back from {fmt_step(steps[i - 1])} to {fmt_step(steps[i])}",
+                    text=f"step went back from {step_text(steps[i - 1])} to {step_text(steps[i])}",
                 )
             )
     for name, col in run.columns.items():
@@ -148,15 +148,15 @@ def suggest(f: Finding, near: float) -> None:
         f.message += (
             f", at {e.describe()}"
             if gap == 0
-            else f", {fmt_step(gap)} step{'s' * (gap != 1)} after {e.describe()}"
+            else f", {step_text(gap)} step{'s' * (gap != 1)} after {e.describe()}"
         )
     if f.kind == STALL:
         f.suggestion = (
             "look at what the job did then: checkpoint I/O, an eval, a slow or preempted node"
             if e is None
-            else f"time the eval at step {fmt_step(e.step)}: a long eval blocks training and logging"
+            else f"time the eval at step {step_text(e.step)}: a long eval blocks training and logging"
             if e.kind == EVAL
-            else f"time the save at step {fmt_step(e.step)}: slow storage or a blocking save"
+            else f"time the save at step {step_text(e.step)}: slow storage or a blocking save"
         )
         return
     if f.kind == THROUGHPUT:
@@ -164,17 +164,18 @@ def suggest(f: Finding, near: float) -> None:
         return
     if e is not None and e.kind == CHECKPOINT_SAVE:
         f.suggestion = (
-            f"scan and check the checkpoint saved at step {fmt_step(e.step)} "
+            f"scan and check the checkpoint saved at step {step_text(e.step)} "
             f"(trainprobe scan / trainprobe check); a save that blocks or mutates training state is suspect"
         )
     elif e is not None and e.kind == RESUME:
         f.suggestion = (
-            f"compare the state resumed at step {fmt_step(e.step)} with the checkpoint it came from "
+            f"compare the state resumed at step {step_text(e.step)} with the checkpoint it came from "
             "(trainprobe diff): optimizer state, LR schedule, data position"
         )
     elif e is not None and e.kind == LR_CHANGE:
         f.suggestion = (
-            f"the learning rate changed at step {fmt_step(e.step)} ({e.text}); try a smaller change or warmup"
+            f"the learning rate changed at step {step_text(e.step)} ({e.text}); try a smaller change or "
+            "warmup"
         )
     elif f.kind == NON_FINITE and metric_kind(f.metric) == "time":
         f.suggestion = (
@@ -182,7 +183,7 @@ def suggest(f: Finding, near: float) -> None:
         )
     elif f.kind == NON_FINITE:
         f.suggestion = (
-            f"scan the first checkpoint saved after step {fmt_step(f.step)} for NaN/Inf (trainprobe scan)"
+            f"scan the first checkpoint saved after step {step_text(f.step)} for NaN/Inf (trainprobe scan)"
         )
     elif f.kind == MISSING:
         f.suggestion = (
@@ -192,13 +193,13 @@ def suggest(f: Finding, near: float) -> None:
         f.message += f"; no checkpoint save or stall within {round(near)} steps before it"
         f.suggestion = (
             f"no save or stall explains it: inspect the data and the eval pipeline around step "
-            f"{fmt_step(f.step)}, and diff the checkpoints before and after it (trainprobe diff)"
+            f"{step_text(f.step)}, and diff the checkpoints before and after it (trainprobe diff)"
         )
     elif f.kind == DIVERGENCE:
         f.suggestion = "lower the learning rate or restart from the last checkpoint before the rise"
     elif f.kind == OVERFITTING:
         f.suggestion = (
-            f"keep the checkpoint from around step {fmt_step(f.step)} (the best eval), and regularise or "
+            f"keep the checkpoint from around step {step_text(f.step)} (the best eval), and regularise or "
             "stop earlier"
         )
     elif f.kind == EARLY_EXPLOSION:
@@ -207,6 +208,6 @@ def suggest(f: Finding, near: float) -> None:
         )
     elif f.kind == SPIKE:
         f.suggestion = (
-            f"inspect the batches around step {fmt_step(f.step)}; if the same steps spike in another run "
+            f"inspect the batches around step {step_text(f.step)}; if the same steps spike in another run "
             "with the same data order, the data is the cause"
         )

@@ -125,10 +125,6 @@ def _num(x: float | None) -> int | float | str | None:
     return int(x) if x.is_integer() and abs(x) < 2**53 else round(x, 6)
 
 
-def fmt_step(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-
 def fmt_value(x: float | None) -> str:
     if x is None:
         return "?"

@@ -9,9 +9,10 @@ import json
 import math
 from typing import Any
 
+from trainprobe.conventions import step_text
 from trainprobe.metrics.analyze import LogReport, downsample
 from trainprobe.metrics.events import CHECKPOINT_SAVE, RESUME
-from trainprobe.metrics.findings import STALL, fmt_step
+from trainprobe.metrics.findings import STALL
 
 _W, _H, _PAD_L, _PAD_R, _PAD_T, _PAD_B = 900, 220, 64, 16, 14, 28
 _SEV_COLOR = {"error": "#d62728", "warning": "#ff7f0e", "info": "#1f77b4"}
@@ -144,7 +145,7 @@ def _ticks(axes: _Axes) -> list[str]:
         s = axes.x0 + (axes.x1 - axes.x0) * k / 4
         ticks.append(
             f'<text class="axis" x="{axes.sx(s):.1f}" y="{_H - 10}" text-anchor="middle">'
-            f"{fmt_step(round(s))}</text>"
+            f"{step_text(round(s))}</text>"
         )
     return ticks
 
@@ -185,7 +186,7 @@ def render_html(report: LogReport, *, max_points: int = 1500, max_metrics: int =
     for f in report.findings:
         rows.append(
             f'<tr><td><span class="sev {f.severity}">{f.severity}</span></td><td>{html.escape(f.run)}</td>'
-            f"<td>{html.escape(f.metric)}</td><td>{fmt_step(f.step)}</td><td>{html.escape(f.message)}"
+            f"<td>{html.escape(f.metric)}</td><td>{step_text(f.step)}</td><td>{html.escape(f.message)}"
             f'<div class="sugg">→ {html.escape(f.suggestion)}</div></td></tr>'
         )
     charts: list[str] = []

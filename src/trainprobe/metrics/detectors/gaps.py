@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from trainprobe.conventions import step_text
 from trainprobe.metrics.findings import (
     MISSING,
     NON_FINITE,
     STALL,
     THROUGHPUT,
     Finding,
-    fmt_step,
     fmt_value,
 )
 from trainprobe.metrics.roles import is_step_time, metric_kind
@@ -42,9 +42,9 @@ def detect_nonfinite(run: RunLog, metric: str) -> list[Finding]:
             magnitude=float(bad.size),
             row=first,
             message=(
-                f"{metric} is {what} at step {fmt_step(run.steps[first])}"
+                f"{metric} is {what} at step {step_text(run.steps[first])}"
                 + (
-                    f" ({bad.size} non-finite rows up to step {fmt_step(run.steps[int(bad[-1])])})"
+                    f" ({bad.size} non-finite rows up to step {step_text(run.steps[int(bad[-1])])})"
                     if bad.size > 1
                     else ""
                 )
@@ -96,7 +96,7 @@ def detect_missing(run: RunLog) -> list[Finding]:
                     magnitude=float(rows.size),
                     row=first,
                     message=(
-                        f"{name} is missing at step {fmt_step(run.steps[first])}"
+                        f"{name} is missing at step {step_text(run.steps[first])}"
                         + (f" ({rows.size} rows)" if rows.size > 1 else "")
                         + f" while the other fields are logged{context}; loggers such as Megatron leave out"
                         " a NaN/Inf value this way"
@@ -176,8 +176,8 @@ def detect_stalls(
                 magnitude=float(gaps[i] / base[i]),
                 row=row,
                 message=(
-                    f"logging stalled {gaps[i]:.0f} s between steps {fmt_step(prev_step)} and "
-                    f"{fmt_step(run.steps[row])} (usual gap {base[i]:.3g} s)"
+                    f"logging stalled {gaps[i]:.0f} s between steps {step_text(prev_step)} and "
+                    f"{step_text(run.steps[row])} (usual gap {base[i]:.3g} s)"
                 ),
             )
         )
@@ -230,7 +230,7 @@ def detect_throughput(run: RunLog, *, blocks: int = 10, factor: float = 1.5) -> 
                     magnitude=after / before,
                     row=onset,
                     message=(
-                        f"training slowed down from around step {fmt_step(run.steps[onset])}: {label} "
+                        f"training slowed down from around step {step_text(run.steps[onset])}: {label} "
                         f"{fmt_value(before)} → {fmt_value(after)} (×{after / before:.2g}) and stayed slower"
                     ),
                 )
@@ -262,7 +262,7 @@ def detect_unfinished(run: RunLog) -> list[Finding]:
             magnitude=float(run.declared_end - last),
             row=len(run) - 1,
             message=(
-                f"the log stops at step {fmt_step(last)} of the {fmt_step(run.declared_end)} it declares: "
+                f"the log stops at step {step_text(last)} of the {step_text(run.declared_end)} it declares: "
                 "the run was stopped, crashed, or is still running"
             ),
         )

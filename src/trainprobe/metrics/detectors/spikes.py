@@ -34,7 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainprobe.metrics.findings import CLIFF, SPIKE, Finding, fmt_step, fmt_value
+from trainprobe.conventions import step_text
+from trainprobe.metrics.findings import CLIFF, SPIKE, Finding, fmt_value
 from trainprobe.metrics.roles import metric_kind
 from trainprobe.metrics.rolling import trailing_mad, trailing_median
 from trainprobe.metrics.splits import EVAL, split_of
@@ -283,7 +284,7 @@ def _cliff(s: _Stretch, start: int) -> Finding | None:
         row=int(s.rows[start]),
         message=(
             f"{s.metric} {'jumped' if new_level > level_before else 'fell off a cliff'} at step "
-            f"{fmt_step(steps[start])}: {fmt_value(level_before)} → {fmt_value(new_level)} "
+            f"{step_text(steps[start])}: {fmt_value(level_before)} → {fmt_value(new_level)} "
             f"({_change(level_before, new_level)}) and stayed there"
         ),
     )
@@ -315,11 +316,11 @@ def _spike(
         rec_text = "has not recovered by the end of the log"
     elif settled is not None:
         rec_text = (
-            f"came most of the way back after {fmt_step(recovered)} step{'' if recovered == 1 else 's'}, "
+            f"came most of the way back after {step_text(recovered)} step{'' if recovered == 1 else 's'}, "
             f"to {fmt_value(settled)} ({_change(base, settled)} on {fmt_value(base)})"
         )
     else:
-        rec_text = f"recovered after {fmt_step(recovered)} step{'' if recovered == 1 else 's'}"
+        rec_text = f"recovered after {step_text(recovered)} step{'' if recovered == 1 else 's'}"
     return Finding(
         SPIKE,
         severity,
@@ -334,7 +335,7 @@ def _spike(
         row=int(s.rows[start]),
         settled_at=settled,
         message=(
-            f"{s.metric} spiked at step {fmt_step(steps[start])}: {fmt_value(base)} → "
+            f"{s.metric} spiked at step {step_text(steps[start])}: {fmt_value(base)} → "
             f"{fmt_value(float(x[peak]))} (×{ratio:.3g}), {rec_text}"
         ),
     )

@@ -32,8 +32,9 @@ import re
 
 import numpy as np
 
+from trainprobe.conventions import step_text
 from trainprobe.metrics.detectors.spikes import stretches
-from trainprobe.metrics.findings import DIVERGENCE, EARLY_EXPLOSION, OVERFITTING, Finding, fmt_step, fmt_value
+from trainprobe.metrics.findings import DIVERGENCE, EARLY_EXPLOSION, OVERFITTING, Finding, fmt_value
 from trainprobe.metrics.roles import metric_kind
 from trainprobe.metrics.splits import EVAL, EVAL_WORDS, TRAIN, split_of
 from trainprobe.metrics.table import RunLog
@@ -80,7 +81,7 @@ def _finding(
         baseline=low,
         magnitude=high / low if low else float("inf"),
         row=int(rows[onset]),
-        message=f"{metric} is diverging from step {fmt_step(steps[onset])}: {text}",
+        message=f"{metric} is diverging from step {step_text(steps[onset])}: {text}",
     )
 
 
@@ -137,7 +138,7 @@ def _explosion_or_climb(
         text = f"{fmt_value(float(base))} → {fmt_value(float(x[i]))} and up to {fmt_value(peak)}" + (
             " by the end of the log"
             if not back.size
-            else f", back under {fmt_value(3 * float(base))} at step {fmt_step(steps[end + 1])}"
+            else f", back under {fmt_value(3 * float(base))} at step {step_text(steps[end + 1])}"
         )
         return _finding(run, metric, rows, steps, i, max(end, i), float(base), peak, text)
     return None
@@ -235,7 +236,7 @@ def _accuracy_divergence(
     if after.size < 3 or x[best] <= 0 or after.max() >= 0.95 * x[best] or after.min() > 0.9 * x[best]:
         return None
     low = float(after.min())
-    text = (f"{metric} fell from its best {fmt_value(float(x[best]))} (step {fmt_step(steps[best])}) to "
+    text = (f"{metric} fell from its best {fmt_value(float(x[best]))} (step {step_text(steps[best])}) to "
             f"{fmt_value(low)} and has not come back")  # fmt: skip
     return _since_best(DIVERGENCE, run, metric, rows, steps, best, low, float(x[best]), text)
 
@@ -351,7 +352,7 @@ def detect_overfitting(run: RunLog) -> list[Finding]:
             continue
         text = (
             f"{metric} has risen since its best {fmt_value(float(x[best]))} at step "
-            f"{fmt_step(steps[best])} to {fmt_value(float(x[-1]))}, while {partner} kept falling "
+            f"{step_text(steps[best])} to {fmt_value(float(x[-1]))}, while {partner} kept falling "
             f"({fmt_value(start)} → {fmt_value(float(later[-1]))}): overfitting"
         )
         findings.append(
@@ -387,7 +388,7 @@ def detect_early_explosion(run: RunLog, metric: str, *, first_rows: int = 10) ->
             row=int(rows[0]),
             message=(
                 f"{metric} exploded in the first steps: {fmt_value(float(head[0]))} at step "
-                f"{fmt_step(steps[0])} → {fmt_value(float(head[peak]))} at step {fmt_step(steps[peak])}"
+                f"{step_text(steps[0])} → {fmt_value(float(head[peak]))} at step {step_text(steps[peak])}"
                 f" (×{ratio:.3g}){why}"
             ),
         )
