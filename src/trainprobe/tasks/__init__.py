@@ -12,6 +12,7 @@
     one = scan_sharded(["ssh=node[01-16]"], "/local/ckpt/step_4000")  # one unit, each node its files
     verdict = check_sharded(["ssh=node[01-16]"], "/local/ckpt/step_4000")  # its check, one report
     diagnosis = triage_on("ssh=gpu07", "/scratch/exp3")    # a TriageReport, concluded here
+    tail = tail_on("ssh=gpu07", "/runs/3/train.log", lines=500)  # the watch_tail tool's findings document
 
 A capability's "run it there" is one :class:`~trainprobe.tasks.remote_call.RemoteTask`: the function, the
 library packages shipped with it, the modules the far-side interpreter needs (``numpy`` by default) and how
@@ -33,6 +34,7 @@ from trainprobe.tasks.diff import diff_on, diff_on_fleet, diff_task
 from trainprobe.tasks.logs import logs_on, logs_on_fleet, logs_task
 from trainprobe.tasks.remote_call import FleetReports, RemoteTask, raised_far_side
 from trainprobe.tasks.sharded import ShareProgress, check_sharded, scan_sharded
+from trainprobe.tasks.tail import tail_on, tail_task
 from trainprobe.tasks.triage import collect_on, collect_task, triage_on
 from trainprobe.tasks.watch import RemoteFollower, watch_on
 
@@ -40,5 +42,5 @@ __all__ = [
     "FleetReports", "RemoteFollower", "RemoteTask", "ShareProgress", "check_on", "check_on_fleet",
     "check_sharded", "check_task", "collect_on", "collect_task", "diff_on", "diff_on_fleet", "diff_task",
     "logs_on", "logs_on_fleet", "logs_task", "raised_far_side", "scan_on", "scan_on_fleet", "scan_sharded",
-    "scan_task", "triage_on", "watch_on",
+    "scan_task", "tail_on", "tail_task", "triage_on", "watch_on",
 ]  # fmt: skip

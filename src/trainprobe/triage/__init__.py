@@ -1,12 +1,12 @@
 """``triage``: one answer for a run directory: what is broken where, what the logs show, what caused what, and
 which checkpoint unit to resume from.
 
-    >>> report = triage("runs/exp3")                 # or triage("/scratch/exp3", on="ssh=gpu07")
+    >>> report = triage("runs/exp3")    # on a target: tasks.triage_on("ssh=gpu07", "/scratch/exp3")
     >>> report.answers["resume"]["lines"], [(c.cause, c.step) for c in report.conclusions]
 
 - :func:`collect` finds the logs and checkpoint units under a directory, runs the log readers and detectors
   (``trainprobe.metrics``) and ``check`` (``trainprobe.checkpoint``) on them; it imports only the standard
-  library and numpy, and is what runs on the far side with ``on=`` (:mod:`trainprobe.tasks.triage`).
+  library and numpy, and is what runs on the far side for :func:`trainprobe.tasks.triage_on`.
 - :func:`conclude` joins its JSON: units (:mod:`.units`), saves matched to units (:mod:`.saves`), causes
   (:mod:`.causes`), the four answers (:mod:`.answers`); :class:`TriageReport` (``to_json``, :mod:`.model`).
 - :func:`render_triage_html` is the self-contained HTML report: the metric curves with saves, stalls and
