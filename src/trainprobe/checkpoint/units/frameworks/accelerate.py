@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from trainprobe.checkpoint.units.frameworks.base import (
-    OPTIMIZER_STEPS,
     SAVES,
+    STEP_COUNTS,
     UNKNOWN_COUNT,
     FrameworkBase,
     Layout,
@@ -30,11 +30,7 @@ class Accelerate(FrameworkBase):
     # the optimizer steps once per step (its counters are the step: the folder counts saves)
     exact_steps = True
     # A user's scheduler may step per epoch or per batch: not compared.
-    counts: ClassVar[Mapping[str, str]] = {
-        "name": OPTIMIZER_STEPS,
-        "scheduler": UNKNOWN_COUNT,
-        "step field": OPTIMIZER_STEPS,
-    }
+    counts: ClassVar[Mapping[str, str]] = {**STEP_COUNTS, "scheduler": UNKNOWN_COUNT}
 
     def name_counts(self, separator: str) -> str:
         # its automatic naming (checkpoint_<i>) counts saves, not steps

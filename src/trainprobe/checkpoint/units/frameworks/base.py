@@ -43,6 +43,9 @@ TensorRole = Literal["weights", "optimizer", "metadata"]
 Opened = tuple[str, Role, "Checkpoint"]
 
 OPTIMIZER_STEPS, EPOCHS, SAVES, UNKNOWN_COUNT = "optimizer steps", "epochs", "saves", "unknown"
+#: What a unit's name and its saved step field count in every framework so far; a framework adds what its
+#: other sources (a scheduler, trainer_state.json) count: ``counts = {**STEP_COUNTS, "scheduler": EPOCHS}``.
+STEP_COUNTS: Mapping[str, str] = {"name": OPTIMIZER_STEPS, "step field": OPTIMIZER_STEPS}
 
 
 @dataclass(frozen=True)
@@ -113,10 +116,11 @@ class Framework(Protocol):
 class FrameworkBase:
     """A framework that knows its layout and what its step sources count, and nothing else: it claims no
     single file, leaves tensor roles to the generic rule, reads no facts of its own and has no evidence about
-    its parts as a whole. A framework subclasses it, sets ``name`` and ``counts`` and defines ``layout``."""
+    its parts as a whole. A framework subclasses it, sets ``name`` (and ``counts`` beyond :data:`STEP_COUNTS`)
+    and defines ``layout``."""
 
     name: str
-    counts: ClassVar[Mapping[str, str]]
+    counts: ClassVar[Mapping[str, str]] = STEP_COUNTS
     exact_steps: bool = False
     covers_by_partition: bool = False
 

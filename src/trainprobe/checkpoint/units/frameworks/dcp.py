@@ -4,18 +4,17 @@ files, read whole as one part. FSDP2 state dicts name optimizer state by paramet
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from collections.abc import Sequence
 
 from trainprobe.checkpoint.reading.formats.dcp import METADATA
-from trainprobe.checkpoint.units.frameworks.base import OPTIMIZER_STEPS, FrameworkBase, Layout, Part
+from trainprobe.checkpoint.units.frameworks.base import FrameworkBase, Layout, Part
 
 
 class Dcp(FrameworkBase):
     name = "dcp"
     # The step is the user's (a folder name, a train_state entry) and may count micro-batches.
     exact_steps = False
-    counts: ClassVar[Mapping[str, str]] = {"name": OPTIMIZER_STEPS, "step field": OPTIMIZER_STEPS}
+    # counts: STEP_COUNTS (its scheduler, if any, is the user's: not compared)
 
     def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
         if METADATA not in files:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.units.frameworks.base import (
     OPTIMIZER_STEPS,
+    STEP_COUNTS,
     FactsOfPart,
     FrameworkBase,
     Layout,
@@ -74,11 +75,7 @@ class DeepSpeed(FrameworkBase):
     exact_steps = True
     # ZeRO partitions are flat: the zero-partitions evidence below says whether they cover the model.
     covers_by_partition = True
-    counts: ClassVar[Mapping[str, str]] = {
-        "name": OPTIMIZER_STEPS,
-        "step field": OPTIMIZER_STEPS,
-        "scheduler": OPTIMIZER_STEPS,
-    }
+    counts: ClassVar[Mapping[str, str]] = {**STEP_COUNTS, "scheduler": OPTIMIZER_STEPS}
 
     def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
         # A tag folder holds DeepSpeed's states and nothing else that looks like a checkpoint.

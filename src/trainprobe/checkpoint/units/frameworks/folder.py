@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from trainprobe.checkpoint.units.frameworks.base import (
-    OPTIMIZER_STEPS,
+    STEP_COUNTS,
     UNKNOWN_COUNT,
     FrameworkBase,
     Layout,
@@ -23,11 +23,7 @@ class Folder(FrameworkBase):
     # The folder is one save named by the step the loop was at (step_500/): without a grad scaler saved
     # beside it, an optimizer file behind that step is a stale one.
     exact_steps = True
-    counts: ClassVar[Mapping[str, str]] = {
-        "name": OPTIMIZER_STEPS,
-        "step field": OPTIMIZER_STEPS,
-        "scheduler": UNKNOWN_COUNT,
-    }
+    counts: ClassVar[Mapping[str, str]] = {**STEP_COUNTS, "scheduler": UNKNOWN_COUNT}
 
     def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
         roles = [role_by_name(f) for f in files]
@@ -44,11 +40,7 @@ class PlainFile(FrameworkBase):
     name = "file"
     # A step field of a hand-written loop may count micro-batches or include skipped steps.
     exact_steps = False
-    counts: ClassVar[Mapping[str, str]] = {
-        "name": OPTIMIZER_STEPS,
-        "step field": OPTIMIZER_STEPS,
-        "scheduler": UNKNOWN_COUNT,
-    }
+    counts: ClassVar[Mapping[str, str]] = {**STEP_COUNTS, "scheduler": UNKNOWN_COUNT}
 
     def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
         return None

@@ -17,6 +17,7 @@ from typing import ClassVar
 
 from trainprobe.checkpoint.units.frameworks.base import (
     OPTIMIZER_STEPS,
+    STEP_COUNTS,
     FrameworkBase,
     Layout,
     Part,
@@ -33,10 +34,9 @@ class HfTrainer(FrameworkBase):
     # global_step counts optimizer steps; without a grad scaler (scaler.pt) none is skipped
     exact_steps = True
     counts: ClassVar[Mapping[str, str]] = {
-        "name": OPTIMIZER_STEPS,
+        **STEP_COUNTS,
         "trainer_state.json": OPTIMIZER_STEPS,
         "scheduler": OPTIMIZER_STEPS,
-        "step field": OPTIMIZER_STEPS,
     }
 
     def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:

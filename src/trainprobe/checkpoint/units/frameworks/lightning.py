@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from trainprobe.checkpoint.units.frameworks.base import (
     EPOCHS,
-    OPTIMIZER_STEPS,
+    STEP_COUNTS,
     FrameworkBase,
     Layout,
     TensorRole,
@@ -26,11 +26,7 @@ class Lightning(FrameworkBase):
     # global_step counts optimizer steps; AMP (native_amp_scaling_state saved) may skip some
     exact_steps = True
     # lr_schedulers step per epoch unless configured per step (the interval is not saved): not compared.
-    counts: ClassVar[Mapping[str, str]] = {
-        "name": OPTIMIZER_STEPS,
-        "step field": OPTIMIZER_STEPS,
-        "scheduler": EPOCHS,
-    }
+    counts: ClassVar[Mapping[str, str]] = {**STEP_COUNTS, "scheduler": EPOCHS}
 
     def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
         return None  # a Lightning checkpoint is one file
