@@ -140,3 +140,9 @@ class SaveError(TrainprobeError):
     """CheckpointWriter failed; raised on the call after the failure."""
 
     exit_code = 1
+
+
+def report_verdict(exit_code: int) -> str:
+    """A whole report's one word (``triage``, ``logs``): what its exit code says, ``healthy`` (0),
+    ``problems`` (1) or ``not read`` (2, or anything else: what is not known healthy is not called so)."""
+    return {0: "healthy", 1: "problems"}.get(exit_code, "not read")

@@ -142,8 +142,8 @@ def test_a_dcp_directory_on_4_nodes_is_judged_where_shares_can_say(
     hurt = damage.nan_in_exp_avg_sq(framework_units.path("dcp/fsdp2-4ranks/step_3"), tmp_path / "src", rank=2)
     nodes, gathered = spread(hurt.root, tmp_path, 4, drop="__3_0.distcp")
     merged = sharded_check(nodes, "step_3")
-    whole = local_check(gathered, "step_3")["checkpoints"][0]
-    (result,) = report_of(merged)["checkpoints"]
+    whole = local_check(gathered, "step_3")["units"][0]
+    (result,) = report_of(merged)["units"]
     assert result["verdict"] == whole["verdict"] == "nonfinite"
     assert result["nonfinite"] == whole["nonfinite"]
     assert result["nonfinite"][0]["name"] == "optimizer.state.0.weight.exp_avg_sq@8,0"
@@ -169,7 +169,7 @@ def test_a_clean_dcp_directory_on_4_nodes_is_unknown_not_consistent(
     nodes, gathered = spread(framework_units.path("dcp/fsdp2-4ranks/step_3"), tmp_path, 4)
     merged = sharded_check(nodes, "step_3")
     (result,) = merged.report.results
-    assert local_check(gathered, "step_3")["checkpoints"][0]["verdict"] == "consistent"
+    assert local_check(gathered, "step_3")["units"][0]["verdict"] == "consistent"
     assert result.verdict == "unknown"  # what shares cannot judge is not judged healthy
     assert "read in shares" in result.reason
     assert merged.exit_code == 0

@@ -71,7 +71,7 @@ def test_two_checkpoints_of_one_run(tmp_path: Path) -> None:
     assert summary["model.encoder"].identical == 1
     assert summary["model.encoder"].changed == 1
     js = report.to_json()
-    assert js["schema_version"] == 2
+    assert js["schema_version"] == 3
     assert js["same_run"]["step_moved_weights_did_not"]
 
 

@@ -174,7 +174,7 @@ def test_scan_verify_and_check_without_zlib_ng_give_the_same_verdicts(
     assert problem.startswith(f"record {name} fails its CRC32 check")
 
     code, report = _cli(["check", "--json", str(clean), str(big)], without_zlib_ng=without_zlib_ng)
-    results = {Path(str(r["path"])).name: r for r in report["checkpoints"]}  # type: ignore[attr-defined]
+    results = {Path(str(r["path"])).name: r for r in report["units"]}  # type: ignore[attr-defined]
     assert code == 1
     assert {k: r["verdict"] for k, r in results.items()} == {"clean.pt": "unknown", "big.pt": "corrupt"}
     assert f"record {name} fails its CRC32 check" in results["big.pt"]["reason"]

@@ -65,9 +65,9 @@ def test_json_report(checkpoints: dict[str, Path]) -> None:
     proc = _trainprobe("check", "--json", str(checkpoints["torn"]))
     assert proc.returncode == 1
     report = json.loads(proc.stdout)
-    assert report["schema_version"] == 2
+    assert report["schema_version"] == 3
     assert report["exit_code"] == 1
-    (result,) = report["checkpoints"]
+    (result,) = report["units"]
     assert result["verdict"] == "torn"
     fails = [e for e in result["evidence"] if e["outcome"] == "fail"]
     assert fails[0]["check"] == "step-counters"

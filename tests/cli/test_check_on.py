@@ -55,7 +55,7 @@ def test_check_on_gives_the_local_verdicts(sshd: SshServer, numpy_venv: Path, ch
     local = subprocess.run([TRAINPROBE, "check", "--json", *paths], capture_output=True, text=True)
     assert remote.returncode == local.returncode == 1, remote.stderr
     assert json.loads(remote.stdout) == json.loads(local.stdout)
-    verdicts = [c["verdict"] for c in json.loads(remote.stdout)["checkpoints"]]
+    verdicts = [c["verdict"] for c in json.loads(remote.stdout)["units"]]
     assert verdicts == ["consistent", "torn"]
 
 
@@ -87,7 +87,7 @@ def test_check_on_a_fleet_reports_per_target(sshd: SshServer, numpy_venv: Path, 
         ).stdout
     )
     assert data["exit_code"] == 1
-    assert [t["result"]["checkpoints"][0]["verdict"] for t in data["targets"]] == ["torn", "torn"]
+    assert [t["result"]["units"][0]["verdict"] for t in data["targets"]] == ["torn", "torn"]
     with_dead = subprocess.run(
         [TRAINPROBE, "check", good, "--on", on_zsh, "--on", "ssh=127.0.0.1:1"], capture_output=True, text=True
     )

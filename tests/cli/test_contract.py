@@ -99,6 +99,34 @@ def test_the_json_help_names_the_documents_schema_version(
     assert versions[:1] == [str(document["schema_version"])]
 
 
+@pytest.mark.parametrize(
+    ("args", "verdict", "code"),
+    [
+        (["scan", "a.safetensors"], "nonfinite", 1),
+        (["check", "a.safetensors"], "nonfinite", 1),
+        (["diff", "a.safetensors", "b.safetensors"], "nonfinite", 1),
+        (["logs", "train.jsonl"], "problems", 1),
+        (["triage", "run"], "problems", 1),
+    ],
+    ids=lambda a: a[0] if isinstance(a, list) else str(a),
+)
+def test_every_document_has_the_shared_keys(
+    cli: Any, files: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], verdict: str, code: int
+) -> None:
+    """docs/json.md: schema_version 3, a verdict, the exit code the command exits with, a summary of counts,
+    and checkpoint units under ``units``."""
+    monkeypatch.chdir(files)
+    ran = cli(*args, "--json")
+    document = json.loads(ran.stdout)
+    assert document["schema_version"] == 3
+    assert (document["verdict"], document["exit_code"], ran.exit_code) == (verdict, code, code)
+    assert isinstance(document["summary"], dict)
+    assert "checkpoints" not in document
+    if args[0] in ("scan", "check", "triage"):
+        assert isinstance(document["units"], list)
+        assert document["units"]
+
+
 def test_triage_on_a_name_from_the_targets_file(
     cli: Any, files: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -35,7 +35,7 @@ def test_diff_human_and_json(tmp_path: Path) -> None:
     assert "0.5" in proc.stdout  # rel change ||A-B||/||A|| = 0.5
     assert "1 changed, 1 identical, 1 removed, 1 added" in proc.stdout
     report = json.loads(_trainprobe("diff", "--json", str(a), str(b)).stdout)
-    assert report["schema_version"] == 2
+    assert report["schema_version"] == 3
     weight = next(t for t in report["tensors"] if t["name"] == "layer.weight")
     assert weight["rel_change"] == pytest.approx(0.5)
     assert weight["max_abs_diff"] == pytest.approx(0.5)

@@ -45,7 +45,7 @@ def test_json_document(seed_log: Path, cli: Any) -> None:
     result = cli("logs", str(seed_log), "--json")
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 3
     assert [(f["kind"], f["step"]) for f in doc["findings"]][:3] == [
         ("spike", 2029),
         ("spike", 4021),

@@ -69,7 +69,7 @@ def test_json_schema(run_dir: Path, run_scan: Any) -> None:
     result = run_scan(str(run_dir / "step3.pt"), str(run_dir / "missing.pt"), "--json", "--stats")
     assert result.exit_code == 1
     data = json.loads(result.stdout)
-    assert data["schema_version"] == 2
+    assert data["schema_version"] == 3
     assert data["exit_code"] == 1
     assert data["verdict"] == "nonfinite"
     assert data["options"] == {"stats": True, "verify": False}

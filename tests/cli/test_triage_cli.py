@@ -56,7 +56,7 @@ def test_json_is_one_document_with_the_resume_point(cli: Any) -> None:
     result = cli("triage", str(story_run("writer", True)), "--json", *FLOOR)
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
-    assert doc["schema_version"] == 2
+    assert doc["schema_version"] == 3
     assert doc["summary"]["causes"] == ["gradient-explosion"]
     assert doc["resume_from"]["step"] == 150
     assert doc["resume_from"]["path"].endswith("ckpt/step-00000150.pt")
@@ -152,7 +152,7 @@ def test_triage_on_a_target_with_only_numpy(sshd: object, numpy_venv: Path, cli:
     rdoc, ldoc = json.loads(remote.stdout), json.loads(local.stdout)
     assert rdoc["target"] == target
     assert rdoc["conclusions"] == ldoc["conclusions"]
-    assert [c["verdict"] for c in rdoc["checkpoints"]] == [c["verdict"] for c in ldoc["checkpoints"]]
+    assert [c["verdict"] for c in rdoc["units"]] == [c["verdict"] for c in ldoc["units"]]
     missing = cli("triage", "--on", target, str(run / "nope"))
     assert missing.exit_code == 2
     assert "no such file or directory" in _said(missing.stderr)

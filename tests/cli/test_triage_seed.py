@@ -37,7 +37,7 @@ def test_one_triage_on_a_zsh_host_answers_the_seeds_four_questions(
     doc = json.loads(result.stdout)
     assert doc["target"] == target
     assert doc["problems"] == []  # the Python-logging log was read
-    units = {c["relpath"]: c for c in doc["checkpoints"]}
+    units = {c["relpath"]: c for c in doc["units"]}
     checked = {r.path: r for r in check_paths([str(run)]).results}
     assert {c["path"]: (c["verdict"], c["step"]) for c in units.values()} == {
         p: (r.verdict, r.step) for p, r in checked.items()

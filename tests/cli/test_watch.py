@@ -188,7 +188,7 @@ def test_json_lines_and_a_bad_target(tmp_path: Path) -> None:
     assert (first["kind"], first["step"], first["severity"]) == ("spike", 120, "error")
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["type"] == "summary"
-    assert summary["schema_version"] == 1
+    assert summary["schema_version"] == 3
     assert rc == 1
     bad = subprocess.run(
         [sys.executable, "-m", "trainprobe", "watch", "nosuchkind=x", str(log)],

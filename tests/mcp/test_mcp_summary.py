@@ -54,7 +54,7 @@ def test_check_lists_the_worst_verdicts_first_in_the_librarys_order() -> None:
     from trainprobe.checkpoint.verdict import ORDER
 
     verdicts = ["consistent", "unknown", "suspicious", "unreadable", "torn", "corrupt", "nonfinite"]
-    doc = {"checkpoints": [{"path": f"/c/{v}.pt", "verdict": v} for v in verdicts], "summary": {}}
+    doc = {"units": [{"path": f"/c/{v}.pt", "verdict": v} for v in verdicts], "summary": {}}
     listed = [line.split(": ")[0] for line in summary.check(doc).text(None).splitlines()[1:-1]]
     assert listed == [f"- {v}" for v in ORDER if v in verdicts]
     assert listed[:2] == ["- suspicious", "- nonfinite"]  # before torn: once last, as no verdict of check

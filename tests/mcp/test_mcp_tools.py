@@ -41,9 +41,9 @@ def test_tools_are_listed_with_schemas_that_teach_the_target_syntax(server: McpS
 
 #: keys each tool's output schema declares (of more): its command's --json document, a fleet's for a fleet
 DECLARED = {
-    "triage": {"verdict", "exit_code", "answers", "conclusions", "resume_from", "checkpoints"},
+    "triage": {"verdict", "exit_code", "answers", "conclusions", "resume_from", "units"},
     "scan": {"schema_version", "verdict", "exit_code", "totals", "units", "files"},
-    "check": {"schema_version", "exit_code", "summary", "checkpoints"},
+    "check": {"schema_version", "verdict", "exit_code", "summary", "units"},
     "diff": {"a", "b", "verdict", "exit_code", "tensors", "same_run"},
     "logs": {"schema_version", "exit_code", "summary", "runs", "findings", "not_read"},
     "watch_tail": {"summary", "runs", "findings", "tail"},
@@ -99,7 +99,7 @@ def test_check_is_the_library_check(server: McpSession, checkpoints: Path) -> No
     assert result.structured_content == check_paths_json(paths)
     text = text_of(result)
     assert text.startswith(
-        f"check (exit code 1): {len(result.structured_content['checkpoints'])} checkpoint(s)"
+        f"check (exit code 1): {len(result.structured_content['units'])} checkpoint(s)"
     )
     assert str(checkpoints / "bad.safetensors") in text.splitlines()[1]  # the non-finite one first
 

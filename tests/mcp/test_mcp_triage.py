@@ -35,7 +35,7 @@ def test_triage_equals_the_library_and_the_cli(server: McpSession) -> None:
     assert lines[-2].startswith("no checkpoint to resume from: no checkpoint is healthy before step")
     first = document["conclusions"][0]
     assert f"- step {first['step']}: {first['title']} ({first['confidence']} confidence)" in text
-    torn = [c for c in document["checkpoints"] if c["verdict"] == "torn"]
+    torn = [c for c in document["units"] if c["verdict"] == "torn"]
     assert torn
     assert all(f"- torn: {c['relpath']} (step {c['step']}) mixes training steps" in text for c in torn)
     order = ["broken: ", "the logs show ", "causes: ", "no checkpoint to resume from"]

@@ -41,7 +41,7 @@ def test_seed_story_is_told_exactly(tmp_path: Path) -> None:
 
 def test_json_is_stable_and_joinable(tmp_path: Path) -> None:
     doc = analyze(write_seed_story(tmp_path / "train.log")).to_json(series=True)
-    assert doc["schema_version"] == SCHEMA_VERSION == 1
+    assert doc["schema_version"] == SCHEMA_VERSION == 3
     assert doc["summary"] == {"error": 3, "warning": 2, "info": 0}
     first = doc["findings"][0]
     assert set(first) == {

@@ -157,7 +157,7 @@ def test_a_stale_deepspeed_partition_on_another_node_is_torn(
     assert code == 1, stderr
     sharded = document.pop("sharded")
     assert document == local_check(tmp_path / "gathered", "ckpt/global_step4")
-    (result,) = document["checkpoints"]
+    (result,) = document["units"]
     assert result["verdict"] == "torn"
     assert any(e["check"] == "step-counters" and e["outcome"] == "fail" for e in result["evidence"])
     assert sharded["readers"]["zero_pp_rank_1_mp_rank_00_optim_states.pt"] == nodes[1][0]
@@ -171,8 +171,8 @@ def test_a_dcp_checkpoint_on_4_nodes_finds_the_nan_and_the_missing_file(
     place(hurt.root, nodes, "__3_0.distcp", tmp_path / "gathered")
     code, document, stderr = check_cli([t for t, _h in nodes], "ckpt/step_3")
     assert code == 1, stderr
-    (result,) = document["checkpoints"]
-    (whole,) = local_check(tmp_path / "gathered", "ckpt/step_3")["checkpoints"]
+    (result,) = document["units"]
+    (whole,) = local_check(tmp_path / "gathered", "ckpt/step_3")["units"]
     assert result["verdict"] == whole["verdict"] == "nonfinite"
     assert result["nonfinite"] == whole["nonfinite"]
     assert result["nonfinite"][0]["name"] == "optimizer.state.0.weight.exp_avg_sq@8,0"

@@ -93,10 +93,10 @@ def test_a_healthy_run_has_no_causes() -> None:
 def test_json_schema_is_stable_and_strict() -> None:
     doc = triage(str(story_run("naive", True)), stall_floor_s=STALL_FLOOR).to_json()
     json.dumps(doc, allow_nan=False)
-    assert doc["schema_version"] == SCHEMA_VERSION == 2
+    assert doc["schema_version"] == SCHEMA_VERSION == 3
     assert list(doc) == [
         "schema_version", "verdict", "exit_code", "run_dir", "target", "host", "problems", "answers",
-        "summary", "resume_from", "conclusions", "checkpoints", "saves", "disagreements", "duplicates",
+        "summary", "resume_from", "conclusions", "units", "saves", "disagreements", "duplicates",
         "timeline", "log_files", "logs_skipped", "near_steps", "seconds", "logs",
     ]  # fmt: skip
     assert list(doc["answers"]) == ["broken", "logs", "causes", "resume"]
@@ -106,7 +106,7 @@ def test_json_schema_is_stable_and_strict() -> None:
     assert set(doc["conclusions"][0]) == {
         "cause", "title", "confidence", "step", "anomalies", "evidence", "suggestion", "checkpoint"
     }  # fmt: skip
-    assert set(doc["checkpoints"][0]) == {
+    assert set(doc["units"][0]) == {
         "path", "relpath", "framework", "format", "step", "step_source", "step_sources", "verdict", "reason",
         "findings", "step_groups", "nonfinite_tensors", "nonfinite_tensor_count", "nonfinite_values",
         "identical_to", "byte_identical_to", "saved_at", "bytes", "mtime",
@@ -114,7 +114,7 @@ def test_json_schema_is_stable_and_strict() -> None:
     assert {s["matched_by"] for s in doc["saves"]} == {"path"}  # every save line names the file it wrote
     assert {t["kind"] for t in doc["timeline"]} == {"event", "anomaly", "checkpoint"}
     assert {t["type"] for t in doc["timeline"] if t["kind"] == "event"} >= {"checkpoint_save", "stall"}
-    assert doc["logs"]["schema_version"] == 1
+    assert doc["logs"]["schema_version"] == 3
     assert "series" in doc["logs"]
     steps = [t["step"] for t in doc["timeline"]]
     assert steps == sorted(steps)
@@ -233,9 +233,9 @@ def _collected(findings: list[dict[str, object]], events: list[dict[str, object]
         for s in (0, 100, 200)
     ]
     run = {"name": "train", "first_step": 0, "last_step": 300, "events": events}
-    logs = {"schema_version": 1, "runs": [run], "findings": findings}
+    logs = {"schema_version": 3, "runs": [run], "findings": findings}
     return {"run_dir": "/r", "host": "h", "log_files": ["/r/train.log"], "logs_skipped": [], "seconds": 0.1,
-            "checkpoints": checkpoints, "logs": logs}  # fmt: skip
+            "units": checkpoints, "logs": logs}  # fmt: skip
 
 
 def _spike(step: int) -> dict[str, object]:

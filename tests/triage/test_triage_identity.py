@@ -27,9 +27,9 @@ def _unit(rel: str, step: int | None, *, name_step: int | None = None, mtime: fl
 
 def _doc(units: list[dict], saves: list[dict], skipped: list[dict] | None = None) -> dict:
     run = {"name": "train", "first_step": 0, "last_step": 300, "events": saves}
-    logs = {"schema_version": 1, "runs": [run], "findings": []}
+    logs = {"schema_version": 3, "runs": [run], "findings": []}
     return {"run_dir": "/data/run", "host": "h", "log_files": ["/data/run/train.log"], "seconds": 0.1,
-            "logs_skipped": skipped or [], "checkpoints": units, "logs": logs}  # fmt: skip
+            "logs_skipped": skipped or [], "units": units, "logs": logs}  # fmt: skip
 
 
 def _save(step: int, path: str | None, wall: float | None = None) -> dict:

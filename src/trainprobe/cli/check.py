@@ -38,7 +38,7 @@ _CHECK_EPILOG = (
     "examples:\n"
     "  trainprobe check ckpt/step-00001000.pt\n"
     "  trainprobe check out/                         every unit below (checkpoint-N/ ...)\n"
-    "  trainprobe check 'runs/*/last.ckpt' --json    JSON, schema_version 2\n"
+    "  trainprobe check 'runs/*/last.ckpt' --json    JSON, schema_version 3\n"
     "  trainprobe check /data/ckpt --on ssh=user@gpu01   where the files are\n"
     "  trainprobe check /ckpt/step_4000 --on 'ssh=node[01-08]'   on each node of a fleet\n"
     "  trainprobe check --on 'ssh=login//slurm=812345' --sharded /local/ckpt/global_step4000\n"
@@ -64,7 +64,7 @@ _OUTCOME = {
 
 def render_check_report(console: Console, report: dict[str, Any]) -> None:
     """The human form of a check report's JSON (identical for local and remote checks)."""
-    for c in report["checkpoints"]:
+    for c in report["units"]:
         files = c.get("files") or []
         extra = ""
         if len(files) > 1 or (files and files[0]["path"] != c["path"]):
@@ -92,13 +92,13 @@ def render_check_report(console: Console, report: dict[str, Any]) -> None:
             counts = f"{bad['nan']} NaN, {bad['posinf']} +Inf, {bad['neginf']} -Inf"
             console.print(f"    [red]{escape(bad['name'])}: {counts}[/]")
     summary = ", ".join(f"{n} {verdict}" for verdict, n in report["summary"].items())
-    console.print(f"{len(report['checkpoints'])} checkpoint(s): {summary}")
+    console.print(f"{len(report['units'])} checkpoint(s): {summary}")
 
 
 def exit_code(report: dict[str, Any], strict: bool) -> int:
     """A check report's exit code (the report's, from the one verdict rule); ``strict``: unknown is 1."""
     code = int(report["exit_code"])
-    if strict and code == 0 and any(c["verdict"] == "unknown" for c in report["checkpoints"]):
+    if strict and code == 0 and any(c["verdict"] == "unknown" for c in report["units"]):
         return 1
     return code
 
@@ -158,5 +158,5 @@ def _check_summary(report: dict[str, Any]) -> str:
 
 
 COMMAND = Command(
-    _CHECK_HELP, "PATH... [options]", add_arguments, check, _CHECK_EPILOG, remote=_REMOTE, schema_version=2
+    _CHECK_HELP, "PATH... [options]", add_arguments, check, _CHECK_EPILOG, remote=_REMOTE, schema_version=3
 )

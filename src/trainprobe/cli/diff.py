@@ -35,7 +35,7 @@ _DIFF_EPILOG = (
     "  trainprobe diff ckpt/step-00000100.pt ckpt/step-00000200.pt\n"
     "  trainprobe diff out/checkpoint-500 out/checkpoint-1000   two HF Trainer units\n"
     "  trainprobe diff a.pt b.pt --all        list identical tensors too\n"
-    "  trainprobe diff a.pt b.pt --json       the JSON report (schema_version 2)\n"
+    "  trainprobe diff a.pt b.pt --json       the JSON report (schema_version 3)\n"
     "  trainprobe diff /ckpt/step_1000 /ckpt/step_2000 --on ssh=user@gpu07   where the files are\n"
     "  trainprobe diff /local/ckpt/a.pt /local/ckpt/b.pt --on 'ssh=node[01-08]'   on each node\n\n"
     f"{EXIT_CODES}\n\n"
@@ -221,5 +221,5 @@ def _diff_summary(report: dict[str, Any]) -> str:
 
 
 COMMAND = Command(
-    _DIFF_HELP, "A B [options]", add_arguments, diff, _DIFF_EPILOG, remote=_REMOTE, schema_version=2
+    _DIFF_HELP, "A B [options]", add_arguments, diff, _DIFF_EPILOG, remote=_REMOTE, schema_version=3
 )

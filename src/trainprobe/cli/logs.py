@@ -220,7 +220,7 @@ COMMAND = Command(
         "fleet", "Read the logs on a remote target (ssh=user@host...).", "the remote analysis",
         heading="where the logs are (--on)",
     ),
-    json_help="One JSON document on stdout (schema_version 1; a fleet: the fleet document, each target's "
+    json_help="One JSON document on stdout (schema_version 3; a fleet: the fleet document, each target's "
     "report in its result).",
     quiet_help="No report on stdout; only the exit code.",
 )  # fmt: skip

@@ -29,7 +29,7 @@ _SCAN_EPILOG = (
     "examples:\n"
     "  trainprobe scan checkpoints/                  every checkpoint under a directory\n"
     "  trainprobe scan 'runs/*/step_*.pt' --stats    with min/max/mean/std/absmax/L2/zero fraction\n"
-    "  trainprobe scan model.safetensors --json      the documented JSON report (schema_version 2)\n"
+    "  trainprobe scan model.safetensors --json      the documented JSON report (schema_version 3)\n"
     "  trainprobe scan ckpt.pt --verify              also check zip CRC32s and storage sizes\n"
     "  trainprobe scan /data/ckpt --on ssh=user@gpu01   scan where the files are\n"
     "  trainprobe scan '/ckpt/step_4000/*.distcp' --on 'ssh=node[01-08]'\n"
@@ -258,5 +258,5 @@ def scan(
 
 
 COMMAND = Command(
-    _SCAN_HELP, "PATH... [options]", add_arguments, scan, _SCAN_EPILOG, remote=_REMOTE, schema_version=2
+    _SCAN_HELP, "PATH... [options]", add_arguments, scan, _SCAN_EPILOG, remote=_REMOTE, schema_version=3
 )

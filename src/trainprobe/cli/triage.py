@@ -167,5 +167,5 @@ COMMAND = Command(
         "one", "Triage on a remote target (ssh=user@host..., a name from the targets file).",
         "the remote work",
     ),
-    schema_version=2,
+    schema_version=3,
 )  # fmt: skip

@@ -16,25 +16,26 @@ from typing_extensions import TypedDict  # pydantic reads typing.TypedDict only 
 
 
 class _Versioned(TypedDict, total=False):
-    """The keys every library document starts with."""
+    """The keys every library document has (docs/json.md): its schema, its one-word answer, its exit code
+    and a summary of counts."""
 
     schema_version: int
+    verdict: str
     exit_code: int
+    summary: dict[str, Any]
 
 
 class TriageDocument(_Versioned, total=False):
     """`trainprobe triage --json`: the diagnosis of one run (its verdict, the four answers, conclusions)."""
 
-    verdict: str
     run_dir: str
     target: str | None
     host: str | None
     problems: list[Any]
     answers: dict[str, Any]
-    summary: dict[str, Any]
     resume_from: dict[str, Any] | None
     conclusions: list[Any]
-    checkpoints: list[Any]
+    units: list[Any]
     saves: list[Any]
     disagreements: list[Any]
     duplicates: list[Any]
@@ -49,7 +50,6 @@ class TriageDocument(_Versioned, total=False):
 class ScanDocument(_Versioned, total=False):
     """`trainprobe scan --json`: a verdict per unit and per file, each non-finite tensor counted."""
 
-    verdict: str
     options: dict[str, Any]
     totals: dict[str, Any]
     units: list[Any]
@@ -59,8 +59,7 @@ class ScanDocument(_Versioned, total=False):
 class CheckDocument(_Versioned, total=False):
     """`trainprobe check --json`: a verdict per checkpoint with the evidence that decided it."""
 
-    summary: dict[str, Any]
-    checkpoints: list[Any]
+    units: list[Any]
 
 
 class DiffDocument(_Versioned, total=False):
@@ -68,11 +67,9 @@ class DiffDocument(_Versioned, total=False):
 
     a: str
     b: str
-    verdict: str
     notes: list[Any]
     units: dict[str, Any]
     not_compared: dict[str, Any]
-    summary: dict[str, Any]
     optimizer_steps: dict[str, Any]
     same_run: dict[str, Any]
     modules: list[Any]
@@ -83,7 +80,6 @@ class DiffDocument(_Versioned, total=False):
 class LogsDocument(_Versioned, total=False):
     """`trainprobe logs --json`: the runs read and their findings, most severe first."""
 
-    summary: dict[str, Any]
     runs: list[Any]
     findings: list[Any]
     not_read: list[Any]

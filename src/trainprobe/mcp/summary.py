@@ -102,12 +102,12 @@ def triage(doc: dict[str, Any]) -> Summary:
     what the logs show, what caused what, where to resume (the report's ``answers``)."""
     s = Summary()
     where = f" on {doc['target']}" if doc.get("target") else ""
-    checkpoints = doc.get("checkpoints") or []
+    checkpoints = doc.get("units") or []
     summary = doc.get("summary") or {}
     s.add(
         f"triage of {doc.get('run_dir')}{where}: {doc.get('verdict')} (exit code {doc.get('exit_code')}) — "
         f"{summary.get('anomalies', 0)} anomaly(ies) in {len(doc.get('log_files') or [])} log file(s); "
-        f"{len(checkpoints)} checkpoint(s): {counts_text(summary.get('checkpoints'))}"
+        f"{len(checkpoints)} checkpoint(s): {counts_text(summary.get('units'))}"
     )
     problems = doc.get("problems") or []
     s.listed(problems, lambda p: f"NOT READ {p.get('path')}: {short(p.get('why'))}", limit=5, what="problems")
@@ -197,7 +197,7 @@ def scan(doc: dict[str, Any]) -> Summary:
 
 def check(doc: dict[str, Any]) -> Summary:
     s = Summary()
-    checkpoints = doc.get("checkpoints") or []
+    checkpoints = doc.get("units") or []
     s.add(
         f"check (exit code {doc.get('exit_code')}): {len(checkpoints)} checkpoint(s): "
         f"{counts_text(doc.get('summary'))}"

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from trainprobe.conventions import step_json, step_text
-from trainprobe.errors import UsageError
+from trainprobe.errors import UsageError, report_verdict
 from trainprobe.metrics import detectors as det
 from trainprobe.metrics.context import attach_stalls, derive_events, nearest_event, suggest
 from trainprobe.metrics.events import (
@@ -40,7 +40,7 @@ from trainprobe.metrics.table import ColumnBuilder, RunLog
 from trainprobe.metrics.user_regex import compile_user_regex
 from trainprobe.metrics.walk import NotRead
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 3  # the shared contract of docs/json.md (2 was skipped: one number for all)
 
 
 @dataclass
@@ -115,11 +115,12 @@ class LogReport:
     def to_json(
         self, *, series: bool = False, max_points: int = 2000, data: bool = False, fail_on: str = "error"
     ) -> dict[str, Any]:
-        """The ``logs --json`` document (schema_version 1), its ``exit_code`` at ``fail_on``; ``series``: each
-        metric downsampled to about ``max_points`` points (the HTML's curves); ``data``: each run's every
-        value too (``runs[].data``, see :meth:`RunLog.to_json`), which :meth:`from_json` needs."""
+        """The ``logs --json`` document (docs/json.md), its ``verdict`` and ``exit_code`` at ``fail_on``;
+        ``series``: each metric downsampled to about ``max_points`` points (the HTML's curves); ``data``: each
+        run's every value too (``runs[].data``, see :meth:`RunLog.to_json`), which :meth:`from_json` needs."""
         out: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
+            "verdict": report_verdict(self.exit_code_for(fail_on)),
             "exit_code": self.exit_code_for(fail_on),
             "summary": {s: self.count(s) for s in SEVERITY_RANK},
             "runs": [

@@ -34,7 +34,7 @@ def check_task() -> RemoteTask[dict[str, Any]]:
     """The check as a task; its report is the ``check --json`` document."""
     from trainprobe.checkpoint.check import check_paths_json
 
-    return RemoteTask("check", check_paths_json, document_with("checkpoints"))
+    return RemoteTask("check", check_paths_json, document_with("units"))
 
 
 def scan_on(

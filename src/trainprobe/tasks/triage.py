@@ -21,7 +21,7 @@ def collect_task() -> RemoteTask[dict[str, Any]]:
     from trainprobe.triage.collect import collect
 
     return RemoteTask(
-        "triage", collect, document_with("run_dir", "checkpoints"),
+        "triage", collect, document_with("run_dir", "units"),
         modules=("trainprobe.checkpoint", "trainprobe.metrics"),
     )  # fmt: skip
 

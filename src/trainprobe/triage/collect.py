@@ -258,6 +258,6 @@ def collect(
         "log_files": log_files,
         "logs_skipped": skipped,
         "logs": log_report,
-        "checkpoints": entries,
+        "units": entries,
         "seconds": round(time.perf_counter() - started, 3),
     }

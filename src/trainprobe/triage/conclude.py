@@ -62,7 +62,7 @@ def _timeline(
 
 def conclude(collected: dict[str, Any], *, target: str | None = None) -> TriageReport:
     """Build the triage report from :func:`~trainprobe.triage.collect.collect`'s JSON."""
-    units = [checkpoint_info(e) for e in collected["checkpoints"]]
+    units = [checkpoint_info(e) for e in collected["units"]]
     logs = collected.get("logs")
     events = _events(logs)
     saves = match_saves(events, units)

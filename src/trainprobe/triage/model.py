@@ -14,9 +14,10 @@ from typing import Any
 
 from trainprobe.checkpoint import verdict as V
 from trainprobe.conventions import step_json
+from trainprobe.errors import report_verdict
 from trainprobe.metrics.findings import CLIFF, DIVERGENCE, MISSING, NON_FINITE, SPIKE, Finding
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # the shared contract of docs/json.md
 # The logs' findings triage explains (a stall is evidence, not an anomaly; the rest are about throughput or
 # fitting, not a broken run).
 ANOMALY_KINDS = (SPIKE, CLIFF, NON_FINITE, DIVERGENCE, MISSING)
@@ -289,7 +290,7 @@ class TriageReport:
 
     @property
     def verdict(self) -> str:
-        return {0: "healthy", 1: "problems"}.get(self.exit_code, "not read")
+        return report_verdict(self.exit_code)
 
     def to_json(self) -> dict[str, Any]:
         counts: dict[str, int] = {}
@@ -306,7 +307,7 @@ class TriageReport:
             "answers": self.answers,
             "summary": {
                 "anomalies": len(self.anomalies),
-                "checkpoints": counts,
+                "units": counts,
                 "causes": [c.cause for c in self.conclusions],
                 "duplicates": len(self.duplicates),
                 "disagreements": len(self.disagreements),
@@ -320,7 +321,7 @@ class TriageReport:
                 "why": self.resume_reason,
             },
             "conclusions": [c.to_json() for c in self.conclusions],
-            "checkpoints": [c.to_json() for c in self.checkpoints],
+            "units": [c.to_json() for c in self.checkpoints],
             "saves": [s.to_json() for s in self.saves],
             "disagreements": [d.to_json() for d in self.disagreements],
             "duplicates": [d.to_json() for d in self.duplicates],

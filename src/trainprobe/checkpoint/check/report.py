@@ -11,7 +11,7 @@ from trainprobe.checkpoint.evidence import Evidence, Outcome
 from trainprobe.checkpoint.numerics import NonFinite
 from trainprobe.checkpoint.reading.base import Note, TensorRecord
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # the shared contract of docs/json.md
 __all__ = [
     "SCHEMA_VERSION",
     "CheckReport",
@@ -90,9 +90,10 @@ class CheckReport:
             counts[r.verdict] = counts.get(r.verdict, 0) + 1
         return {
             "schema_version": SCHEMA_VERSION,
+            "verdict": V.worst((r.verdict for r in self.results), default=V.UNKNOWN),
             "exit_code": self.exit_code,
             "summary": counts,
-            "checkpoints": [r.to_json() for r in self.results],
+            "units": [r.to_json() for r in self.results],
         }
 
 

@@ -36,7 +36,7 @@ from trainprobe.errors import CheckpointError
 
 __all__ = ["DiffReport", "ModuleDiff", "TensorDiff", "diff_checkpoints", "diff_paths", "diff_paths_json"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # the shared contract of docs/json.md
 _LOW_PRECISION = ("bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
 _MAX_LISTED = 50
 _json_float = json_float

@@ -15,7 +15,7 @@ from trainprobe.checkpoint.safe_io import CHANGED_WHILE_READ
 from trainprobe.checkpoint.units.steps import StepSource
 from trainprobe.errors import UsageError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # the shared contract of docs/json.md
 
 # The verdicts a scan gives (trainprobe.checkpoint.verdict has the whole vocabulary).
 CLEAN, NONFINITE, SUSPICIOUS = V.CLEAN, V.NONFINITE, V.SUSPICIOUS
@@ -272,6 +272,13 @@ class ScanReport:
     def verdict(self) -> str:
         return V.worst(u.verdict for u in self.units)
 
+    def verdict_counts(self) -> dict[str, int]:
+        """Unit verdict -> how many units have it (the ``summary`` every document has, as check's)."""
+        counts: dict[str, int] = {}
+        for u in self.units:
+            counts[u.verdict] = counts.get(u.verdict, 0) + 1
+        return counts
+
     def totals(self) -> dict[str, Any]:
         files = self.files
         counted = [t for f in files for t in f.tensors if t.is_finding]
@@ -297,6 +304,7 @@ class ScanReport:
             "verdict": self.verdict,
             "exit_code": self.exit_code,
             "options": {"stats": self.stats, "verify": self.verify},
+            "summary": self.verdict_counts(),
             "totals": self.totals(),
             "units": [u.to_json() for u in self.units],
             "files": [f.to_json() for f in self.files],
