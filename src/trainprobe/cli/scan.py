@@ -145,7 +145,7 @@ def _render_unit(console: Console, u: UnitReport, stats: bool) -> None:
 
 def render_scan_report(console: Console, report: ScanReport) -> None:
     """The human form of a scan report (identical for local and remote scans)."""
-    from trainprobe.checkpoint.scanning.report import SUSPICIOUS
+    from trainprobe.checkpoint.verdict import SUSPICIOUS
 
     for u in report.units:
         _render_unit(console, u, report.stats)
