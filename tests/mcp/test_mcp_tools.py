@@ -98,9 +98,7 @@ def test_check_is_the_library_check(server: McpSession, checkpoints: Path) -> No
     assert not result.is_error
     assert result.structured_content == check_paths_json(paths)
     text = text_of(result)
-    assert text.startswith(
-        f"check (exit code 1): {len(result.structured_content['units'])} checkpoint(s)"
-    )
+    assert text.startswith(f"check (exit code 1): {len(result.structured_content['units'])} checkpoint(s)")
     assert str(checkpoints / "bad.safetensors") in text.splitlines()[1]  # the non-finite one first
 
 
