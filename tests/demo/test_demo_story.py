@@ -125,3 +125,30 @@ def test_the_demo_tells_the_same_story_twice_on_a_busy_cpu(tmp_path: Path, cpu_h
         "3 anomalies right after 3 save(s) that raced training, 1 gradient explosion, 3 of 4 checkpoints"
         in (lines[0][1])
     )
+
+
+def test_a_save_slowed_after_its_tear_writes_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A naive save that is slow to write its second half (a descheduled thread on a busy machine) holds the
+    same bytes: exactly one step tears it, and the loop waits for the rest before the next step."""
+    pytest.importorskip("torch")
+    import time
+
+    from trainprobe.demo import race
+    from trainprobe.demo.story import train_story
+
+    def story(name: str) -> dict[str, str]:
+        train_story(tmp_path / name, mode="naive", steps=60, save_every=50, blowup_at=None)
+        return _fingerprint(tmp_path / name)[1]
+
+    quick = story("quick")
+    plain_write = race.TearGate.write
+
+    def slow_after_the_tear(gate: race.TearGate, data: bytes) -> int:
+        if gate.stepped.is_set():
+            time.sleep(0.002)  # the steps after the tear would run meanwhile, were they not held
+        return plain_write(gate, data)
+
+    monkeypatch.setattr(race.TearGate, "write", slow_after_the_tear)
+    assert story("slow") == quick

@@ -76,10 +76,11 @@ class TearGate:
 
     The save thread, once it has written ``half`` bytes, sets :attr:`mid_write` and waits for
     :attr:`stepped`; the loop waits for :attr:`mid_write` before its next optimizer step and sets
-    :attr:`stepped` after it. So exactly one step mutates the live parameters and optimizer state while the
-    file is provably half-written: the tensors written before hold step ``n``, those after step ``n + 1``,
-    in every run on every machine (torch writes the tensors in a fixed order, so both halves hold some
-    AdamW step counters). Synchronised by events, not by luck."""
+    :attr:`stepped` after it, and waits for the save to end before the step after. So exactly one step
+    mutates the live parameters and optimizer state while the file is provably half-written: the tensors
+    written before hold step ``n``, those after step ``n + 1``, in every run on every machine (torch writes
+    the tensors in a fixed order, so both halves hold some AdamW step counters). Synchronised by events, not
+    by luck."""
 
     def __init__(self, raw: BinaryIO, half: int) -> None:
         self.raw = raw
@@ -146,6 +147,11 @@ def held_saves(gates: list[TearGate]) -> Iterator[None]:
     yield
     for gate in pending:
         gate.stepped.set()
+    # The rest of the file is written before the next step: without this join the steps after this one raced
+    # the second half on a busy machine (the first save's bytes differed between two runs of the story).
+    for gate in pending:
+        if gate.thread is not None:
+            gate.thread.join(GATE_TIMEOUT_S)
 
 
 def finish_saves(gates: list[TearGate]) -> None:
