@@ -13,6 +13,7 @@ import pytest
 
 from trainprobe.checkpoint import safe_io
 from trainprobe.checkpoint.units.discover import NOT_READ, discover_units
+from trainprobe.conventions import CHECKPOINT_SUFFIXES
 from trainprobe.triage.collect import find_run_units
 
 
@@ -68,3 +69,15 @@ def test_side_file_refuses_fifo_and_devices(tmp_path: Path) -> None:
     big.write_bytes(b"x" * 100)
     with pytest.raises(OSError, match="larger than"):
         safe_io.read_side(str(big), cap=10)
+
+
+@pytest.mark.parametrize("suffix", CHECKPOINT_SUFFIXES)
+def test_a_checkpoint_name_no_reader_claims_is_not_read(tmp_path: Path, suffix: str) -> None:
+    """A file named as checkpoints are (``weights.hdf5`` as ``weights.h5``) that no reader claims is a unit
+    that was not read — one rule, conventions.CHECKPOINT_SUFFIXES — never silently left out."""
+    (tmp_path / f"weights{suffix}").write_bytes(b"no reader knows these bytes" * 4)
+    (tmp_path / "notes.txt").write_text("not a checkpoint\n")
+    units = discover_units([str(tmp_path)])
+    assert [(os.path.basename(u.path), u.unread) for u in units] == [
+        (f"weights{suffix}", [str(tmp_path / f"weights{suffix}")])
+    ]

@@ -20,13 +20,9 @@ from typing import Protocol
 from trainprobe.checkpoint.reading.formats import detect
 from trainprobe.checkpoint.safe_io import read_side, walk
 from trainprobe.checkpoint.units.frameworks import FRAMEWORKS, Part, role_by_name
-from trainprobe.conventions import MANIFEST_SUFFIX, NOT_CHECKPOINT_SUFFIXES
+from trainprobe.conventions import CHECKPOINT_SUFFIXES, MANIFEST_SUFFIX, NOT_CHECKPOINT_SUFFIXES
 
 _GLOB_CHARS = set("*?[")
-# Names a checkpoint is usually saved under; such a file that no reader claims is reported, never dropped.
-LOOKS_LIKE_CHECKPOINT = re.compile(
-    r"(?i)\.(pt|pth|bin|ckpt|safetensors|pkl|pickle|distcp|tar|h5|msgpack|npz|gguf|onnx|joblib|pb)$"
-)
 
 
 @dataclass
@@ -115,7 +111,7 @@ def sort_parts(unit: Unit, probe: Probe | None = None) -> Unit:
             unit.listed.append(part)
         elif probe.readable(part.path):
             parts.append(part)
-        elif LOOKS_LIKE_CHECKPOINT.search(part.path):
+        elif part.path.lower().endswith(CHECKPOINT_SUFFIXES):  # a checkpoint's name, no reader: not read
             unit.unread.append(part.path)
         else:
             unit.listed.append(part)
