@@ -125,6 +125,8 @@ def test_every_document_has_the_shared_keys(
     if args[0] in ("scan", "check", "triage"):
         assert isinstance(document["units"], list)
         assert document["units"]
+    if args[0] in ("scan", "check"):  # unit verdict -> count, one rule (checkpoint.verdict.counts)
+        assert document["summary"] == {verdict: len(document["units"])}
 
 
 def test_triage_on_a_name_from_the_targets_file(

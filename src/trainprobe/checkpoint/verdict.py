@@ -66,6 +66,15 @@ def worst(verdicts: Iterable[str], default: Verdict = CLEAN) -> Verdict:
     return ORDER[min(_RANK[v] for v in found)]
 
 
+def counts(verdicts: Iterable[str]) -> dict[str, int]:
+    """Verdict -> how many units have it, in the order first seen: the ``summary`` of scan, check and triage
+    (docs/json.md)."""
+    found: dict[str, int] = {}
+    for v in verdicts:
+        found[v] = found.get(v, 0) + 1
+    return found
+
+
 def exit_code(verdicts: Iterable[str], *, strict: bool = False) -> int:
     """1 when any verdict is a finding (or ``unknown`` with ``strict``); else 2 when one is unreadable;
     else 0."""

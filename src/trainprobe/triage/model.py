@@ -293,9 +293,6 @@ class TriageReport:
         return report_verdict(self.exit_code)
 
     def to_json(self) -> dict[str, Any]:
-        counts: dict[str, int] = {}
-        for c in self.checkpoints:
-            counts[c.verdict] = counts.get(c.verdict, 0) + 1
         return {
             "schema_version": SCHEMA_VERSION,
             "verdict": self.verdict,
@@ -307,7 +304,7 @@ class TriageReport:
             "answers": self.answers,
             "summary": {
                 "anomalies": len(self.anomalies),
-                "units": counts,
+                "units": V.counts(c.verdict for c in self.checkpoints),
                 "causes": [c.cause for c in self.conclusions],
                 "duplicates": len(self.duplicates),
                 "disagreements": len(self.disagreements),

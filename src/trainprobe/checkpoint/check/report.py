@@ -85,14 +85,11 @@ class CheckReport:
         return self.exit_code_for()
 
     def to_json(self) -> dict[str, Any]:
-        counts: dict[str, int] = {}
-        for r in self.results:
-            counts[r.verdict] = counts.get(r.verdict, 0) + 1
         return {
             "schema_version": SCHEMA_VERSION,
             "verdict": V.worst((r.verdict for r in self.results), default=V.UNKNOWN),
             "exit_code": self.exit_code,
-            "summary": counts,
+            "summary": V.counts(r.verdict for r in self.results),
             "units": [r.to_json() for r in self.results],
         }
 

@@ -272,13 +272,6 @@ class ScanReport:
     def verdict(self) -> str:
         return V.worst(u.verdict for u in self.units)
 
-    def verdict_counts(self) -> dict[str, int]:
-        """Unit verdict -> how many units have it (the ``summary`` every document has, as check's)."""
-        counts: dict[str, int] = {}
-        for u in self.units:
-            counts[u.verdict] = counts.get(u.verdict, 0) + 1
-        return counts
-
     def totals(self) -> dict[str, Any]:
         files = self.files
         counted = [t for f in files for t in f.tensors if t.is_finding]
@@ -304,7 +297,7 @@ class ScanReport:
             "verdict": self.verdict,
             "exit_code": self.exit_code,
             "options": {"stats": self.stats, "verify": self.verify},
-            "summary": self.verdict_counts(),
+            "summary": V.counts(u.verdict for u in self.units),
             "totals": self.totals(),
             "units": [u.to_json() for u in self.units],
             "files": [f.to_json() for f in self.files],
