@@ -17,10 +17,6 @@ from trainprobe.errors import UsageError
 
 SCHEMA_VERSION = 3  # the shared contract of docs/json.md
 
-# The verdicts a scan gives (trainprobe.checkpoint.verdict has the whole vocabulary).
-CLEAN, NONFINITE, SUSPICIOUS = V.CLEAN, V.NONFINITE, V.SUSPICIOUS
-CORRUPT, UNREADABLE = V.CORRUPT, V.UNREADABLE
-
 
 @dataclass
 class TensorResult:
@@ -100,7 +96,7 @@ class FileReport:
 
     path: str
     format: str | None
-    verdict: str = CLEAN
+    verdict: str = V.CLEAN
     error: str | None = None
     seconds: float = 0.0
     tensors: list[TensorResult] = field(default_factory=list)
@@ -108,7 +104,7 @@ class FileReport:
     problems: list[str] = field(default_factory=list)
     role: str = "state"
     unit: str = ""
-    error_verdict: str = UNREADABLE
+    error_verdict: str = V.UNREADABLE
 
     @property
     def tensor_count(self) -> int:
@@ -135,13 +131,13 @@ class FileReport:
         """The worst of what was found: a suspicious global, non-finite values, damage, not read at all."""
         found: list[str] = []
         if any(n.kind == SUSPICIOUS_NOTE for n in self.notes):
-            found.append(SUSPICIOUS)
+            found.append(V.SUSPICIOUS)
         if self.nonfinite:
-            found.append(NONFINITE)
+            found.append(V.NONFINITE)
         if self.problems or any(t.error and not t.error.startswith(CHANGED_WHILE_READ) for t in self.tensors):
-            found.append(CORRUPT)
+            found.append(V.CORRUPT)
         if any(t.error and t.error.startswith(CHANGED_WHILE_READ) for t in self.tensors):
-            found.append(UNREADABLE)  # re-saved while read: read it again, it is not damaged
+            found.append(V.UNREADABLE)  # re-saved while read: read it again, it is not damaged
         if self.error is not None:
             found.append(self.error_verdict)
         self.verdict = V.worst(found)
@@ -189,7 +185,7 @@ class UnitReport:
     path: str
     framework: str
     files: list[FileReport] = field(default_factory=list)
-    verdict: str = CLEAN
+    verdict: str = V.CLEAN
     unread: list[str] = field(default_factory=list)
     listed: list[str] = field(default_factory=list)
     problem: str | None = None
@@ -209,7 +205,7 @@ class UnitReport:
         found = [f.verdict for f in self.files]
         found += [e.indicates or V.CORRUPT for e in self.evidence if e.outcome == "fail"]
         if self.unread or self.problem is not None:
-            found.append(UNREADABLE)
+            found.append(V.UNREADABLE)
         self.verdict = V.worst(found)
 
     def to_json(self) -> dict[str, Any]:
@@ -277,9 +273,9 @@ class ScanReport:
         counted = [t for f in files for t in f.tensors if t.is_finding]
         return {
             "units": len(self.units),
-            "units_unreadable": sum(u.verdict == UNREADABLE for u in self.units),
+            "units_unreadable": sum(u.verdict == V.UNREADABLE for u in self.units),
             "files": len(files),
-            "files_unreadable": sum(f.verdict == UNREADABLE for f in files),
+            "files_unreadable": sum(f.verdict == V.UNREADABLE for f in files),
             "tensors": sum(f.tensor_count for f in files),
             "parameters": sum(f.parameters for f in files),
             "bytes": sum(f.bytes for f in files),
