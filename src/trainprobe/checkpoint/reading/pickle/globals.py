@@ -5,8 +5,10 @@ The safe unpickler never imports and never calls anything a file names. This tab
 name such as ``Path.touch`` reaches a method, so it is never in the table) — with one namespace rule:
 TorchScript's ``__torch__.*`` classes, which exist only inside a TorchScript archive.
 
-- ``data``: what ``torch.load(weights_only=True)`` accepts and trainprobe rebuilds or keeps inert: tensor and
-  storage machinery, dtypes, layouts, ``OrderedDict``, numpy arrays. Reported as nothing.
+- ``data``: what ``torch.load(weights_only=True)`` of the pinned torch admits (:mod:`.torch_admits`, generated
+  from torch's own unpickler: tensor and storage machinery, dtypes, sparse and nested tensors, DTensor and
+  DeviceMesh state, ``OrderedDict``), plus :data:`INERT_BEYOND_TORCH` (numpy arrays, stdlib values, DCP
+  metadata), each with why it is inert. Reported as nothing.
 - ``class`` / ``enum``: a known data or config class (TrainingArguments, omegaconf, argparse.Namespace,
   Lightning's AttributeDict, a ``torch.nn`` module of a whole pickled model, quantized-tensor schemes...).
   Reconstructing one is a *note*: "loading it needs torch.load(weights_only=False)". A ``class`` entry
@@ -23,6 +25,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from trainprobe.checkpoint.reading.pickle.nn_classes import NN_MODULE_CLASSES
+from trainprobe.checkpoint.reading.pickle.torch_admits import (
+    TORCH_DEFAULT_GLOBALS,
+    TORCH_REGISTERED_GLOBALS,
+)
 
 Kind = Literal["data", "class", "enum", "torchscript"]
 
@@ -35,95 +41,97 @@ class KnownGlobal:
     what: str = ""
 
 
-_DATA_PAIRS: tuple[tuple[str, str], ...] = (
-    # torch's tensor machinery (rebuilt by trainprobe's own functions, see rebuild.REBUILDERS)
-    ("torch._utils", "_rebuild_tensor"),
-    ("torch._utils", "_rebuild_tensor_v2"),
-    ("torch._utils", "_rebuild_tensor_v3"),
-    ("torch._utils", "_rebuild_parameter"),
-    ("torch._utils", "_rebuild_parameter_with_state"),
-    ("torch._utils", "_rebuild_qtensor"),
-    ("torch._tensor", "_rebuild_from_type_v2"),
-    ("torch", "Tensor"),
-    ("torch", "Size"),
-    ("torch", "device"),
-    ("torch.nn.parameter", "Parameter"),
-    ("torch.nn.parameter", "Buffer"),
-    ("torch.serialization", "_get_layout"),
-    ("torch", "strided"),
-    ("torch", "sparse_coo"),
-    ("torch", "sparse_csr"),
-    ("torch", "contiguous_format"),
-    ("torch", "channels_last"),
-    ("torch", "channels_last_3d"),
-    ("torch", "preserve_format"),
-    ("torch", "per_tensor_affine"),
-    ("torch", "per_channel_affine"),
-    ("torch", "per_channel_affine_float_qparams"),
-    ("torch", "per_tensor_symmetric"),
-    ("torch", "per_channel_symmetric"),
-    # containers and values the standard library rebuilds without running anything
-    ("collections", "OrderedDict"),
-    ("collections", "defaultdict"),
-    ("collections", "Counter"),
-    ("collections", "deque"),
-    ("builtins", "set"),
-    ("builtins", "frozenset"),
-    ("builtins", "slice"),
-    ("builtins", "complex"),
-    ("builtins", "bytearray"),
-    ("builtins", "object"),
-    ("builtins", "range"),
-    ("builtins", "int"),
-    ("builtins", "float"),
-    ("builtins", "str"),
-    ("builtins", "bool"),
-    ("builtins", "dict"),
-    ("builtins", "list"),
-    ("builtins", "tuple"),
-    ("_codecs", "encode"),
-    ("copyreg", "_reconstructor"),
-    ("datetime", "datetime"),
-    ("datetime", "date"),
-    ("datetime", "time"),
-    ("datetime", "timedelta"),
-    ("datetime", "timezone"),
-    ("decimal", "Decimal"),
-    ("fractions", "Fraction"),
-    ("uuid", "UUID"),
-    # numpy arrays and scalars (numpy 1 and numpy 2 module names), as in an RNG state
-    ("numpy", "ndarray"),
-    ("numpy", "dtype"),
-    ("numpy.core.multiarray", "_reconstruct"),
-    ("numpy.core.multiarray", "scalar"),
-    ("numpy._core.multiarray", "_reconstruct"),
-    ("numpy._core.multiarray", "scalar"),
-    ("numpy.random._pickle", "__randomstate_ctor"),
-    ("numpy.random._pickle", "__bit_generator_ctor"),
-    ("numpy.random._pickle", "__generator_ctor"),
-    # torch.distributed.checkpoint's .metadata (plain dataclasses whose fields trainprobe reads)
-    ("torch.distributed.checkpoint.metadata", "Metadata"),
-    ("torch.distributed.checkpoint.metadata", "MetadataIndex"),
-    ("torch.distributed.checkpoint.metadata", "TensorStorageMetadata"),
-    ("torch.distributed.checkpoint.metadata", "BytesStorageMetadata"),
-    ("torch.distributed.checkpoint.metadata", "ChunkStorageMetadata"),
-    ("torch.distributed.checkpoint.metadata", "TensorProperties"),
-    ("torch.distributed.checkpoint.metadata", "StorageMeta"),
-    ("torch.distributed.checkpoint.metadata", "_MEM_FORMAT_ENCODING"),
-    ("torch.distributed.checkpoint.filesystem", "_StorageInfo"),
-    ("torch.distributed.checkpoint.planner", "LoadItemType"),
-    ("torch.distributed.checkpoint.planner", "WriteItemType"),
-    ("torch.distributed._shard.sharded_tensor.metadata", "TensorProperties"),
-    ("torch.distributed._shard.metadata", "ShardMetadata"),
-    ("torch.distributed.tensor.placement_types", "Shard"),
-    ("torch.distributed.tensor.placement_types", "Replicate"),
-    ("torch.distributed.tensor.placement_types", "Partial"),
-    ("pathlib", "Path"),
-    ("pathlib", "PosixPath"),
-    ("pathlib", "WindowsPath"),
-    ("pathlib", "PurePosixPath"),
-    ("pathlib", "PureWindowsPath"),
+# Why each global trainprobe takes as data beyond torch's allowlist is inert (torch.load(weights_only=True)
+# refuses these; the safe unpickler builds each as itself, a harmless equivalent, or an Opaque placeholder
+# that records its arguments, and nothing named by the file runs).
+_STDLIB_VALUE = "a standard-library value type: building one runs no code of the file's choosing"
+_TORCH_ENUM = "a torch layout or memory-format constant: a name, no behaviour"
+_NUMPY = "numpy arrays, dtypes and RNG states (as in a trainer's rng_state.pth): rebuilt as placeholders"
+_DCP_METADATA = "torch.distributed.checkpoint's .metadata dataclasses: plain fields trainprobe reads"
+_PATH = "a pathlib path: a value; only a dotted name (Path.touch) reaches a method, and none is here"
+
+_BUILTIN_VALUES = (
+    "frozenset",
+    "slice",
+    "object",
+    "range",
+    "int",
+    "float",
+    "str",
+    "bool",
+    "dict",
+    "list",
+    "tuple",
 )
+
+INERT_BEYOND_TORCH: dict[tuple[str, str], str] = {
+    ("torch.nn.parameter", "Buffer"): "torch's Parameter twin for buffers: a tensor wrapper, no code",
+    **dict.fromkeys(
+        [
+            ("torch", name)
+            for name in (
+                "strided",
+                "sparse_coo",
+                "sparse_csr",
+                "contiguous_format",
+                "channels_last",
+                "channels_last_3d",
+                "preserve_format",
+            )
+        ],
+        _TORCH_ENUM,
+    ),
+    **dict.fromkeys(
+        [("collections", "defaultdict"), ("collections", "deque"), ("copyreg", "_reconstructor")]
+        + [("builtins", name) for name in _BUILTIN_VALUES]
+        + [("datetime", name) for name in ("datetime", "date", "time", "timedelta", "timezone")]
+        + [("decimal", "Decimal"), ("fractions", "Fraction"), ("uuid", "UUID")],
+        _STDLIB_VALUE,
+    ),
+    **dict.fromkeys(
+        [("numpy", "ndarray"), ("numpy", "dtype")]
+        + [
+            (f"numpy.{core}.multiarray", name)
+            for core in ("core", "_core")
+            for name in ("_reconstruct", "scalar")
+        ]
+        + [
+            ("numpy.random._pickle", name)
+            for name in ("__randomstate_ctor", "__bit_generator_ctor", "__generator_ctor")
+        ],
+        _NUMPY,
+    ),
+    **dict.fromkeys(
+        [
+            ("torch.distributed.checkpoint.metadata", name)
+            for name in (
+                "Metadata",
+                "MetadataIndex",
+                "TensorStorageMetadata",
+                "BytesStorageMetadata",
+                "ChunkStorageMetadata",
+                "TensorProperties",
+                "StorageMeta",
+                "_MEM_FORMAT_ENCODING",
+            )
+        ]
+        + [
+            ("torch.distributed.checkpoint.filesystem", "_StorageInfo"),
+            ("torch.distributed.checkpoint.planner", "LoadItemType"),
+            ("torch.distributed.checkpoint.planner", "WriteItemType"),
+            ("torch.distributed._shard.sharded_tensor.metadata", "TensorProperties"),
+            ("torch.distributed._shard.metadata", "ShardMetadata"),
+        ],
+        _DCP_METADATA,
+    ),
+    **dict.fromkeys(
+        [
+            ("pathlib", name)
+            for name in ("Path", "PosixPath", "WindowsPath", "PurePosixPath", "PureWindowsPath")
+        ],
+        _PATH,
+    ),
+}
 
 # Known data and config classes: reconstructing one is a note, calling one is suspicious.
 _CLASSES: dict[tuple[str, str], str] = {
@@ -196,7 +204,8 @@ _TORCHSCRIPT_HELPERS = (
 
 
 def _build() -> dict[tuple[str, str], KnownGlobal]:
-    table: dict[tuple[str, str], KnownGlobal] = {pair: KnownGlobal("data") for pair in _DATA_PAIRS}
+    admitted = (*TORCH_DEFAULT_GLOBALS, *TORCH_REGISTERED_GLOBALS, *INERT_BEYOND_TORCH)
+    table: dict[tuple[str, str], KnownGlobal] = {pair: KnownGlobal("data") for pair in admitted}
     for pair, what in _CLASSES.items():
         table[pair] = KnownGlobal("class", what)
     for pair, what in _ENUMS.items():
