@@ -5,7 +5,12 @@ Evidence: ``exp_avg_sq >= 0``; ``exp_avg == 0`` wherever ``exp_avg_sq == 0``; an
 ``|m| <= (1-b1) / sqrt((1-b2)(1-b1^2/b2)) * sqrt(v)`` element-wise (Cauchy-Schwarz over the two moving
 averages; 7.27 for betas 0.9/0.999, 1.165 for 0.9/0.95). It holds for every consistent (m, v) pair whatever
 the gradients, clipping or weight decay; an ``m`` one step newer than its ``v`` breaks it by orders of
-magnitude. Each pair is read once: the same pass counts both tensors' NaN/Inf for scan's numbers."""
+magnitude. Each pair is read once: the same pass counts both tensors' NaN/Inf for scan's numbers.
+
+The family is certain only from its state keys *and* its param_groups' keys: ADOPT and LaProp (and others of
+``pytorch-optimizer``) keep ``exp_avg``/``exp_avg_sq`` too, but their first moment averages g/sqrt(v), not g,
+so the bound does not hold for them. A group with a key no known Adam writer sets makes the family unknown:
+its pairs are not checked (a skip that names the keys), never a tear."""
 
 from __future__ import annotations
 
@@ -26,6 +31,47 @@ from trainprobe.checkpoint.reading.skeleton import as_float32, label_of
 # Relative slack on the Adam bound for the rounding of m and v as stored (one ulp each, plus the square root).
 _BOUND_RTOL = {"float64": 1e-9, "float32": 1e-4, "float16": 4e-3, "bfloat16": 3e-2}
 _SMALLEST_SUBNORMAL = {"float64": 5e-324, "float32": 1.4e-45, "float16": 6e-8, "bfloat16": 9.2e-41}
+
+
+#: The state keys of torch's Adam, AdamW, NAdam, RAdam (and AMSGrad), DeepSpeed's and apex's fused/CPU Adam.
+ADAM_STATE_KEYS = frozenset({"exp_avg", "exp_avg_sq", "max_exp_avg_sq", "mu_product", "step"})
+#: The param_group keys those writers set, plus what torch's LR schedulers, DeepSpeed's ZeRO and trainers'
+#: labels add: any other key means a writer whose first moment may not be Adam's.
+ADAM_GROUP_KEYS = frozenset(
+    {
+        "params",
+        "lr",
+        "betas",
+        "eps",
+        "weight_decay",
+        "amsgrad",
+        "maximize",
+        "foreach",
+        "capturable",
+        "differentiable",
+        "fused",
+        "decoupled_weight_decay",
+        "momentum_decay",  # NAdam
+        "bias_correction",  # DeepSpeed FusedAdam / DeepSpeedCPUAdam, apex
+        "adam_w_mode",
+        "step",  # fused Adams count steps per group
+        "initial_lr",  # torch's LR schedulers
+        "max_lr",
+        "min_lr",
+        "base_momentum",
+        "max_momentum",
+        "moe",  # DeepSpeed ZeRO
+        "name",  # labels a trainer or script gives a group
+        "names",
+        "param_names",
+        "lr_scale",
+    }
+)
+
+
+def adam_group_doubt(group: dict[str, Any]) -> list[str]:
+    """The keys of ``group`` that no known Adam writer sets (empty: the family is certain)."""
+    return sorted(str(k) for k in group if k not in ADAM_GROUP_KEYS)
 
 
 def adam_bound(beta1: float, beta2: float) -> float | None:
@@ -56,6 +102,8 @@ class AdamPlan:
     bounds: set[float] = field(default_factory=set)
     skipped: list[str] = field(default_factory=list)
     results: list[Future[PairResult]] = field(default_factory=list)
+    #: (pair name, the group keys that make its family uncertain): not checked
+    uncertain: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -95,6 +143,10 @@ def _pairs(pid: Any, entry: dict[str, Any]) -> list[tuple[str, TensorRecord, Ten
 
 
 def _plan_pair(plan: AdamPlan, name: str, m: TensorRecord, v: TensorRecord, group: dict[str, Any]) -> None:
+    doubt = adam_group_doubt(group)
+    if doubt:
+        plan.uncertain.append((name, doubt))
+        return
     betas = group.get("betas")
     if not (isinstance(betas, (tuple, list)) and len(betas) == 2):
         plan.skipped.append(f"{name}: no betas in its param_group")
@@ -111,6 +163,8 @@ def _plan_pair(plan: AdamPlan, name: str, m: TensorRecord, v: TensorRecord, grou
 
 def report_adam(plan: AdamPlan, ev: list[Evidence]) -> None:
     label, bounds = plan.label, plan.bounds
+    if plan.uncertain:
+        ev.append(_unknown_family(label, plan.uncertain))
     tally = AdamTally(skipped=plan.skipped)
     for future in plan.results:
         pair = future.result()
@@ -180,6 +234,19 @@ def report_adam(plan: AdamPlan, ev: list[Evidence]) -> None:
                 values={"decisive": True, "worst_ratio_to_bound": tally.worst, "bound": sorted(bounds)},
             )
         )
+
+
+def _unknown_family(label: str, uncertain: list[tuple[str, list[str]]]) -> Evidence:
+    keys = sorted({k for _name, doubt in uncertain for k in doubt})
+    return Evidence(
+        "optimizer-family",
+        "skip",
+        f"{label}: unknown family: {len(uncertain)} state entr(ies) keep exp_avg/exp_avg_sq, but their "
+        f"param_groups hold keys no known Adam sets ({', '.join(keys[:6])}): the first moment may not be "
+        "Adam's (ADOPT and LaProp average g/sqrt(v)), so the Adam relations (|m|/sqrt(v) bound, m == 0 where "
+        "v == 0, v >= 0) are not checked",
+        values={"family": "unknown", "doubt_keys": keys},
+    )
 
 
 # v is finite and >= 0 exactly where its raw bits, read as an unsigned integer, are below the all-ones
@@ -279,7 +346,8 @@ class Adam:
     shaped_like_param = True
 
     def matches(self, keys: Set[str]) -> bool:
-        return "exp_avg" in keys and "exp_avg_sq" in keys
+        # A key beyond Adam's (LaProp's exp_avg_lr_1, Lamb's trust_ratio) is another optimizer's state.
+        return "exp_avg" in keys and "exp_avg_sq" in keys and keys <= ADAM_STATE_KEYS
 
     def evidence(self, label: str, state: dict[Any, dict[str, Any]]) -> list[Evidence]:
         return []
