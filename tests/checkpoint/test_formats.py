@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from trainprobe.checkpoint import Opaque, TensorRecord, detect, open_checkpoint
+from trainprobe.errors import CorruptCheckpointError
 
 torch = pytest.importorskip("torch")
 
@@ -85,3 +86,23 @@ def test_placeholders_for_unknown_data_classes_are_inert(tmp_path: Any) -> None:
                 "a pickled argparse.Namespace in data.pkl: loading it needs torch.load(weights_only=False)",
             )
         ]
+
+
+def test_a_truncated_legacy_file_says_truncated_at_its_offset_whichever_tensor_is_read_first(
+    tmp_path: Any,
+) -> None:
+    # The storages lie in the order of their keys (ids), not of the tensors in the object: cut inside the
+    # first storage, and the tensor reached first is usually one whose storage came after the cut.
+    whole = tmp_path / "whole.pt"
+    torch.save(
+        {f"t{i}": torch.full((64,), float(i)) for i in range(12)}, whole, _use_new_zipfile_serialization=False
+    )
+    data = whole.read_bytes()
+    storages_start = len(data) - 12 * (8 + 64 * 4)
+    for cut in (storages_start + 4, storages_start + 100, len(data) - 10):
+        path = tmp_path / f"cut{cut}.pt"
+        path.write_bytes(data[:cut])
+        with pytest.raises(CorruptCheckpointError) as caught:
+            open_checkpoint(str(path))
+        assert f"truncated at byte {cut:,}" in caught.value.reason
+        assert "not in the file" not in caught.value.reason

@@ -121,24 +121,28 @@ def _place_storages(
     """Each storage's bytes, per key in the storage-key pickle's order from ``offset``: an 8-byte element
     count, then the elements. The first that does not fit says where the file was cut."""
     size = len(buffer)
+    cut = ""
     for raw_key in keys:
         key = str(raw_key)
         pending = storages.get(key) or PendingStorage(key, "uint8", None)
+        if cut:  # every storage after the cut is gone with it: the same truncation, not "not in the file"
+            pending.missing_reason = f"{cut}; storage {key} came after it"
+            continue
         info = lookup(pending.dtype)
         itemsize = info.itemsize if info else 1
         if offset + 8 > size:
-            pending.missing_reason = (
+            cut = pending.missing_reason = (
                 f"truncated at byte {size:,} of at least {offset + 8:,} (before storage {key})"
             )
-            break
+            continue
         (count,) = struct.unpack("<q", bytes(memoryview(buffer)[offset : offset + 8]))
         nbytes = count * itemsize
         if count < 0 or offset + 8 + nbytes > size:
-            pending.missing_reason = (
+            cut = pending.missing_reason = (
                 f"truncated at byte {size:,} of at least {offset + 8 + nbytes:,} "
                 f"(storage {key} needs {nbytes:,} bytes)"
             )
-            break
+            continue
         pending.storage = Storage(
             buffer,
             offset + 8,
@@ -164,5 +168,8 @@ def _place_views(
                 if base is not None and base.storage is not None:
                     b = base.storage
                     pending.storage = Storage(buffer, b.offset + byte_off, nbytes, key=key, file=path)
+                    continue
+                if base is not None and base.missing_reason:
+                    pending.missing_reason = base.missing_reason
                     continue
             pending.missing_reason = f"storage {key} is not in the file"
