@@ -108,13 +108,63 @@ def test_one_step_ahead_is_ambiguous(tmp_path: Path) -> None:
     assert check_paths([str(path)]).exit_code == 0
 
 
-def test_counters_behind_the_step_field_are_not_a_tear(tmp_path: Path) -> None:
+def test_counters_behind_the_step_field_are_not_a_tear_nor_consistent(tmp_path: Path) -> None:
+    # Micro-batches counted in the step, skipped AMP steps or an older optimizer state: one file cannot tell,
+    # so the model-vs-optimizer check could not decide and the unit is not called consistent.
     model, opt, _ = _trained()
     path = tmp_path / "accumulated.pt"
     torch.save({"step": 12, "model": model.state_dict(), "optimizer": opt.state_dict()}, path)
     result = check_path(str(path))
-    assert result.verdict == "consistent"
-    assert "behind the checkpoint's step 12" in _evidence(result, "step-counters").message
+    assert result.verdict == "unknown"
+    assert "behind the checkpoint's step 12" in result.reason
+    assert "nothing in the checkpoint tells which" in result.reason
+
+
+def test_counters_behind_with_a_grad_scaler_saved_are_skipped_amp_steps(tmp_path: Path) -> None:
+    model, opt, _ = _trained()
+    path = tmp_path / "amp.pt"
+    scaler = {"scale": 65536.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000}
+    torch.save(
+        {"step": 5, "model": model.state_dict(), "optimizer": opt.state_dict(), "scaler": scaler}, path
+    )
+    result = check_path(str(path))
+    assert result.verdict == "consistent", result.reason
+    assert "steps its grad scaler skipped" in _evidence(result, "step-counters").message
+
+
+def test_a_writers_own_step_key_is_a_step_source(tmp_path: Path) -> None:
+    # A nanoGPT-style loop records iter_num: its optimizer, written two steps after it, is a tear.
+    model, opt, step = _trained()
+    weights = copy.deepcopy(model.state_dict())
+    step()
+    step()
+    path = tmp_path / "ckpt.pt"
+    torch.save({"iter_num": 3, "model": weights, "optimizer": opt.state_dict(), "config": {}}, path)
+    result = check_path(str(path))
+    assert result.verdict == "torn"
+    assert "all 4 step counters say 5 but the checkpoint's step is 3 (ckpt.pt: iter_num)" in result.reason
+
+
+def test_a_number_in_a_name_is_a_label_not_a_tear(tmp_path: Path) -> None:
+    # A trainer that names its files by epoch: checkpoint-0 after two optimizer steps.
+    model, opt, _ = _trained(steps=2)
+    path = tmp_path / "checkpoint-0.pth.tar"
+    torch.save({"epoch": 0, "state_dict": model.state_dict(), "optimizer": opt.state_dict()}, path)
+    result = check_path(str(path))
+    assert result.verdict != "torn", result.reason
+    assert result.step == 2
+    note = next(e for e in result.evidence if e.check == "step-sources" and e.outcome == "note")
+    assert "its name (checkpoint-0.pth.tar) says 0" in note.message
+    assert "the number is its epoch" in note.message
+
+
+def test_two_fields_of_one_file_are_never_a_tear(tmp_path: Path) -> None:
+    model, opt, _ = _trained()
+    path = tmp_path / "two.pt"
+    torch.save({"step": 3, "iteration": 24, "model": model.state_dict(), "optimizer": opt.state_dict()}, path)
+    result = check_path(str(path))
+    assert result.verdict == "consistent", result.reason
+    assert any("count different things" in e.message for e in result.evidence)
 
 
 def test_hf_trainer_state_supplies_the_step(tmp_path: Path) -> None:

@@ -135,3 +135,70 @@ def test_two_runs_with_other_optimizer_settings_are_not_called_torn(tmp_path: Pa
     (note,) = [n.message for n in report.notes if n.kind == "not-one-run"]
     assert note.startswith("the optimizer settings differ (")
     assert "weight_decay 0 -> 0.01" in note
+
+
+def _adam_states(steps: tuple[int, int]) -> tuple[dict[str, Any], dict[str, Any]]:
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    saved = []
+    for i in range(1, max(steps) + 1):
+        opt.zero_grad()
+        model(torch.randn(3, 4)).pow(2).mean().backward()
+        opt.step()
+        if i in steps:
+            saved.append(copy.deepcopy(opt.state_dict()))
+    return saved[0], saved[1]
+
+
+def test_two_consecutive_optimizer_files_of_a_healthy_run_are_not_torn(tmp_path: Path) -> None:
+    # accelerate's save_state folders are numbered by save (checkpoint_0, checkpoint_1): the folder's
+    # number is a label, and an optimizer file alone holds no weights to hold its steps against.
+    first, second = _adam_states((3, 6))
+    for i, state in enumerate((first, second)):
+        (tmp_path / f"checkpoint_{i}").mkdir()
+        torch.save(state, tmp_path / f"checkpoint_{i}" / "optimizer.bin")
+    report = diff_paths(
+        str(tmp_path / "checkpoint_0/optimizer.bin"), str(tmp_path / "checkpoint_1/optimizer.bin")
+    )
+    assert report.verdict == "clean", report.to_json()["units"]
+    assert any(
+        n.kind == "same-run-not-run" and "optimizer state but no weights" in n.message for n in report.notes
+    )
+
+
+def test_tied_embeddings_are_mapped_or_the_check_says_it_did_not_run(tmp_path: Path) -> None:
+    # One parameter under two names: model.state_dict() holds it twice, the optimizer once.
+    class Tied(torch.nn.Module):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = torch.nn.Embedding(10, 4)
+            self.mid = torch.nn.Linear(4, 4)
+            self.head = torch.nn.Linear(4, 10, bias=False)
+            self.head.weight = self.embed.weight
+
+        def forward(self, x: Any) -> Any:
+            return self.head(torch.tanh(self.mid(self.embed(x))))
+
+    torch.manual_seed(0)
+    model = Tied()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+
+    def step() -> None:
+        opt.zero_grad()
+        model(torch.randint(0, 10, (6,))).pow(2).mean().backward()
+        opt.step()
+
+    step()
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, tmp_path / "a.pt")
+    weights = copy.deepcopy(model.state_dict())
+    step()  # a torn save: the optimizer stepped, the weights written are the old ones
+    torch.save({"model": weights, "optimizer": opt.state_dict()}, tmp_path / "b.pt")
+    report = diff_paths(str(tmp_path / "a.pt"), str(tmp_path / "b.pt"))
+    mapped = report.step_without_weights
+    said = [n.message for n in report.notes if n.kind == "same-run-not-run"]
+    assert mapped or said, "the same-run check neither ran nor said why"
+    if mapped:
+        assert report.verdict == "torn"
+    else:
+        assert "tied embeddings" in said[0]

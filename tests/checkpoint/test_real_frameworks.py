@@ -43,7 +43,7 @@ STEP_SOURCE = {
     "accelerate": "optimizer counters",
     "deepspeed": "step field",
     "dcp": "step field",
-    "step-folders": "name",
+    "step-folders": "optimizer counters",  # what the unit records comes before its name (a label)
     "torch-optimizers": "step field",
     "hf-adafactor": "step field",
     "lion": "step field",

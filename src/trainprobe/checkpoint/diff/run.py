@@ -23,12 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
-from trainprobe.checkpoint.check.state import suffix_index
+from trainprobe.checkpoint.diff.same_run import same_run, settings_changed
 from trainprobe.checkpoint.diff.tensors import TensorDiff, diff_tensor, json_float, logical_tensors
 from trainprobe.checkpoint.reading.base import Checkpoint, Note
 from trainprobe.checkpoint.reading.formats import open_file
 from trainprobe.checkpoint.reading.pickle.unpickler import SUSPICIOUS
-from trainprobe.checkpoint.reading.skeleton import find_optimizers, label_of, scalar
 from trainprobe.checkpoint.scanning.report import UnitReport
 from trainprobe.checkpoint.scanning.run import scan_units
 from trainprobe.checkpoint.units.discover import Unit, discover_units
@@ -37,7 +36,6 @@ from trainprobe.errors import CheckpointError
 __all__ = ["DiffReport", "ModuleDiff", "TensorDiff", "diff_checkpoints", "diff_paths", "diff_paths_json"]
 
 SCHEMA_VERSION = 3  # the shared contract of docs/json.md
-_LOW_PRECISION = ("bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
 _MAX_LISTED = 50
 _json_float = json_float
 
@@ -275,7 +273,7 @@ def diff_checkpoints(a: Checkpoint, b: Checkpoint) -> DiffReport:
         if tb.name not in seen:
             seen.add(tb.name)
             report.tensors.append(TensorDiff(tb.name, "added", tb.dtype, list(tb.shape)))
-    changed = _settings_changed(a, b)
+    changed = settings_changed(a, b)
     if changed:
         report.notes.append(
             Note(
@@ -285,94 +283,5 @@ def diff_checkpoints(a: Checkpoint, b: Checkpoint) -> DiffReport:
             )
         )
     else:
-        _same_run(a, b, report)
+        same_run(a, b, report)
     return report
-
-
-#: param_group entries a run changes as it goes (a scheduler's lr) or that only name things
-_RUN_VARYING = frozenset({"lr", "initial_lr", "params", "param_names", "step"})
-
-
-def _settings(ckpt: Checkpoint) -> list[dict[str, str]]:
-    """Each param_group's fixed hyperparameters (betas, eps, weight_decay, ...), as text."""
-    out = []
-    for _where, opt in find_optimizers(ckpt.objects):
-        for group in opt.get("param_groups") or []:
-            if isinstance(group, dict):
-                out.append(
-                    {
-                        str(k): repr(v)
-                        for k, v in group.items()
-                        if k not in _RUN_VARYING and isinstance(v, (bool, int, float, str, tuple, type(None)))
-                    }
-                )
-    return out
-
-
-def _settings_changed(a: Checkpoint, b: Checkpoint) -> list[str]:
-    """``key a -> b`` for each fixed hyperparameter that differs between the optimizers of ``a`` and ``b``;
-    empty when they agree or cannot be paired group by group."""
-    sa, sb = _settings(a), _settings(b)
-    if not sa or len(sa) != len(sb):
-        return []
-    return sorted(
-        {
-            f"{k} {ga[k]} -> {gb[k]}"
-            for ga, gb in zip(sa, sb, strict=True)
-            for k in ga.keys() & gb.keys()
-            if ga[k] != gb[k]
-        }
-    )
-
-
-def _optimizer_steps(ckpt: Checkpoint) -> dict[str, float]:
-    """param name -> its step counter, for optimizer state whose parameter the reader could name."""
-    out: dict[str, float] = {}
-    for _where, opt in find_optimizers(ckpt.objects):
-        for pid, entry in opt["state"].items():
-            if isinstance(entry, dict) and "step" in entry:
-                value = scalar(entry["step"])
-                if value is not None:
-                    out[label_of(pid, entry)] = value
-    return out
-
-
-def _same_run(a: Checkpoint, b: Checkpoint, report: DiffReport) -> None:
-    state_names = {
-        t.name
-        for ck in (a, b)
-        for t in logical_tensors(ck.records)
-        if t.param_name is not None or ".state." in f".{t.name}."
-    }
-    weights = suffix_index({t.name: t for t in report.tensors if t.name not in state_names})
-    params = [
-        t
-        for t in report.tensors
-        if t.name not in state_names and t.status in ("identical", "changed") and _floating(t.dtype)
-    ]
-    if any(t.status == "changed" for t in params):
-        report.frozen = [t.name for t in params if t.status == "identical" and t.shape]
-    steps_a, steps_b = _optimizer_steps(a), _optimizer_steps(b)
-    if steps_a:
-        report.steps = (max(steps_a.values()), max(steps_b.values()) if steps_b else None)
-    for pname, sa in steps_a.items():
-        sb = steps_b.get(pname)
-        if sb is None or pname.startswith("state["):
-            continue
-        weight = weights.get(pname)
-        if weight is None:
-            continue
-        if sb != sa and weight.status == "identical":
-            line = f"{weight.name} (step {sa:g} -> {sb:g}, weights identical)"
-            if weight.dtype in _LOW_PRECISION:
-                report.below_resolution.append(f"{line}: the updates moved below {weight.dtype}'s resolution")
-            else:
-                report.step_without_weights.append(line)
-        elif sb == sa and weight.status == "changed":
-            report.weights_without_step.append(
-                f"{weight.name} (step stays {sa:g}, weights changed by {weight.rel_change or 0:.3g})"
-            )
-
-
-def _floating(dtype: str) -> bool:
-    return dtype.startswith(("float", "bfloat", "complex"))

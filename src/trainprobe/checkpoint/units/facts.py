@@ -16,12 +16,35 @@ from typing import Any
 from trainprobe.checkpoint.reading.base import Checkpoint, TensorRecord
 from trainprobe.checkpoint.reading.skeleton import fields_of, find_optimizer_states, label_of, scalar
 from trainprobe.checkpoint.units.frameworks import FRAMEWORKS, Framework, Role
+from trainprobe.checkpoint.units.frameworks.base import EPOCHS, OPTIMIZER_STEPS
 from trainprobe.checkpoint.units.manifest import read_manifest
 from trainprobe.errors import CheckpointError
 
-STEP_FIELDS = ("step", "global_step", "global_steps", "iteration")
-# A dict beside the model and optimizer that keeps the loop's counters (DCP apps: {"train_state": {"step"}}).
-_PROGRESS_KEY = re.compile(r"(?i)(state|progress|train)")
+#: The step-like fields writers record in the saved object, under their own names, and what each counts: one
+#: table (a writer's new key is one line). A framework's ``counts["step field"]`` says what its optimizer-step
+#: fields count where it knows better; an epoch field counts epochs everywhere.
+STEP_KEYS: dict[str, str] = {
+    "step": OPTIMIZER_STEPS,
+    "global_step": OPTIMIZER_STEPS,
+    "global_steps": OPTIMIZER_STEPS,  # DeepSpeed
+    "iteration": OPTIMIZER_STEPS,  # Megatron
+    "iter_num": OPTIMIZER_STEPS,  # nanoGPT-style loops
+    "iter": OPTIMIZER_STEPS,  # mmengine's meta
+    "iters": OPTIMIZER_STEPS,
+    "cur_iter": OPTIMIZER_STEPS,
+    "num_updates": OPTIMIZER_STEPS,  # fairseq
+    "num_steps": OPTIMIZER_STEPS,
+    "total_steps": OPTIMIZER_STEPS,
+    "train_steps": OPTIMIZER_STEPS,
+    "step_count": OPTIMIZER_STEPS,
+    "epoch": EPOCHS,
+    "epochs": EPOCHS,
+    "current_epoch": EPOCHS,
+    "cur_epoch": EPOCHS,
+}
+# A dict beside the model and optimizer that keeps the loop's counters (DCP apps: {"train_state": {"step"}};
+# mmengine: {"meta": {"epoch", "iter"}}).
+_PROGRESS_KEY = re.compile(r"(?i)(state|progress|train|meta)")
 _SCALER_KEY = re.compile(r"(?i)scaler|amp_scaling")
 
 
@@ -42,17 +65,13 @@ def integer(value: Any) -> int | None:
     return None
 
 
-def step_field(objects: Any) -> tuple[str, int] | None:
-    """The saved object's own step count: (its key, the value). A top-level ``step`` / ``global_step`` /
-    ``global_steps`` / ``iteration``, else one in a dict beside the model that keeps the loop's progress
-    (``train_state.step``)."""
+def step_fields(objects: Any) -> list[tuple[str, int]]:
+    """Every step-like field (:data:`STEP_KEYS`) of the saved object: (its key, the value), at the top, then
+    in a dict beside the model that keeps the loop's progress (``train_state.step``, ``meta.iter``)."""
     objects = fields_of(objects)
     if not isinstance(objects, dict):
-        return None
-    for key in STEP_FIELDS:
-        value = integer(objects.get(key))
-        if value is not None:
-            return key, value
+        return []
+    found = [(key, value) for key in STEP_KEYS if (value := integer(objects.get(key))) is not None]
     for outer, inner in objects.items():
         inner = fields_of(inner)
         if isinstance(outer, str) and _PROGRESS_KEY.search(outer) and isinstance(inner, dict):
@@ -60,11 +79,22 @@ def step_field(objects: Any) -> tuple[str, int] | None:
                 isinstance(v, TensorRecord) and v.numel > 1 for v in inner.values()
             ):
                 continue  # an optimizer's or a model's state, not the loop's
-            for key in STEP_FIELDS:
+            for key in STEP_KEYS:
                 value = integer(inner.get(key))
                 if value is not None:
-                    return f"{outer}.{key}", value
-    return None
+                    found.append((f"{outer}.{key}", value))
+    return found
+
+
+def counts_of_field(key: str) -> str:
+    """What a step field (a key of :func:`step_fields`, maybe dotted) counts, by :data:`STEP_KEYS`."""
+    return STEP_KEYS.get(key.rsplit(".", 1)[-1], OPTIMIZER_STEPS)
+
+
+def step_field(objects: Any) -> tuple[str, int] | None:
+    """The saved object's own optimizer-step count: the first of :func:`step_fields` that counts optimizer
+    steps (its key, the value), or None."""
+    return next((f for f in step_fields(objects) if counts_of_field(f[0]) == OPTIMIZER_STEPS), None)
 
 
 def _scheduler_epoch(objects: Any, role: Role) -> tuple[str, int] | None:
@@ -119,7 +149,7 @@ class PartFacts:
 
     path: str
     role: Role
-    step_field: tuple[str, int] | None = None
+    step_fields: list[tuple[str, int]] = field(default_factory=list)
     scheduler: tuple[str, int] | None = None
     counters: dict[str, dict[float, list[str]]] = field(default_factory=dict)
     manifest: tuple[str, int] | None = None  # (the manifest's name, its step)
@@ -134,7 +164,7 @@ class PartFacts:
         top = fields_of(ckpt.objects)
         facts = cls(path, role)
         # A step field of an RNG or config file counts something else (accelerate's random_states "step").
-        facts.step_field = step_field(top) if role in ("weights", "optimizer", "state") else None
+        facts.step_fields = step_fields(top) if role in ("weights", "optimizer", "state") else []
         facts.scheduler = _scheduler_epoch(top, role)
         facts.counters = optimizer_counters(top)
         if os.path.isfile(path):
@@ -161,7 +191,7 @@ class PartFacts:
         return PartFacts(
             self.path,
             self.role,
-            self.step_field or other.step_field,
+            self.step_fields or other.step_fields,
             self.scheduler or other.scheduler,
             counters,
             self.manifest or other.manifest,
@@ -175,7 +205,7 @@ class PartFacts:
         return {
             "path": self.path,
             "role": self.role,
-            "step_field": list(self.step_field) if self.step_field else None,
+            "step_fields": [list(f) for f in self.step_fields],
             "scheduler": list(self.scheduler) if self.scheduler else None,
             "counters": {
                 label: [[value, params] for value, params in c.items()] for label, c in self.counters.items()
@@ -195,7 +225,7 @@ class PartFacts:
         return cls(
             d["path"],
             d["role"],
-            pair(d.get("step_field")),
+            [(str(k), int(v)) for k, v in d.get("step_fields") or []],
             pair(d.get("scheduler")),
             {label: {float(v): list(ps) for v, ps in c} for label, c in d.get("counters", {}).items()},
             pair(d.get("manifest")),

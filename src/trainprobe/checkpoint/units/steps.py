@@ -1,20 +1,27 @@
 """Which step a unit holds, from every place that says so, and whether those places agree: the one place
 ``scan``, ``check``, ``diff`` and ``triage`` take a checkpoint's step from.
 
-Step sources: the unit's ``name`` (``checkpoint-500``, ``global_step500``, ``step=500``), its ``directory``
-(a file inside ``step_500/``), ``trainer_state.json``'s ``global_step``, a ``step field`` of the saved object
-(``step``, ``global_step``, ``global_steps``, ``iteration``, at the top or in a ``train_state`` dict), the
-``scheduler``'s ``last_epoch``, the CheckpointWriter ``manifest`` and the ``optimizer counters`` (the
-per-parameter ``step`` of an optimizer's state, one source per optimizer whose counters all agree). Each is
-kept with what it counts (the framework says); the unit's step is the most trustworthy source's, and
-:func:`judge_steps` turns agreement and disagreement into evidence:
+Step sources: the unit's ``name`` (``checkpoint-500``, ``global_step500``, ``step=500``) and its
+``directory`` (a file inside ``step_500/``), which are labels; and what the save itself wrote:
+``trainer_state.json``'s ``global_step``, every ``step field`` of the saved object (the writer's own keys, one
+table: :data:`.facts.STEP_KEYS` — ``step``, ``global_step``, ``iteration``, ``iter_num``, ``num_updates``,
+``epoch``, ... at the top or in a progress dict such as ``train_state`` or ``meta``), the ``scheduler``'s
+``last_epoch``, the CheckpointWriter ``manifest`` and the ``optimizer counters`` (the per-parameter ``step``
+of an optimizer's state, one source per optimizer whose counters all agree). Each is kept with what it counts
+(the framework says); the unit's step is the most trustworthy source's — what the unit records before what its
+name says — and :func:`judge_steps` turns agreement and disagreement into evidence:
 
-- ``step-sources``: the sources one save writes (trainer_state.json, the step field, a scheduler that steps
-  per optimizer step) name different steps: torn. A name that disagrees is a note (a renamed copy?).
-- ``step-counters``: an optimizer's counters against the step the save states. Ahead by two or more: torn (a
-  live save writes the optimizer after the step was taken); exactly one ahead: ambiguous (a step counted from
-  0 looks the same); behind: a stale optimizer file (torn) where the framework steps the optimizer once per
-  counted step and no grad scaler can skip steps, else skipped AMP steps or micro-batches (no finding).
+- ``step-sources``: sources the save wrote into different files (trainer_state.json beside the optimizer, a
+  step field in the model file) name different steps: torn. Two fields of one file were written at one moment
+  and count different things when they differ (a note). A name or directory that disagrees with what the unit
+  records is a note about labels (an epoch in the name, a renamed copy), never evidence of a tear.
+- ``step-counters``: an optimizer's counters against the step the save records (never against a name). Ahead
+  by two or more: torn (a live save writes the optimizer after the step was taken); exactly one ahead:
+  ambiguous (a step counted from 0 looks the same); behind: a stale optimizer file (torn) where the framework
+  steps the optimizer once per counted step and no grad scaler can skip steps; skipped AMP steps where a grad
+  scaler is saved; else ambiguous (micro-batches, skipped steps or an older optimizer file: unknown). A
+  framework that counts its step over all its optimizers (Lightning's ``global_step`` with two optimizers)
+  compares the sum of their counters, and says that convention was applied.
 - ``scheduler-steps``: a scheduler that counts optimizer steps against the optimizer's counters (both count
   the steps the optimizer really took, scaler or not); skipped, with the reason, where it counts epochs.
 
@@ -28,31 +35,33 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import combinations
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.safe_io import read_side
-from trainprobe.checkpoint.units.facts import PartFacts
+from trainprobe.checkpoint.units.facts import PartFacts, counts_of_field
 from trainprobe.checkpoint.units.frameworks import Framework
-from trainprobe.checkpoint.units.frameworks.base import OPTIMIZER_STEPS, UNKNOWN_COUNT
+from trainprobe.checkpoint.units.frameworks.base import EPOCHS, OPTIMIZER_STEPS, UNKNOWN_COUNT
 from trainprobe.conventions import step_in_name
 
 _SCALER = re.compile(r"(?i)^scaler(_\d+)?\.(pt|pth|bin)$")
-# Most trustworthy first: what the same save wrote beats what a name says; the optimizer's own counters
-# come last (they say how often the optimizer stepped, which is the step only where nothing else says).
+# Most trustworthy first: what the save wrote beats what it holds by its optimizer's counters (how often the
+# optimizer stepped), and both beat a name, which is a label (an epoch, a save number, a renamed copy).
 _PRIORITY = (
     "manifest",
     "trainer_state.json",
     "step field",
     "scheduler",
+    "optimizer counters",
     "name",
     "directory",
-    "optimizer counters",
 )
-# Sources written by the save itself: when two of them disagree, the unit mixes steps. (The CheckpointWriter
-# manifest has its own evidence, "manifest".)
+# Sources written by the save itself: when two of them in different files disagree, the unit mixes steps.
+# (The CheckpointWriter manifest has its own evidence, "manifest".)
 _SAME_SAVE = ("trainer_state.json", "step field", "scheduler")
+_RECORDED = ("manifest", *_SAME_SAVE)
 _NAMES = ("name", "directory")
 COUNTERS = "optimizer counters"
 
@@ -122,11 +131,11 @@ def collect_step_sources(
     for part in facts:
         rel = "" if part.path == unit_path else os.path.relpath(part.path, unit_path)
         name = os.path.basename(part.path)
-        if part.step_field is not None:
-            what = counts.get("step field", UNKNOWN_COUNT)
-            out.append(
-                StepSource("step field", part.step_field[1], what, f"{name}: {part.step_field[0]}", rel)
-            )
+        for key, field_value in part.step_fields:
+            what = counts_of_field(key)
+            if what == OPTIMIZER_STEPS:
+                what = counts.get("step field", UNKNOWN_COUNT)
+            out.append(StepSource("step field", field_value, what, f"{name}: {key}", rel))
         if part.scheduler is not None:
             what = counts.get("scheduler", UNKNOWN_COUNT)
             out.append(StepSource("scheduler", part.scheduler[1], what, f"{name}: {part.scheduler[0]}", rel))
@@ -165,13 +174,19 @@ def skipped_steps(facts: Sequence[PartFacts]) -> int:
 
 
 def saved_step(sources: Sequence[StepSource]) -> StepSource | None:
-    """The step the save itself states (what the optimizer counters are compared with): the manifest,
-    trainer_state.json, the step field or a scheduler that counts optimizer steps; else the name."""
-    for kind in _PRIORITY[:-1]:
+    """The step the save itself records (what the optimizer counters are compared with): the manifest,
+    trainer_state.json, a step field or a scheduler that counts optimizer steps. Never a name: a name is a
+    label."""
+    for kind in _RECORDED:
         for src in sources:
             if src.source == kind and src.counts == OPTIMIZER_STEPS:
                 return src
     return None
+
+
+def _origin(src: StepSource) -> str:
+    """The file a source was written in (two fields of one file were written at one moment)."""
+    return src.where if src.source in ("trainer_state.json", "manifest") else src.file
 
 
 def judge_steps(
@@ -181,49 +196,99 @@ def judge_steps(
     ``skipped``: optimizer steps the unit says were skipped."""
     out: list[Evidence] = []
     counted = [s for s in sources if s.counts == OPTIMIZER_STEPS]
-    described = ", ".join(f"{s.where} says {s.value}" for s in counted)
-    same = [s for s in counted if s.source in _SAME_SAVE]
-    if len({s.value for s in same}) > 1:
-        out.append(
-            Evidence(
-                "step-sources",
-                "fail",
-                f"the files of this checkpoint name different steps: {described} — they come from "
-                "different saves",
-                indicates=V.TORN,
-                values={"sources": [s.to_json() for s in sources]},
-            )
-        )
+    out.extend(_same_save_evidence(sources, counted))
     stated = saved_step(sources)
     stale_if_behind = framework.exact_steps and not scaler
-    for counter in (s for s in counted if s.source == COUNTERS):
-        out.append(_counters_evidence(counter, stated, stale_if_behind, skipped))
+    for counter in _counters_to_compare(counted, framework, stated):
+        out.append(_counters_evidence(counter, stated, stale_if_behind, skipped, scaler))
     out.extend(_scheduler_evidence(sources, framework))
-    if stated is not None and not any(e.failed for e in out):
-        for s in counted:
-            if s.source in _NAMES and s.value != stated.value and stated.source not in _NAMES:
-                out.append(
-                    Evidence(
-                        "step-sources",
-                        "note",
-                        f"its {s.source} ({s.where}) says step {s.value} but its {stated.source} says "
-                        f"{stated.value}",
-                        values={"sources": [x.to_json() for x in sources]},
-                    )
-                )
-                break
+    label = _label_evidence(sources, counted, stated)
+    if label is not None and not any(e.failed for e in out):
+        out.append(label)
+    recorded = [s for s in counted if s.source not in _NAMES]
     if (
-        len(counted) > 1
-        and len({s.value for s in counted}) == 1
+        len(recorded) > 1
+        and len({s.value for s in recorded}) == 1
         and not any(e.check == "step-sources" for e in out)
         and not any(e.failed for e in out)
     ):
+        described = ", ".join(f"{s.where} says {s.value}" for s in recorded)
         out.append(Evidence("step-sources", "pass", f"step sources agree: {described}"))
     return out
 
 
+def _same_save_evidence(sources: Sequence[StepSource], counted: Sequence[StepSource]) -> list[Evidence]:
+    """Sources the save wrote into different files that share no step: torn. Fields of one file that differ
+    count different things: a note."""
+    same = [s for s in counted if s.source in _SAME_SAVE]
+    if len({s.value for s in same}) < 2:
+        return []
+    described = ", ".join(f"{s.where} says {s.value}" for s in same)
+    values = {"sources": [s.to_json() for s in sources]}
+    by_file: dict[str, set[int]] = {}
+    for s in same:
+        by_file.setdefault(_origin(s), set()).add(s.value)
+    if any(a.isdisjoint(b) for a, b in combinations(by_file.values(), 2)):
+        message = (
+            f"the files of this checkpoint name different steps: {described} — they come from different saves"
+        )
+        return [Evidence("step-sources", "fail", message, indicates=V.TORN, values=values)]
+    message = (
+        f"fields written together name different numbers ({described}): they count different things (one "
+        "moment of one save cannot disagree with itself)"
+    )
+    return [Evidence("step-sources", "note", message, values=values)]
+
+
+def _counters_to_compare(
+    counted: Sequence[StepSource], framework: Framework, stated: StepSource | None
+) -> list[StepSource]:
+    """The optimizer counters to hold against the stated step: each optimizer's own, or, where the framework
+    counts its step over all its optimizers, their sum as one source."""
+    counters = [s for s in counted if s.source == COUNTERS]
+    if stated is None or len(counters) < 2 or not framework.step_counts_every_optimizer:
+        return counters
+    total = sum(c.value for c in counters)
+    file_name = counters[0].where.split(": ", 1)[0]
+    labels = " + ".join(c.where.split(": ", 1)[-1] for c in counters)
+    terms = " + ".join(str(c.value) for c in counters)
+    where = (
+        f"{file_name}: {labels} (summed, {terms} = {total}: {framework.name} counts its step over all its "
+        "optimizers)"
+    )
+    n = sum(c.count for c in counters)
+    return [StepSource(COUNTERS, total, OPTIMIZER_STEPS, where, counters[0].file, n)]
+
+
+def _label_evidence(
+    sources: Sequence[StepSource], counted: Sequence[StepSource], stated: StepSource | None
+) -> Evidence | None:
+    """What the unit's name (or folder) says against what the unit records: a note about labels, never a
+    tear."""
+    values = {"sources": [x.to_json() for x in sources]}
+    recorded = stated or next((s for s in counted if s.source == COUNTERS), None)
+    for label in (s for s in sources if s.source in _NAMES):
+        if recorded is None or label.value == recorded.value:
+            continue
+        epochs = [s for s in sources if s.source == "step field" and s.counts == EPOCHS]
+        epoch = next((s for s in epochs if s.value == label.value), None)
+        why = (
+            f"the number is its epoch ({epoch.where})"
+            if epoch is not None
+            else "a name is a label (an epoch, a save number, a renamed copy), not what the file holds"
+        )
+        return Evidence(
+            "step-sources",
+            "note",
+            f"its {label.source} ({label.where}) says {label.value} but its {recorded.source} "
+            f"({recorded.where}) says {recorded.value}: {why}",
+            values=values,
+        )
+    return None
+
+
 def _counters_evidence(
-    counter: StepSource, stated: StepSource | None, stale_if_behind: bool, skipped: int
+    counter: StepSource, stated: StepSource | None, stale_if_behind: bool, skipped: int, scaler: bool
 ) -> Evidence:
     """One optimizer's counters (all equal) against the step the save states."""
     label = counter.where.split(": ", 1)[-1]  # its part is the evidence's file
@@ -258,11 +323,19 @@ def _counters_evidence(
             f"{label}: all {n} step counters say {value} but the checkpoint's step is {step} ({where}): the "
             f"optimizer state is {step - value} steps older than the rest (a stale optimizer file)"
         )
-    elif value < step:
+    elif value < step and (scaler or skipped):
         e.values["decisive"] = n > 1
         e.message = (
             f"{label}: all {n} step counters equal ({value}); behind the checkpoint's step {step} ({where}): "
-            "skipped AMP steps, or a step that counts micro-batches"
+            "steps its grad scaler skipped"
+        )
+    elif value < step:
+        e.outcome = "skip"
+        e.values["ambiguous"] = True
+        e.message = (
+            f"{label}: all {n} step counters say {value}, behind the checkpoint's step {step} ({where}): a "
+            "step that counts micro-batches, skipped AMP steps (no grad scaler is saved), or an optimizer "
+            "state older than the rest; nothing in the checkpoint tells which"
         )
     else:
         e.values["decisive"] = True

@@ -14,7 +14,9 @@ A framework (one module each in ``trainprobe.checkpoint.units.frameworks``) answ
 sources that count optimizer steps are compared with each other; ``name_counts(separator)`` what the step in a
 unit's name counts, by the separator before the number (accelerate's ``checkpoint_<i>`` counts saves).
 ``exact_steps``: its step counts every optimizer step, so optimizer counters behind it mean a stale optimizer
-file (unless a grad scaler in the unit may skip steps). ``covers_by_partition``: its optimizer state is flat
+file (unless a grad scaler in the unit may skip steps). ``step_counts_every_optimizer``: its step counts the
+steps of all its optimizers together (Lightning's ``global_step`` with two optimizers), so the sum of their
+counters is what the step is compared with. ``covers_by_partition``: its optimizer state is flat
 partitions that say nothing of which parameter they hold, so whether it covers the model is its own
 ``parts_evidence``, not the generic ``optimizer-covers-model``. ``part_facts(path, ckpt)`` and
 ``parts_evidence(parts, facts)``: what only this framework can say about the unit's parts as a whole
@@ -81,6 +83,7 @@ class Framework(Protocol):
 
     name: str
     exact_steps: bool
+    step_counts_every_optimizer: bool
     covers_by_partition: bool
 
     @property
@@ -122,6 +125,7 @@ class FrameworkBase:
     name: str
     counts: ClassVar[Mapping[str, str]] = STEP_COUNTS
     exact_steps: bool = False
+    step_counts_every_optimizer: bool = False
     covers_by_partition: bool = False
 
     def name_counts(self, separator: str) -> str:

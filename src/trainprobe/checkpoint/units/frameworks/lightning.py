@@ -25,6 +25,9 @@ class Lightning(FrameworkBase):
     name = "lightning"
     # global_step counts optimizer steps; AMP (native_amp_scaling_state saved) may skip some
     exact_steps = True
+    # global_step counts every optimizer.step() of every optimizer (two optimizers stepping once per batch
+    # are at global_step 12 after 6 batches, with counters of 6 each)
+    step_counts_every_optimizer = True
     # lr_schedulers step per epoch unless configured per step (the interval is not saved): not compared.
     counts: ClassVar[Mapping[str, str]] = {**STEP_COUNTS, "scheduler": EPOCHS}
 
