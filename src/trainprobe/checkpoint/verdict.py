@@ -7,13 +7,16 @@ verdict         exit  meaning
 ==============  ====  =====================================================================================
 ``suspicious``  1     a pickle names a global that would run code on ``torch.load`` (it is named)
 ``nonfinite``   1     NaN/Inf in weights, buffers or optimizer state
-``torn``        1     the unit mixes training steps (counters, Adam bound, master copies, step sources)
+``torn``        1     the unit mixes training steps (counters, Adam bound, master copies, step sources;
+                      never a name or a folder: those are labels)
 ``corrupt``     1     damaged: a CRC32 mismatch, truncated ("truncated at byte N of M"), a record or shard
                       missing, a header that lies, an impossible optimizer state
 ``unreadable``  2     could not be judged: missing, not a checkpoint, a format or feature not supported
-``unknown``     0     read and finite, but not enough evidence that it is one consistent snapshot
-                      (``check --strict``: 1)
-``consistent``  0     positive evidence of one consistent snapshot (``check``)
+``unknown``     0     read and finite, but the evidence that could show a tear is missing or could not
+                      decide (no optimizer state, no step counters, counters behind the step with nothing
+                      to explain it, an optimizer family not known for certain) (``check --strict``: 1)
+``consistent``  0     positive evidence of one consistent snapshot: evidence that could have shown a tear
+                      was there and passed (``check``)
 ``clean``       0     read, finite, nothing suspicious (``scan``, which does not judge consistency)
 ==============  ====  =====================================================================================
 
@@ -52,8 +55,8 @@ MEANING: dict[str, str] = {
     TORN: "the checkpoint mixes training steps",
     CORRUPT: "damaged: CRC mismatch, truncated, a part missing, an impossible state",
     UNREADABLE: "could not be judged: missing, not a checkpoint, unsupported",
-    UNKNOWN: "read and finite, but not enough evidence of one consistent snapshot",
-    CONSISTENT: "one consistent snapshot",
+    UNKNOWN: "read and finite, but the evidence that could show a tear is missing or undecided",
+    CONSISTENT: "one consistent snapshot: evidence that could have shown a tear was there and passed",
     CLEAN: "read, finite, nothing suspicious",
 }
 

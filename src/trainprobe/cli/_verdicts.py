@@ -31,8 +31,8 @@ and the worst unit decides the code)
      wins over unreadable
   2  unreadable (could not be judged: missing, not a checkpoint, unsupported) and no finding; or a
      usage error
-  0  otherwise: clean, consistent, or unknown (read and finite, but not enough evidence of one
-     consistent snapshot)"""
+  0  otherwise: clean, consistent (evidence that could have shown a tear was there and passed), or
+     unknown (read and finite, but the evidence that could show a tear is missing or undecided)"""
 
 #: the exit code of every fleet (trainprobe.tasks.FleetReports.exit_code): scan, check, diff and logs --on
 FLEET_EXIT_CODES = (
