@@ -30,7 +30,10 @@ DRIVER = (
 )
 
 NEVER = ("typer", "pydantic", "click", "torch", "matplotlib")
-LIBRARIES = ("trainprobe.checkpoint", "trainprobe.metrics", "trainprobe.remote", "trainprobe.triage")
+#: the remote engine: every module under trainprobe.remote but its face (lazy: it imports nothing) and the hop
+#: registry (trainprobe.remote.hops: the target help is built from its rows, without a hop module)
+REMOTE_ENGINE = "trainprobe.remote.*"
+LIBRARIES = ("trainprobe.checkpoint", "trainprobe.metrics", REMOTE_ENGINE, "trainprobe.triage")
 #: what test_import_time.py guards for a single run, checked here through the whole program too
 RUN_HEAVY = ("rich", "numpy", "dataclasses", "inspect", "tomllib")
 
@@ -139,6 +142,24 @@ def test_a_command_imports_only_what_it_needs(
     code, _, modules = imported(args, files)
     assert code in (0, 1, 2)
     assert sorted(set(forbidden) & modules) == []
+    if REMOTE_ENGINE in forbidden:
+        assert sorted(engine_modules(modules)) == []
+
+
+def engine_modules(modules: set[str]) -> set[str]:
+    """The modules of :data:`REMOTE_ENGINE` among ``modules``."""
+    return {m for m in modules if m.startswith("trainprobe.remote.") and m != "trainprobe.remote.hops"}
+
+
+def test_help_shows_every_hop_kind_without_the_engine(files: Path) -> None:
+    from trainprobe.remote.hops import HOP_KINDS
+
+    code, out, modules = imported(["run", "--help"], files)
+    assert code == 0
+    usages = [line.split()[0] for line in out.split("outermost first:\n", 1)[1].split("\n\n")[0].splitlines()]
+    assert [usage.split("=")[0].split("[")[0] for usage in usages[: len(HOP_KINDS)]] == list(HOP_KINDS)
+    assert "trainprobe.remote.hops" in modules  # the rows came from the registry
+    assert sorted(engine_modules(modules)) == []
 
 
 def test_the_chosen_command_is_imported_and_no_other(files: Path) -> None:

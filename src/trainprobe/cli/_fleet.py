@@ -1,6 +1,7 @@
 """What every command that takes a fleet shares (run, probe, and scan, check, diff and logs with --on): the
 target help and options, expanding specs, live output prefixed by target, one report per target and the
-per-target table (:func:`show_fleet`). Library imports stay inside the functions (fast start)."""
+per-target table (:func:`show_fleet`). Library imports stay inside the functions (fast start); the hop
+registry, which the target help is built from, is two small modules."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from trainprobe.cli._output import Console, LiveOutput, Output
 from trainprobe.cli._plain import Table, escape
+from trainprobe.remote.hops import kinds_help  # the registry alone: no hop module, not the engine
 
 if TYPE_CHECKING:
     from trainprobe.remote.fleet_result import FleetResult, Outcome
@@ -18,20 +20,21 @@ if TYPE_CHECKING:
 
 R = TypeVar("R")
 
-TARGET_HELP = (
-    "TARGET is one string of //-separated hops, outermost first:\n"
-    "  local                             this machine\n"
-    "  ssh=user@host:port                OpenSSH; user@ and :port optional (~/.ssh/config applies)\n"
-    "  ssh=bastion//ssh=gpu07            through a jump host (ProxyJump)\n"
-    "  sudo  or  sudo=USER               non-interactive sudo (sudo -n)\n"
-    "  pct=ID  docker=CTR  podman=CTR    a Proxmox CT, a container (docker=CTR,user=1000)\n"
-    "  kubectl=POD,namespace=N  lxc=NAME  incus=NAME  slurm=JOBID[@NODE]\n"
-    "  python=PATH  venv=DIR  conda=ENV  the interpreter (default: discovered on the far side)\n"
-    "  cd=DIR  env=NAME=VALUE            working directory and environment of the script\n\n"
-    "Without python=/venv=/conda=, the far side picks the first of: $VIRTUAL_ENV, $CONDA_PREFIX, venvs "
-    "under home directories, /root and /opt, conda envs, interpreters of running Python processes, "
-    "python3/python on PATH; --need picks the first of those that has the modules."
-)
+
+def _target_help() -> str:
+    """The target syntax: one line per hop kind, from the hop registry
+    (:func:`trainprobe.remote.hops.kinds_help`, which imports no hop module and not the engine)."""
+    rows = "".join(f"  {usage:<34}{meaning}\n" for usage, meaning in kinds_help())
+    return (
+        f"TARGET is one string of //-separated hops, outermost first:\n{rows}"
+        f"  {'ssh=bastion//ssh=gpu07':<34}ssh hops in a row: through a jump host (ProxyJump)\n\n"
+        "Without python=/venv=/conda=, the far side picks the first of: $VIRTUAL_ENV, $CONDA_PREFIX, venvs "
+        "under home directories, /root and /opt, conda envs, interpreters of running Python processes, "
+        "python3/python on PATH; --need picks the first of those that has the modules."
+    )
+
+
+TARGET_HELP = _target_help()
 
 FLEET_HELP = (
     "A fleet (many targets at once): several targets (as the usage shows), and/or\n"

@@ -26,17 +26,36 @@ See docs/remote.md for the target syntax, exit codes, log directory and the far-
 
 from __future__ import annotations
 
-from trainprobe.remote.api import call, run
-from trainprobe.remote.session import Module, RunResult
-from trainprobe.remote.target import Target, parse_target
+TYPE_CHECKING = False  # not typing's: a run's path imports no typing (tests/remote/test_run_imports.py)
+if TYPE_CHECKING:
+    from trainprobe.remote.api import call, run
+    from trainprobe.remote.session import Module, RunResult
+    from trainprobe.remote.shipping import modules_for
+    from trainprobe.remote.target import Target, parse_target
+
+#: this face's names -> the module each lives in, imported when a name is first asked for: any module under
+#: ``remote/`` runs this ``__init__`` first, and reading the hop registry (the target help of ``trainprobe
+#: run --help`` and of the MCP tools) must not start the engine (tests/cli/test_import_budget.py)
+_HOMES = {
+    "call": "api",
+    "run": "api",
+    "Module": "session",
+    "RunResult": "session",
+    "modules_for": "shipping",
+    "Target": "target",
+    "parse_target": "target",
+}
 
 
 def __getattr__(name: str) -> object:
-    if name == "modules_for":  # shipping is not on a run's path
-        from trainprobe.remote.shipping import modules_for
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-        return modules_for
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # asked once
+    return value
 
 
 __all__ = ["Module", "RunResult", "Target", "call", "modules_for", "parse_target", "run"]
