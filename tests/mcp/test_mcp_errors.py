@@ -147,7 +147,7 @@ def test_without_the_sdk_the_server_names_the_extra_to_install() -> None:
 
 def test_a_far_side_error_is_its_own_sentence_by_the_tasks_rule() -> None:
     from trainprobe.errors import RemoteExceptionError
-    from trainprobe.mcp.tools import Place, shown_message
+    from trainprobe.mcp.targets import Place, shown_message
 
     engine = "local//python=/usr/bin/python3"
     far = RemoteExceptionError(engine, "LogError: /runs/a.log: no such file or directory")

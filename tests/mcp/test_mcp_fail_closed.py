@@ -350,7 +350,7 @@ def test_malformed_requests_get_jsonrpc_errors_and_the_server_stays_up(tmp_path:
 
 def test_an_unexpected_exception_is_an_error_result(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from trainprobe.mcp.answer import answer
-    from trainprobe.mcp.server import tool
+    from trainprobe.mcp.tools import tool
 
     monkeypatch.setenv("TRAINPROBE_RUNS_DIR", str(tmp_path))
 
@@ -373,7 +373,7 @@ def test_a_document_is_kept_and_sent_as_sendable_json(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from trainprobe.mcp.answer import answer
-    from trainprobe.mcp.server import tool
+    from trainprobe.mcp.tools import tool
 
     monkeypatch.setenv("TRAINPROBE_RUNS_DIR", str(tmp_path))
     doc = {"verdict": "clean", "files": [{"path": "a\udcff\n.pt", "verdict": "clean", "x": float("nan")}]}

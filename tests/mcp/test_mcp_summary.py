@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from trainprobe.mcp import summary
+from trainprobe.mcp.tools import check, logs
 
 
 def test_a_long_summary_is_cut_at_a_line_and_says_how_much_is_left(tmp_path: Path) -> None:
@@ -28,7 +29,7 @@ def test_a_long_summary_is_cut_at_a_line_and_says_how_much_is_left(tmp_path: Pat
 
 def test_lists_say_how_many_more_there_are() -> None:
     doc = {"findings": [{"severity": "error", "kind": "spike", "step": i} for i in range(25)], "summary": {}}
-    text = summary.logs(doc).text(None)
+    text = logs.summarise(doc).text(None)
     assert text.count("- error spike") == 10
     assert "… 15 more findings in the full report" in text
     assert text.endswith("full report: not written")
@@ -38,7 +39,7 @@ def test_a_document_the_summary_cannot_read_is_still_the_answer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from trainprobe.mcp.answer import answer
-    from trainprobe.mcp.server import tool
+    from trainprobe.mcp.tools import tool
 
     monkeypatch.setenv("TRAINPROBE_RUNS_DIR", str(tmp_path))
     document = {"verdict": "clean", "totals": {"parameters": "many"}}  # a field whose type changed
@@ -55,6 +56,6 @@ def test_check_lists_the_worst_verdicts_first_in_the_librarys_order() -> None:
 
     verdicts = ["consistent", "unknown", "suspicious", "unreadable", "torn", "corrupt", "nonfinite"]
     doc = {"units": [{"path": f"/c/{v}.pt", "verdict": v} for v in verdicts], "summary": {}}
-    listed = [line.split(": ")[0] for line in summary.check(doc).text(None).splitlines()[1:-1]]
+    listed = [line.split(": ")[0] for line in check.summarise(doc).text(None).splitlines()[1:-1]]
     assert listed == [f"- {v}" for v in ORDER if v in verdicts]
     assert listed[:2] == ["- suspicious", "- nonfinite"]  # before torn: once last, as no verdict of check

@@ -53,7 +53,7 @@ DECLARED = {
 
 
 def test_each_tool_declares_its_document_as_an_output_schema(server: McpSession) -> None:
-    from trainprobe.mcp.server import tool as record
+    from trainprobe.mcp.tools import tool as record
 
     tools = {tool.name: tool for tool in server.tools()}
     assert set(DECLARED) == TOOLS
@@ -208,3 +208,20 @@ def test_a_long_list_says_how_many_more_are_in_the_report(server: McpSession, tm
     assert text.count("- nonfinite: ") == 10
     assert "… 3 more files that are not clean in the full report" in text
     assert len(result.structured_content["files"]) == 13
+
+
+def test_a_tool_is_its_module_and_its_name_in_the_table() -> None:
+    import trainprobe.mcp.tools as package
+    from trainprobe.mcp.tools import NAMES, TOOLS
+
+    modules = sorted(p.stem for p in Path(package.__file__).parent.glob("*.py") if p.stem != "__init__")
+    assert sorted(NAMES) == modules  # a module not in NAMES would be a tool nobody can call
+    assert [record.name for record in TOOLS] == list(NAMES)
+
+
+def test_the_target_help_names_every_hop_kind_of_the_registry() -> None:
+    from trainprobe.mcp.server import TARGET_HELP
+    from trainprobe.remote.hops import kinds_help
+
+    for usage, meaning in kinds_help():
+        assert f"`{usage}`: {meaning}" in TARGET_HELP

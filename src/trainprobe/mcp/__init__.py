@@ -7,8 +7,9 @@ short summary as text (docs/mcp.md).
 
 - :func:`main` serves on stdin/stdout until the client closes them (``python -m trainprobe.mcp``).
 - :func:`build_server` returns the server (``trainprobe.mcp.server``, which needs the ``mcp`` extra).
-- :mod:`trainprobe.mcp.tools` is where the tools reach the library. This package's ``__init__`` imports
-  only the standard library, so a missing SDK is one sentence (:func:`build_server`).
+- :mod:`trainprobe.mcp.tools`: one module per tool (its function, document type, library call and summary),
+  listed in ``TOOLS``. This package's ``__init__`` imports only the standard library, so a missing SDK is one
+  sentence (:func:`build_server`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""What an MCP tool is (:class:`Tool`, one record each in :data:`trainprobe.mcp.server.TOOLS`) and how every
-tool answers (:func:`answer`): its document as structured content, kept in full on disk, and its summary as
-text; any failure an error result with one sentence.
+"""What an MCP tool is (:class:`Tool`, one record in each tool's module, listed in
+:data:`trainprobe.mcp.tools.TOOLS`) and how every tool answers (:func:`answer`): its document as structured
+content, kept in full on disk, and its summary as text; any failure an error result with one sentence.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 from mcp.types import CallToolResult, TextContent
 
 from trainprobe.errors import TrainprobeError
-from trainprobe.mcp import tools
 from trainprobe.mcp.safe import sendable, shown
 from trainprobe.mcp.summary import Summary
+from trainprobe.mcp.targets import interpreter_settings
 from trainprobe.visible import visible
 
 Document = dict[str, Any]
@@ -29,12 +29,13 @@ def _never_failed(_document: Document) -> str | None:
 
 @dataclass(frozen=True)
 class Tool:
-    """One MCP tool.
+    """One MCP tool: ``TOOL`` in its module, ``trainprobe.mcp.tools.<name>``.
 
-    - ``function``: the tool as the SDK registers it; its typed parameters are the input schema, its
-      docstring the description, and its return type ``Annotated[CallToolResult, XDocument]`` names the
-      document type (:mod:`trainprobe.mcp.documents`) that becomes the output schema.
-    - ``summary``: the document's short text (:mod:`trainprobe.mcp.summary`).
+    - ``function``: the tool as the SDK registers it; its name is the tool's, its typed parameters are the
+      input schema, its docstring the description, and its return type ``Annotated[CallToolResult,
+      XDocument]`` names the document type (a TypedDict in its module) that becomes the output schema.
+    - ``summary``: the document's short text (a :class:`~trainprobe.mcp.summary.Summary`).
+    - ``brief``: a few words on what it is for, in the server's instructions.
     - ``read_only``: runs no program the client names (``readOnlyHint``; see :func:`refused_target`).
     - ``fleet``: takes a fleet target (its description says how).
     - ``document_help``: how the description names the document, when it is not ``trainprobe NAME --json``'s.
@@ -43,6 +44,7 @@ class Tool:
 
     function: Callable[..., CallToolResult]
     summary: Callable[[Document], Summary]
+    brief: str
     read_only: bool = True
     fleet: bool = False
     document_help: str | None = None
@@ -73,7 +75,7 @@ def refused_target(tool: Tool, target: str) -> str | None:
     client that approves read-only tools without asking must not be able to run one through ``scan``."""
     if Policy.allow_interpreters or not tool.read_only:
         return None
-    named = tools.interpreter_settings(target)
+    named = interpreter_settings(target)
     if not named:
         return None
     return (
