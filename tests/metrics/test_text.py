@@ -85,8 +85,9 @@ def test_source_code_tracebacks_and_prose_are_not_metrics(tmp_path: Path) -> Non
     run = read_text_file(path, name="t")
     assert list(run.columns) == ["loss"]
     assert len(run) == 2
-    assert run.events == []  # the echoed torch.save line is code, not a save
-    assert run.skipped_lines == 7
+    # the echoed torch.save line is code, not a save; the traceback is a failure
+    assert [e.kind for e in run.events] == ["failure"]
+    assert run.skipped_lines == 6  # the traceback's first line is that event
 
 
 def test_big_uniform_chunks_parse_like_single_lines(tmp_path: Path) -> None:

@@ -44,7 +44,8 @@ _LOGS_EPILOG = (
     "  trainprobe logs /runs/3/train.log --on ssh=user@gpu07//venv=/opt/venv   where the log is\n"
     "  trainprobe logs /runs/3/train.log --on ssh=gpu07 --html report.html     the HTML written here\n"
     "  trainprobe logs /local/run/train.log --on 'ssh=node[01-04]'   one report per node, then a table\n\n"
-    "Exit codes: 0 healthy (nothing at --fail-on or worse), 1 findings, 2 unreadable input or bad flags. "
+    "Exit codes: 0 healthy (nothing at --fail-on or worse), 1 findings, 2 unreadable input (or a log read "
+    "only in part: more numeric lines of a repeating shape left unread than read as rows) or bad flags. "
     f"{FLEET_EXIT_CODES}"
 )
 
@@ -56,9 +57,21 @@ def render_report(report: LogReport, console: Console) -> None:
     for run in report.runs:
         console.print(_run_line(run, step_text, escape))
     render_not_read(report, console)
+    for name, events in report.events.items():
+        for e in [e for e in events if e.kind == "failure"][:3]:
+            console.print(
+                f"[bold red]failed[/] {escape(name)} after step {step_text(e.step)}: {escape(e.text[:160])}",
+                soft_wrap=True,
+            )
+    for run, why in report.partly_read:
+        console.print(
+            f"[bold yellow]partly read[/] {escape(run.path or run.name)}: {escape(why)}", soft_wrap=True
+        )
     if not report.findings:
-        if report.not_read:
+        if report.not_read or report.partly_read:
             console.print("[yellow]no findings in what was read: the report is incomplete[/]")
+        elif any(e.kind == "failure" for events in report.events.values() for e in events):
+            console.print("[yellow]no findings in the metrics, but the log reports a failure (above)[/]")
         else:
             console.print("[green]no findings: the log looks healthy[/]")
         return
@@ -97,6 +110,9 @@ def _run_line(run: RunLog, step_text: Callable[[float], str], escape: Callable[[
         names = [c for c in run.columns if run.role(c) == role]
         if names:
             rest.append(f"{role}s {_names(names, 4)}")
+    cover = run.coverage
+    if cover is not None and cover.numeric_lines > cover.row_lines:
+        rest.append(f"{cover.row_lines} of {cover.numeric_lines} lines with numbers read as rows")
     return line + (f"[dim]; {escape('; '.join(rest))}[/]" if rest else "")
 
 

@@ -92,6 +92,12 @@ class LogReport:
     not_read: list[NotRead] = field(default_factory=list)
 
     @property
+    def partly_read(self) -> list[tuple[RunLog, str]]:
+        """The runs whose file was read only in part (more lines of repeating numeric shapes missed than
+        read as rows: trainprobe.metrics.coverage), each with why. A report with any is never healthy."""
+        return [(r, why) for r in self.runs if r.coverage is not None and (why := r.coverage.partly_read)]
+
+    @property
     def worst(self) -> str | None:
         return self.findings[0].severity if self.findings else None
 
@@ -100,8 +106,9 @@ class LogReport:
 
     def exit_code_for(self, fail_on: str = "error") -> int:
         """0 nothing at ``fail_on`` (a severity, or "never") or worse, 1 findings, 2 when a path could not
-        be read (whatever was found in the rest: an incomplete report is never healthy)."""
-        if self.not_read:
+        be read or a log was read only in part (whatever was found in the rest: an incomplete report is
+        never healthy)."""
+        if self.not_read or self.partly_read:
             return 2
         if fail_on == "never" or self.worst is None:
             return 0
@@ -136,12 +143,14 @@ class LogReport:
                     "timings": [c for c in r.columns if r.role(c) == "timing"],
                     "has_wall_clock": bool(r.wall is not None and np.isfinite(r.wall).any()),
                     "skipped_lines": r.skipped_lines,
+                    "coverage": None if r.coverage is None else r.coverage.to_json(),
                     "events": [e.to_json() for e in self.events.get(r.name, [])],
                 }
                 for r in self.runs
             ],
             "findings": [f.to_json() for f in self.findings],
             "not_read": [n.to_json() for n in self.not_read],
+            "partly_read": [{"run": r.name, "path": r.path, "why": why} for r, why in self.partly_read],
         }
         if series:
             out["series"] = {r.name: downsample(r, max_points) for r in self.runs}

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainprobe.metrics.events import Event
+from trainprobe.metrics.events import Event, merge_failures
 from trainprobe.metrics.roles import metric_kind, role_of
 from trainprobe.metrics.splits import EVAL, is_epoch_key, is_step_key, split_of
 from trainprobe.metrics.step_axis import Columns, step_axis
@@ -212,6 +212,7 @@ def assemble(
     }
     placed = [_place(e, order, steps) for e in events]
     placed.sort(key=lambda e: (e.row, e.step))
+    placed = merge_failures(placed)
     return RunLog(
         name=name,
         path=path,

@@ -36,8 +36,34 @@ LR_CHANGE = "lr_change"
 EVAL = "eval"
 CUSTOM = "custom"
 NONFINITE_LINE = "non_finite_reported"
+FAILURE = "failure"
 
-EVENT_KINDS = (CHECKPOINT_SAVE, RESUME, EPOCH, LR_CHANGE, EVAL, CUSTOM, NONFINITE_LINE)
+EVENT_KINDS = (CHECKPOINT_SAVE, RESUME, EPOCH, LR_CHANGE, EVAL, CUSTOM, NONFINITE_LINE, FAILURE)
+
+# What a line says when a run fails, most specific first (a traceback ends in the error that names the
+# cause: the cause is what the event says). Whole phrases, so a flag (``--kill-on-bad-exit``) or a metric
+# name (``oom_count``) is none.
+FAILURES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "out of memory",
+        re.compile(r"(?i)\bout of memory\b|OutOfMemoryError|\bOOM[- ]?kill|\bCUBLAS_STATUS_ALLOC"),
+    ),
+    (
+        "NCCL timeout",
+        re.compile(
+            r"(?i)\bnccl\b.{0,200}\b(?:timeout|timed out)\b|watchdog caught collective operation timeout"
+        ),
+    ),
+    ("killed", re.compile(r"(?i)\b(?:killed|sigkill|signal 9)\b|\bexitcode\s*:\s*-9\b")),
+    (
+        "aborted",
+        re.compile(
+            r"(?i)\b(?:aborted|sigabrt|core dumped|segmentation fault|sigsegv)\b|terminate called after"
+        ),
+    ),
+    ("traceback", re.compile(r"^\s*Traceback \(most recent call last\)")),
+    ("failed", re.compile(r"(?i)\bfailed\s*\(exitcode\s*:\s*-?[1-9]\d*\)|\bChildFailedError\b")),
+)
 
 
 def _any_word(*words: str) -> re.Pattern[str]:
@@ -55,9 +81,17 @@ _SAVE_ALONE = re.compile(r"(?i)\b(?:checkpoint|ckpt)\w*\s+(?:\S+\s+){0,3}?(?:sav
 # What a line says before its verb that makes it no save: a plan, a setting, a failure, a load.
 _NOT_A_SAVE = _any_word(
     *("will", "would", "should", "every", "interval", "about to", r"skip\w*", "not", "no", "disabled?"),
+    *("going to", r"plan\w*", r"frequen\w*"),
     *("failed", "unable", "cannot", "can't", "could not", r"load\w*", r"resum\w*", r"restor\w*"),
 )
 _FAILED_SAVE = _any_word("disabled", "failed", "skipped", "skipping", "unable", "cannot", "error")
+# What is saved that is no checkpoint: a download, a package, a cache, a tracker's run data, data indices
+# (wget's "Saving to: 'pytorch_model.bin'", pip's "Stored in directory: …/wheels/…"), or source
+# (a pasted diff of ``checkpointing.py``).
+_NOT_A_CHECKPOINT = re.compile(
+    r"(?i)\b(?:download\w*|install\w*|wheels?|pip|wget|curl|cached?|indices|run data|locally|dataset|"
+    r"predictions?|figures?|plots?|images?)\b|/\.cache/|\bsaving to:\s*\S|^diff --git|\.(?:py|sh|cpp)\b"
+)
 # Echoed source code and shell lines mention saving too; they are not events. An assignment marks code, but
 # ``key=number`` without spaces does not: loggers write "Saving checkpoint to ... (step=10)", while source
 # spaces its "save_every : int = 0".
@@ -132,6 +166,7 @@ class Event:
             EVAL: "the eval run",
             CUSTOM: f"the event '{self.text[:40]}'",
             NONFINITE_LINE: "the non-finite value the log reports",
+            FAILURE: f"the failure ({failure_of(self.text) or 'failed'})",
         }.get(self.kind, self.kind)
         out = f"{what} at step {step_text(self.step)}"
         if self.stall_s is not None:
@@ -155,7 +190,7 @@ def is_save_line(line: str) -> bool:
             return False
     elif not _SAVE_ALONE.search(line):
         return False
-    if _FAILED_SAVE.search(line):
+    if _FAILED_SAVE.search(line) or _NOT_A_CHECKPOINT.search(line):
         return False
     return not _NOT_A_SAVE.search(line[: verb.start()] if verb is not None else line)
 
@@ -193,6 +228,8 @@ def classify_line(line: str, custom: list[re.Pattern[str]] | None = None) -> tup
             return CUSTOM, _step_named(line)
     if _NONFINITE_LINE.search(line):
         return NONFINITE_LINE, None
+    if failure_of(line) is not None:
+        return FAILURE, None
     if is_save_line(line):
         return CHECKPOINT_SAVE, save_step(line, save_path(line))
     if looks_like_code(line):
@@ -226,6 +263,58 @@ def event_from_line(
         path=path,
         order=order,
     )
+
+
+# Source that handles a failure (not the general code test: an error's own line ends in ``:`` and names
+# ``WorkNCCL(SeqNum=1)``, which reads as code).
+_SOURCE_LINE = re.compile(
+    r"^\s*(?:except|raise|if|elif|while|def|class|import|from|return|try|with|assert)\b|^\s*(?:#|//)"
+)
+
+
+def failure_of(line: str) -> str | None:
+    """What failed, when ``line`` says a run failed (out of memory, NCCL timeout, killed, aborted, a
+    traceback), else None. Echoed source (``except torch.cuda.OutOfMemoryError:``) says nothing."""
+    for cause, pattern in FAILURES:
+        if pattern.search(line):
+            return None if _SOURCE_LINE.match(line) else cause
+    return None
+
+
+def merge_failures(events: list[Event]) -> list[Event]:
+    """One failure per point of failure: the lines of one traceback, or every rank's copy of it, with no
+    metric row between them are one event, named by its most specific cause."""
+    out: list[Event] = []
+    rank = {cause: i for i, (cause, _) in enumerate(FAILURES)}
+    for e in events:
+        prev = next((p for p in reversed(out) if p.kind == FAILURE), None)
+        if e.kind == FAILURE and prev is not None and prev.row == e.row:
+            new, old = failure_of(e.text), failure_of(prev.text)
+            if new is not None and old is not None and rank[new] < rank[old]:
+                prev.text = e.text
+            continue
+        out.append(e)
+    return out
+
+
+def merge_saves(events: list[Event]) -> list[Event]:
+    """One save announced in two lines (``saving checkpoint …`` then ``successfully saved …``) is one
+    event."""
+    out: list[Event] = []
+    for e in events:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and e.kind == prev.kind == CHECKPOINT_SAVE
+            and (e.step == prev.step or e.step != e.step or prev.step != prev.step)
+            and (e.path is None or prev.path is None or e.path == prev.path)
+        ):
+            if prev.step != prev.step:
+                prev.step = e.step
+            prev.path = prev.path or e.path
+            continue
+        out.append(e)
+    return out
 
 
 def _step_named(line: str) -> float | None:
@@ -286,6 +375,8 @@ __all__ = [
     "EPOCH",
     "EVAL",
     "EVENT_KINDS",
+    "FAILURE",
+    "FAILURES",
     "LR_CHANGE",
     "NONFINITE_LINE",
     "RESUME",
@@ -293,8 +384,11 @@ __all__ = [
     "classify_line",
     "event_from_line",
     "events_from_checkpoint_dir",
+    "failure_of",
     "is_save_line",
     "looks_like_code",
+    "merge_failures",
+    "merge_saves",
     "save_path",
     "save_step",
 ]

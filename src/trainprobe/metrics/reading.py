@@ -10,6 +10,7 @@ from pathlib import Path
 
 from trainprobe.conventions import is_log_name
 from trainprobe.errors import LogError, UsageError
+from trainprobe.metrics.events import FAILURE
 from trainprobe.metrics.readers import DIR_READERS, READERS, LogReader, ReadOptions, RunDirReader
 from trainprobe.metrics.table import RunLog, TooSparse, Unread
 from trainprobe.metrics.walk import NotRead, regular_file, walk
@@ -144,6 +145,13 @@ def read_logs(
 def no_rows_error(runs: list[RunLog]) -> LogError:
     """The error for logs that gave no metric rows: the first lines read, and why each was not one."""
     where = ", ".join(dict.fromkeys(r.path for r in runs)) or "input"
+    failed = next((e for r in runs for e in r.events if e.kind == FAILURE), None)
+    if failed is not None:
+        return LogError(
+            where,
+            f"no metric rows found: the run failed before its first metric ({failed.text[:160]!r})",
+            hint="the log ends in a failure; fix it and run again",
+        )
     unread: list[Unread] = [u for r in runs for u in r.unread][:_SHOWN]
     if not unread:
         return LogError(

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from trainprobe.metrics.coverage import Coverage
 from trainprobe.metrics.events import Event
 
 FloatArray = np.ndarray
@@ -60,6 +61,9 @@ class RunLog:
     # runs read from the same file on an axis of their own (an eval loop counted in epochs): reported beside
     # this one (trainprobe.metrics.axis)
     side_runs: list[RunLog] = field(default_factory=list)
+    # what the reader understood of the file (trainprobe.metrics.coverage); None: a structured format read
+    # record by record, where nothing is left over
+    coverage: Coverage | None = None
 
     def __len__(self) -> int:
         return int(self.steps.shape[0])
@@ -96,6 +100,7 @@ class RunLog:
             "declared_end": None
             if self.declared_end is None or not math.isfinite(self.declared_end)
             else self.declared_end,
+            "coverage": None if self.coverage is None else self.coverage.to_json(),
         }
 
     @classmethod
@@ -119,6 +124,7 @@ class RunLog:
             unread=[Unread(int(n), str(text), str(why)) for n, text, why in data["unread"]],
             roles={str(k): str(v) for k, v in data["roles"].items()},
             declared_end=None if data["declared_end"] is None else float(data["declared_end"]),
+            coverage=None if data.get("coverage") is None else Coverage.from_json(data["coverage"]),
         )
 
 

@@ -124,6 +124,9 @@ def _logs(
         lines.append(f"no anomalies in the {len(read)} log file(s) read")
     if logs and not_read:
         lines.append("not read: " + "; ".join(p.text() for p in not_read))
+    partly = [p for p in problems if p.kind == "log-partly-read"]
+    if partly:
+        lines.append("partly read: " + "; ".join(p.text() for p in partly))
     return {
         "read": read,
         "not_read": [p.path for p in not_read],

@@ -20,12 +20,16 @@ from trainprobe.triage.units import checkpoint_info, duplicates
 
 
 def not_read(collected: dict[str, Any]) -> list[Problem]:
-    """The logs that could not be read: an error while reading, or a log-named file without metric rows."""
+    """The logs that could not be read: an error while reading, or a log-named file without metric rows;
+    and those read only in part (``logs``' coverage: more numeric lines of a repeating shape missed than
+    read), which are never taken as healthy either."""
     root = collected["run_dir"]
     out = []
     for s in collected.get("logs_skipped", []):
         if s["why"] != "no metric rows" or is_sure_log_name(s["path"]):
             out.append(Problem("log-not-read", short_path(s["path"], root), s["why"]))
+    for p in (collected.get("logs") or {}).get("partly_read", []):
+        out.append(Problem("log-partly-read", short_path(p["path"], root), p["why"]))
     return out
 
 

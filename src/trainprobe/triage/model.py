@@ -244,12 +244,13 @@ class TimelineItem:
 class Problem:
     """Something triage could not read (a log, a checkpoint unit): listed first, never taken as healthy."""
 
-    kind: str  # log-not-read | unit-not-read
+    kind: str  # log-not-read | log-partly-read | unit-not-read
     path: str
     why: str
 
     def text(self) -> str:
-        return f"{self.path}: not read — {self.why}"
+        what = "partly read" if self.kind == "log-partly-read" else "not read"
+        return f"{self.path}: {what} — {self.why}"
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "path": self.path, "why": self.why, "text": self.text()}
@@ -285,7 +286,9 @@ class TriageReport:
         """1 for an anomaly or a finding in a unit; else 2 when a log or a unit could not be read; else 0."""
         if self.anomalies:
             return 1
-        unread: list[str] = [V.UNREADABLE for p in self.problems if p.kind == "log-not-read"]
+        unread: list[str] = [
+            V.UNREADABLE for p in self.problems if p.kind in ("log-not-read", "log-partly-read")
+        ]
         return V.exit_code([c.verdict for c in self.checkpoints] + unread)
 
     @property

@@ -47,6 +47,14 @@ def _cell(text: str) -> float | None:
 # two "names" and a text log passes for a CSV with no metric columns.
 _NOT_A_NAME = re.compile(r"=|\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}:\d{2}")
 _SNIFF_LINES = 20
+# Lines a CSV writer puts before its header (a run's metadata, a tool's banner) say so by their first
+# characters; at most this many are passed over, so a text log with a few ``#`` lines stays a text log.
+_COMMENT = ("#", "//", "%", ";")
+_MAX_PREAMBLE = 64
+
+
+def _is_preamble(line: str) -> bool:
+    return not line.strip() or line.lstrip().startswith(_COMMENT)
 
 
 def _delimiter(first_line: str) -> str:
@@ -55,7 +63,11 @@ def _delimiter(first_line: str) -> str:
 
 def header_of(head: str) -> list[str] | None:
     """The header row of a CSV head (names only, as ``looks_like_csv`` accepts it), else None."""
-    lines = [line for line in head.splitlines()[: _SNIFF_LINES + 2] if line.strip()]
+    all_lines = head.splitlines()
+    skip = 0
+    while skip < min(len(all_lines), _MAX_PREAMBLE) and _is_preamble(all_lines[skip]):
+        skip += 1
+    lines = [line for line in all_lines[skip : skip + _SNIFF_LINES + 2] if line.strip()]
     if (len(lines) > 2 and not head.endswith(("\n", "\r"))) or len(lines) > _SNIFF_LINES + 1:
         lines = lines[:-1]
     if len(lines) < 2:
@@ -107,6 +119,10 @@ def _batches(path: Path) -> tuple[list[str], Iterator[np.ndarray]]:
     """The header and the data as (rows, columns) float blocks, ``ABSENT`` in blank or non-numeric cells."""
     fh = open(path, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115 - closed by the generator
     first = fh.readline(_MAX_FIELD)
+    for _ in range(_MAX_PREAMBLE):
+        if not first or not _is_preamble(first):
+            break
+        first = fh.readline(_MAX_FIELD)
     header = [h.strip() for h in next(csv.reader([first], delimiter=_delimiter(first)), [])]
     reader = csv.reader(_bounded_lines(fh), delimiter=_delimiter(first))
     n_cols = len(header)

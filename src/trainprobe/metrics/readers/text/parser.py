@@ -16,13 +16,15 @@ from pathlib import Path
 import numpy as np
 
 from trainprobe.metrics.axis import finish_run
-from trainprobe.metrics.events import CHECKPOINT_SAVE, Event, event_from_line
+from trainprobe.metrics.coverage import ShapeCounter, has_digit
+from trainprobe.metrics.events import Event, event_from_line, merge_saves
 from trainprobe.metrics.readers.text.bulk import split_lines
 from trainprobe.metrics.readers.text.chunks import MAX_LINE, LineChunks, clean_chunk, clean_line
 from trainprobe.metrics.readers.text.clock import StampLayout, unwrap_days
 from trainprobe.metrics.readers.text.columns import HEADER_REACH, header_names, pair_row
 from trainprobe.metrics.readers.text.fields import COUNTER_KEY, Fields, read_fields
 from trainprobe.metrics.readers.text.prefix import split_prefix
+from trainprobe.metrics.readers.text.prose import next_not_prose, prose_lines
 from trainprobe.metrics.readers.text.rows import (
     ONE_FIELD,
     column_names,
@@ -82,6 +84,7 @@ class LineParser:
         self._eval_banner = -2
         self._bulk_flags: tuple[int, bytearray] = (0, bytearray())
         self._header: tuple[list[str], int] | None = None
+        self.shapes = ShapeCounter()  # what was and was not read, by line shape (RunLog.coverage)
 
     # -- one line ------------------------------------------------------------------------------------------
     def feed_line(self, line: str) -> None:
@@ -126,6 +129,7 @@ class LineParser:
                 self._close_record()
                 self._last_row = order
                 self._record = _Record(order, row, wall, order)
+                self.shapes.read(1)
                 return
         if why is None or (why.startswith(ONE_FIELD) and (eval_context or self._after_row(order))):
             if why is not None or not any(not k.startswith("#") for k in fields.values):
@@ -139,9 +143,12 @@ class LineParser:
         if event is not None:
             self._close_record()
             self.events.append(event)
+            self.shapes.numeric_lines += has_digit(body)
             return
         if is_eval_banner(fields):
             self._eval_banner = order
+        if has_digit(body):
+            self.shapes.unread(body, order + 1)
         self._skip(order, text, why)
 
     def _read_with_pattern(self, text: str, order: int) -> None:
@@ -169,6 +176,7 @@ class LineParser:
             self._skip(order, text, "--pattern matched, but no group holds a number")
             return
         self.builder.add_row(row, order=order)
+        self.shapes.read(1)
 
     def _split_keys(self, fields: Fields, *, eval_context: bool = False) -> dict[str, float]:
         names = column_names(fields, eval_context=eval_context)
@@ -188,6 +196,7 @@ class LineParser:
             self.builder.units.setdefault(key, unit)
         has_step = any(is_step_key(k) or is_epoch_key(k) or k == COUNTER_KEY for k in values)
         self._last_row = order
+        self.shapes.read(1)
         rec = self._record
         if (
             not has_step
@@ -234,24 +243,9 @@ class LineParser:
         if (
             made is not None
             and made not in self.templates
-            and self._agrees(made, line, self._split_keys(fields))
+            and made.reads_as(line, self._split_keys(fields))
         ):
             self.templates.append(made)
-
-    @staticmethod
-    def _agrees(template: Template, line: bytes, names: dict[str, float]) -> bool:
-        """The template reads its own line as the tokenizer did (else it is not used)."""
-        got = template.read_block(line, 1)
-        if got is None:
-            return False
-        values = got[0][0]
-        for key, value in zip(template.columns, values, strict=True):
-            want = names.get(key)
-            if key == WALL_KEY:
-                continue
-            if want is None or not (value == want or (value != value and want != want)):
-                return False
-        return True
 
     # -- many lines ----------------------------------------------------------------------------------------
     def feed_chunk(self, chunk: bytes) -> None:
@@ -269,10 +263,16 @@ class LineParser:
                 return
         lines = chunk.split(b"\n")
         n = len(lines)
+        plain = not self._event_patterns and self._line_pattern is None
+        prose = prose_lines(chunk, lines) if plain else np.zeros(n, dtype=bool)
         if not self.templates or self._line_pattern is not None:
             # learn from the first lines, then read the rest of the chunk with what was learnt
             i = 0
+            after = next_not_prose(prose)
             while i < n and (not self.templates or self._line_pattern is not None):
+                if prose[i]:  # a stretch of prose, skipped as one
+                    i = self._skip_prose(lines, base, i, int(after[i]))
+                    continue
                 self._read_raw(lines[i], base + i)
                 i += 1
             self._line_no = base + i
@@ -280,9 +280,24 @@ class LineParser:
                 self.feed_chunk(b"\n".join(lines[i:]))
             return
         self._line_no += n
-        self._read_lines(lines, base)
+        self._read_lines(lines, base, prose)
 
-    def _read_raw(self, raw: bytes, order: int) -> None:
+    def _skip_prose(self, lines: list[bytes], base: int, start: int, stop: int) -> int:
+        """Lines ``start`` to ``stop`` are prose: counted skipped (blank ones not), the first noted."""
+        for i in range(start, stop):
+            if len(self.samples) >= _SAMPLES:
+                self.skipped += sum(1 for raw in lines[i:stop] if raw.strip())
+                break
+            self._read_raw(lines[i], base + i, prose=True)
+        return stop
+
+    def _read_raw(self, raw: bytes, order: int, *, prose: bool = False) -> None:
+        if prose and len(raw) <= MAX_LINE:  # (trainprobe.metrics.readers.text.prose)
+            if raw.strip():
+                self.skipped += 1
+                if len(self.samples) < _SAMPLES:
+                    self._note(order, raw.decode("utf-8", "replace"), "no numbers")
+            return
         text = raw.decode("utf-8", "replace")
         if (
             len(raw) <= MAX_LINE
@@ -298,7 +313,7 @@ class LineParser:
             return
         self._read_line(text, order, raw if raw.isascii() else None)
 
-    def _read_lines(self, lines: list[bytes], base: int) -> None:
+    def _read_lines(self, lines: list[bytes], base: int, prose: np.ndarray) -> None:
         rest, bulk = split_lines(self.templates, lines)
         flags = bytearray(len(lines))
         for item in bulk:
@@ -314,7 +329,7 @@ class LineParser:
                     pending.template, pending.got, base + np.asarray(pending.lines, dtype=np.float64)
                 )
                 pending = next(blocks, None)
-            self._read_raw(lines[i], base + i)
+            self._read_raw(lines[i], base + i, prose=bool(prose[i]))
         while pending is not None:
             self._close_record()
             self._add_block(pending.template, pending.got, base + np.asarray(pending.lines, dtype=np.float64))
@@ -327,6 +342,7 @@ class LineParser:
         if template.stamp is not None and template.stamp.kind == "hms":
             self._hms = True
         self.builder.add_block(template.columns, values, order=order, wall=walls)
+        self.shapes.read(int(order.shape[0]))
 
     def feed_row(self, row: dict[str, float]) -> None:
         """A row read elsewhere (a JSON object line in a followed log), in line order."""
@@ -337,7 +353,7 @@ class LineParser:
     def run(self, *, final: bool = True) -> RunLog:
         """The run so far; ``final=False`` keeps the parser going (more lines may follow)."""
         self._close_record()
-        events = _merge_saves([replace(e) for e in self.events])
+        events = merge_saves([replace(e) for e in self.events])
         run = finish_run(
             self.builder,
             name=self.name,
@@ -350,27 +366,8 @@ class LineParser:
         if self._hms and run.wall is not None:
             run.wall = unwrap_days(run.wall)
         run.unread = list(self.samples)
+        run.coverage = self.shapes.coverage()
         return run
-
-
-def _merge_saves(events: list[Event]) -> list[Event]:
-    """One save announced in two lines (``saving checkpoint …`` then ``successfully saved …``) is one
-    event."""
-    out: list[Event] = []
-    for e in events:
-        prev = out[-1] if out else None
-        if (
-            prev is not None
-            and e.kind == prev.kind == CHECKPOINT_SAVE
-            and (e.step == prev.step or e.step != e.step or prev.step != prev.step)
-            and (e.path is None or prev.path is None or e.path == prev.path)
-        ):
-            if prev.step != prev.step:
-                prev.step = e.step
-            prev.path = prev.path or e.path
-            continue
-        out.append(e)
-    return out
 
 
 def read_text_file(

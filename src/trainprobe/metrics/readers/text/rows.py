@@ -19,10 +19,15 @@ _WORD_SPLIT = re.compile(r"[\s_\-/()]+")
 
 
 # What a line needs to be anything but prose: a digit (a value, a step), or a word of a NaN report, a save,
-# an epoch line or an eval banner (trainprobe.metrics.events, splits.EVAL_WORDS); a superset, checked first.
-_MAY_MATTER = re.compile(
-    rb"[0-9]|nan|inf|sav|wrot|writ|stor|dump|export|checkpoint|ckpt|persist|epoch|val|test|dev|heldout"
+# an epoch line, an eval banner or a failure (trainprobe.metrics.events, splits.EVAL_WORDS); a superset,
+# checked first.
+MAY_MATTER_WORDS = (
+    *(b"nan", b"inf", b"sav", b"wrot", b"writ", b"stor", b"dump", b"export", b"checkpoint", b"ckpt"),
+    *(b"persist", b"epoch", b"val", b"test", b"dev", b"heldout"),
+    *(b"memory", b"traceback", b"kill", b"abort", b"timeout", b"timed out", b"terminate", b"fault"),
+    *(b"exitcode", b"childfailed"),
 )
+_MAY_MATTER = re.compile(rb"[0-9]|" + b"|".join(re.escape(w) for w in MAY_MATTER_WORDS))
 
 
 def may_matter(raw: bytes) -> bool:
@@ -93,4 +98,7 @@ def column_names(fields: Fields, *, eval_context: bool = False) -> dict[str, str
     return names
 
 
-__all__ = ["ONE_FIELD", "column_names", "is_eval_banner", "may_matter", "units_of", "why_not_metrics"]
+__all__ = [
+    "MAY_MATTER_WORDS", "ONE_FIELD", "column_names", "is_eval_banner", "may_matter", "units_of",
+    "why_not_metrics",
+]  # fmt: skip

@@ -21,6 +21,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from trainprobe.metrics.readers.text.clock import StampLayout
 from trainprobe.metrics.readers.text.fixed import read_fixed, runs_of_one_length
+from trainprobe.metrics.table import WALL_KEY
 
 # Appended to every line before parsing; a line with one number too many or too few moves it off its column.
 # Short, so it costs little to parse (a huge exponent took as long as the numbers of a line).
@@ -57,6 +58,20 @@ class Template:
 
     def fits_fast_path(self) -> bool:
         return bool(self.literals) and all(not set(p) <= _NUMBER_CHARS for p in self.literals)
+
+    def reads_as(self, line: bytes, names: dict[str, float]) -> bool:
+        """Whether the template reads its own ``line`` as the tokenizer did (``names``; else it is not
+        used). The wall clock is not compared: the tokenizer keeps it apart."""
+        got = self.read_block(line, 1)
+        if got is None:
+            return False
+        for key, value in zip(self.columns, got[0][0], strict=True):
+            want = names.get(key)
+            if key == WALL_KEY:
+                continue
+            if want is None or not (value == want or (value != value and want != want)):
+                return False
+        return True
 
     def read_block(self, text: bytes, n_lines: int | None) -> tuple[np.ndarray, np.ndarray | None] | None:
         """Values (n_lines, len(columns)) and wall clock of ``n_lines`` lines joined by ``\\n``, or None when
