@@ -6,14 +6,20 @@ optimizer's state over them and ``param_slice_mappings``, where each parameter's
 partition), and a ``latest`` file beside the folder naming the newest tag. ``global_steps`` counts optimizer
 steps, fp16 overflow steps included (``skipped_steps`` counts those).
 
-What only DeepSpeed can say about a unit (``zero-partitions``): every rank's partition is there, and the
-partitions together hold every element of every parameter the model states list, once."""
+ZeRO-3 partitions the parameters too: one model-states file per rank as well
+(``zero_pp_rank_<r>_mp_rank_<mm>_model_states.pt``, empty ``module`` tensors), and each optimizer partition
+holds ``fp32_flat_groups``: per param group, every parameter's ceil(numel / world) elements.
+
+What only DeepSpeed can say about a unit (``zero-partitions``): every rank's file of every partition scheme
+(:data:`PARTITION_SCHEMES`) is there, as DeepSpeed's own ``zero_to_fp32`` requires, and the partitions
+together hold every element of every parameter the model states list, once."""
 
 from __future__ import annotations
 
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from trainprobe.checkpoint.evidence import Evidence
@@ -33,9 +39,40 @@ if TYPE_CHECKING:
 
 _MARKER = re.compile(r"(_model_states\.pt|_optim_states\.pt)$")
 _DATA = re.compile(r"(?i)\.(pt|pth|bin|ckpt|safetensors)$")
-_PARTITION = re.compile(r"^(bf16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt$")
-_MODEL_STATES = re.compile(r"^mp_rank_(\d+)_model_states\.pt$")
+_MODEL_STATES = re.compile(r"^(?:(?:bf16_)?zero_pp_rank_\d+_)?mp_rank_(\d+)_model_states\.pt$")
 _MAX_LISTED = 8
+
+
+@dataclass(frozen=True)
+class PartitionScheme:
+    """One way DeepSpeed names a file per data-parallel rank: what the files hold, the ZeRO stages that write
+    them, and the name (``prefix`` is ``bf16_`` or empty) of rank ``rank`` of model-parallel rank ``mp``."""
+
+    holds: str
+    stages: frozenset[int]
+    pattern: re.Pattern[str]  # groups: prefix, rank, mp
+    template: str
+
+    def file_name(self, prefix: str, rank: int, mp: int) -> str:
+        return self.template.format(prefix=prefix, rank=rank, mp=mp)
+
+
+#: Every partition scheme of DeepSpeed: each rank's file of each scheme in use must be there.
+PARTITION_SCHEMES: tuple[PartitionScheme, ...] = (
+    PartitionScheme(
+        "optimizer",
+        frozenset({1, 2, 3}),
+        re.compile(r"^(bf16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt$"),
+        "{prefix}zero_pp_rank_{rank}_mp_rank_{mp:02d}_optim_states.pt",
+    ),
+    PartitionScheme(
+        "model",
+        frozenset({3}),
+        re.compile(r"^(bf16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_model_states\.pt$"),
+        "{prefix}zero_pp_rank_{rank}_mp_rank_{mp:02d}_model_states.pt",
+    ),
+)
+_OPTIMIZER, _MODEL = PARTITION_SCHEMES
 
 
 def _fields(obj: Any) -> Any:
@@ -50,6 +87,16 @@ def _numel(shape: Any) -> int | None:
     for d in shape:
         n *= d
     return n
+
+
+def _flat_numels(objects: Any) -> list[int] | None:
+    """A ZeRO-3 optimizer partition's elements per param group (its ``fp32_flat_groups``), or None."""
+    osd = _fields(objects.get("optimizer_state_dict")) if isinstance(objects, dict) else None
+    groups = osd.get("fp32_flat_groups") if isinstance(osd, dict) else None
+    if not isinstance(groups, list):
+        return None
+    numels = [_numel(getattr(g, "shape", None)) for g in groups]
+    return [n for n in numels if n is not None] if all(n is not None for n in numels) else None
 
 
 def _fragments(objects: Any) -> list[dict[str, int]] | None:
@@ -110,8 +157,9 @@ class DeepSpeed(FrameworkBase):
                 sizes.append({str(k): n for k, v in items if (n := _numel(v)) is not None})
             ok = isinstance(world, int) and not isinstance(world, bool)
             return {"dp_world_size": world if ok else None, "param_numels": sizes}
-        if _PARTITION.match(name):
-            return {"fragments": _fragments(objects)}
+        if _OPTIMIZER.pattern.match(name):
+            flat = _flat_numels(objects)
+            return {"fragments": _fragments(objects)} if flat is None else {"flat_numels": flat}
         return {}
 
     def parts_evidence(self, parts: Sequence[Part], facts: Sequence[FactsOfPart]) -> list[Evidence]:
@@ -119,45 +167,58 @@ class DeepSpeed(FrameworkBase):
         together they cover every element of every parameter of the model states."""
         states: dict[int, Mapping[str, Any]] = {}
         fragments: dict[str, list[dict[str, int]] | None] = {}
+        flat: dict[str, list[int]] = {}
         for f in facts:
             name = os.path.basename(f.path)
             m = _MODEL_STATES.match(name)
             if m and "param_numels" in f.extra:
-                states[int(m.group(1))] = f.extra
+                states.setdefault(int(m.group(1)), f.extra)
             elif "fragments" in f.extra:
                 fragments[name] = f.extra["fragments"]
-        present: dict[tuple[int, int], str] = {}
+            elif "flat_numels" in f.extra:
+                flat[name] = f.extra["flat_numels"]
+        present: dict[tuple[str, int, int], str] = {}
         prefix = ""
         for part in parts:
-            m = _PARTITION.match(os.path.basename(part.path))
-            if m:
-                present[(int(m.group(2)), int(m.group(3)))] = os.path.basename(part.path)
-                prefix = m.group(1) or ""
+            for scheme in PARTITION_SCHEMES:
+                m = scheme.pattern.match(os.path.basename(part.path))
+                if m:
+                    present[(scheme.holds, int(m.group(2)), int(m.group(3)))] = os.path.basename(part.path)
+                    prefix = m.group(1) or ""
+        if not states and present and not any(_MODEL_STATES.match(os.path.basename(p.path)) for p in parts):
+            return [_no_model_states(sorted(present.values()))]
         world = next((s["dp_world_size"] for s in states.values() if s.get("dp_world_size")), None)
         if not states or world is None or (not present and world <= 1):
             return []
-        return [
-            self._partitions(mp, s["param_numels"], world, present, fragments, prefix)
-            for mp, s in sorted(states.items())
-        ]
+        # ZeRO-3 shows itself by its per-rank model states or its flat fp32 groups
+        stage3 = bool(flat) or any(holds == _MODEL.holds for holds, _r, _mp in present)
+        schemes = [s for s in PARTITION_SCHEMES if (3 in s.stages if stage3 else s.stages - {3})]
+        out = []
+        for mp, s in sorted(states.items()):
+            missing = [
+                scheme.file_name(prefix, r, mp)
+                for scheme in schemes
+                for r in range(world)
+                if (scheme.holds, r, mp) not in present
+            ]
+            if stage3:
+                out.append(_zero3_partitions(mp, s["param_numels"], world, missing, present, flat))
+            else:
+                out.append(self._partitions(mp, s["param_numels"], world, missing, present, fragments))
+        return out
 
     def _partitions(
         self,
         mp: int,
         sizes: list[dict[str, int]],
         world: int,
-        present: dict[tuple[int, int], str],
+        missing: list[str],
+        present: dict[tuple[str, int, int], str],
         fragments: dict[str, list[dict[str, int]] | None],
-        prefix: str,
     ) -> Evidence:
         held = [dict.fromkeys(group, 0) for group in sizes]
-        missing = [
-            f"{prefix}zero_pp_rank_{r}_mp_rank_{mp:02d}_optim_states.pt"
-            for r in range(world)
-            if (r, mp) not in present
-        ]
         mapped = 0
-        for (_r, pmp), name in present.items():
+        for (_holds, _r, pmp), name in present.items():
             for g, group in enumerate(fragments.get(name) or [] if pmp == mp else []):
                 mapped += 1
                 for param, numel in group.items():
@@ -212,3 +273,58 @@ class DeepSpeed(FrameworkBase):
             f"the {world} ZeRO optimizer partitions of {where} cover all {total:,} elements of the {params} "
             "parameters, once",
         )
+
+
+def _no_model_states(partitions: list[str]) -> Evidence:
+    return Evidence(
+        "zero-partitions",
+        "fail",
+        f"no model-states file beside the {len(partitions)} ZeRO partition(s) ({', '.join(partitions[:3])}): "
+        "DeepSpeed's load_checkpoint and zero_to_fp32 read the parameters and their shapes there",
+        indicates="corrupt",
+        values={"missing": ["*model_states.pt"]},
+    )
+
+
+def _zero3_partitions(
+    mp: int,
+    sizes: list[dict[str, int]],
+    world: int,
+    missing: list[str],
+    present: dict[tuple[str, int, int], str],
+    flat: dict[str, list[int]],
+) -> Evidence:
+    """ZeRO-3: every rank's model states and optimizer partition, each partition holding, per param group,
+    ceil(numel / world) elements of every parameter (what ``zero_to_fp32`` reads back)."""
+    where = f"mp_rank_{mp:02d}"
+    if missing:
+        return Evidence(
+            "zero-partitions",
+            "fail",
+            f"{', '.join(missing)} missing: of the {world} ranks' ZeRO-3 partitions of {where} (a "
+            "model-states and an optimizer file per data-parallel rank), each rank's load_checkpoint reads "
+            "its own two (and DeepSpeed's zero_to_fp32 refuses a directory without every optimizer one)",
+            indicates="corrupt",
+            values={"missing": missing, "world": world},
+        )
+    want = [sum(-(-n // world) for n in group.values()) for group in sizes]
+    wrong = [
+        f"{name}: {have} elements where the model states need {want}"
+        for (holds, _r, pmp), name in sorted(present.items())
+        if holds == _OPTIMIZER.holds and pmp == mp and (have := flat.get(name)) is not None and have != want
+    ]
+    if wrong:
+        return Evidence(
+            "zero-partitions",
+            "fail",
+            f"the {world} ZeRO-3 optimizer partitions of {where} do not hold their share of the parameters: "
+            + "; ".join(wrong[:3]),
+            indicates="corrupt",
+        )
+    total = sum(sum(group.values()) for group in sizes)
+    return Evidence(
+        "zero-partitions",
+        "pass",
+        f"all {world} ranks' ZeRO-3 model-states and optimizer partitions of {where} are there, and together "
+        f"they hold all {total:,} elements of the {sum(len(g) for g in sizes)} parameters",
+    )
