@@ -190,3 +190,17 @@ def test_a_nan_in_a_file_torch_loads_is_nonfinite_not_suspicious(tmp_path: Path,
     assert not any("suspicious" in message for message in notes)
     # (an NJT pickles its values tensor twice, as tied weights are: named, and counted, at each place)
     assert unit.nonfinite >= (2 if kind == "sparse" else 1)
+    bad = {t.name for part in unit.files for t in part.tensors if t.nonfinite}
+    if kind == "sparse":  # named by torch's own parts, not by the rebuild call's arguments
+        assert bad == {"coo.values", "csr.values"}
+
+
+@pytest.mark.parametrize("data", [b"K\x01\x85", b"X\x01\x00\x00\x00x\x85", b")"])
+def test_a_sparse_rebuild_with_data_it_does_not_know_is_kept_as_given(data: bytes) -> None:
+    # _rebuild_sparse_tensor(_get_layout("torch.sparse_coo"), <data>): a tuple too short, of a string, empty
+    layout = b"ctorch.serialization\n_get_layout\nX\x10\x00\x00\x00torch.sparse_coo\x85R"
+    pickle_bytes = b"\x80\x02ctorch._utils\n_rebuild_sparse_tensor\n" + layout + data + b"\x86R."
+    unpickler = SafeUnpickler(pickle_bytes, source="data.pkl")
+    value = unpickler.load()
+    assert isinstance(value, tuple)
+    assert unpickler.notes == []

@@ -160,6 +160,28 @@ def _reconstructor(cls: Any, base: Any = None, state: Any = None, *_rest: Any) -
     return None
 
 
+# What torch's _rebuild_sparse_tensor takes, by layout: the names of its parts (torch's own attribute names).
+_SPARSE_PARTS = {
+    "torch.sparse_coo": ("indices", "values"),
+    "torch.sparse_csr": ("crow_indices", "col_indices", "values"),
+    "torch.sparse_bsr": ("crow_indices", "col_indices", "values"),
+    "torch.sparse_csc": ("ccol_indices", "row_indices", "values"),
+    "torch.sparse_bsc": ("ccol_indices", "row_indices", "values"),
+}
+
+
+def _rebuild_sparse_tensor(layout: Any, data: Any) -> Any:
+    """A sparse tensor as its named parts (``coo.values``, ``csr.crow_indices``), each a tensor read as any
+    other; a layout or data this does not know is kept as given (its tensors are found all the same)."""
+    args = getattr(layout, "args", ())
+    names = _SPARSE_PARTS.get(args[0]) if len(args) == 1 and isinstance(args[0], str) else None
+    if names is None or not isinstance(data, (tuple, list)) or len(data) < len(names):
+        return (layout, data)
+    parts: dict[str, Any] = dict(zip(names, data, strict=False))
+    parts["size"] = data[len(names)] if len(data) > len(names) else None
+    return parts
+
+
 # The rebuild functions that make TensorRefs: each unpickler wraps them to list every tensor it built.
 TENSOR_BUILDERS = frozenset(
     {_rebuild_tensor, _rebuild_tensor_v3, _rebuild_parameter, _rebuild_qtensor, _rebuild_from_type_v2}
@@ -173,6 +195,7 @@ REBUILDERS: dict[tuple[str, str], Callable[..., Any]] = {
     ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
     ("torch._utils", "_rebuild_qtensor"): _rebuild_qtensor,
     ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
+    ("torch._utils", "_rebuild_sparse_tensor"): _rebuild_sparse_tensor,
     ("collections", "OrderedDict"): collections.OrderedDict,
     ("builtins", "set"): set,
     ("builtins", "frozenset"): frozenset,
