@@ -173,7 +173,7 @@ _SPARSE_PARTS = {
 def _rebuild_sparse_tensor(layout: Any, data: Any) -> Any:
     """A sparse tensor as its named parts (``coo.values``, ``csr.crow_indices``), each a tensor read as any
     other; a layout or data this does not know is kept as given (its tensors are found all the same)."""
-    args = getattr(layout, "args", ())
+    args: tuple[Any, ...] = tuple(getattr(layout, "args", ()))
     names = _SPARSE_PARTS.get(args[0]) if len(args) == 1 and isinstance(args[0], str) else None
     if names is None or not isinstance(data, (tuple, list)) or len(data) < len(names):
         return (layout, data)
