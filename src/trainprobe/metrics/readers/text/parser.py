@@ -24,7 +24,7 @@ from trainprobe.metrics.readers.text.clock import StampLayout, unwrap_days
 from trainprobe.metrics.readers.text.columns import HEADER_REACH, header_names, pair_row
 from trainprobe.metrics.readers.text.fields import COUNTER_KEY, Fields, read_fields
 from trainprobe.metrics.readers.text.prefix import split_prefix
-from trainprobe.metrics.readers.text.prose import next_not_prose, prose_lines
+from trainprobe.metrics.readers.text.prose import ProseIndex
 from trainprobe.metrics.readers.text.rows import (
     ONE_FIELD,
     column_names,
@@ -240,11 +240,7 @@ class LineParser:
         names = column_names(fields)
         renamed = [(start, end, None if key is None else names.get(key, key)) for start, end, key in slots]
         made = learn_template(line, renamed, stamp=layout, stamp_at=stamp_at)
-        if (
-            made is not None
-            and made not in self.templates
-            and made.reads_as(line, self._split_keys(fields))
-        ):
+        if made is not None and made not in self.templates and made.reads_as(line, self._split_keys(fields)):
             self.templates.append(made)
 
     # -- many lines ----------------------------------------------------------------------------------------
@@ -263,15 +259,13 @@ class LineParser:
                 return
         lines = chunk.split(b"\n")
         n = len(lines)
-        plain = not self._event_patterns and self._line_pattern is None
-        prose = prose_lines(chunk, lines) if plain else np.zeros(n, dtype=bool)
+        prose = ProseIndex(lines) if not self._event_patterns and self._line_pattern is None else None
         if not self.templates or self._line_pattern is not None:
             # learn from the first lines, then read the rest of the chunk with what was learnt
             i = 0
-            after = next_not_prose(prose)
             while i < n and (not self.templates or self._line_pattern is not None):
-                if prose[i]:  # a stretch of prose, skipped as one
-                    i = self._skip_prose(lines, base, i, int(after[i]))
+                if prose is not None and prose.is_prose(i):  # a stretch of prose, skipped as one
+                    i = self._skip_prose(lines, base, i, prose.prose_until(i))
                     continue
                 self._read_raw(lines[i], base + i)
                 i += 1
@@ -313,8 +307,10 @@ class LineParser:
             return
         self._read_line(text, order, raw if raw.isascii() else None)
 
-    def _read_lines(self, lines: list[bytes], base: int, prose: np.ndarray) -> None:
+    def _read_lines(self, lines: list[bytes], base: int, prose: ProseIndex | None) -> None:
         rest, bulk = split_lines(self.templates, lines)
+        if 4 * len(rest) < len(lines):  # a few odd lines among bulk ones: not worth a pass over all
+            prose = None
         flags = bytearray(len(lines))
         for item in bulk:
             for i in item.lines:
@@ -329,7 +325,7 @@ class LineParser:
                     pending.template, pending.got, base + np.asarray(pending.lines, dtype=np.float64)
                 )
                 pending = next(blocks, None)
-            self._read_raw(lines[i], base + i, prose=bool(prose[i]))
+            self._read_raw(lines[i], base + i, prose=prose is not None and prose.is_prose(i))
         while pending is not None:
             self._close_record()
             self._add_block(pending.template, pending.got, base + np.asarray(pending.lines, dtype=np.float64))

@@ -62,11 +62,36 @@ def prose_lines(chunk: bytes, lines: list[bytes]) -> np.ndarray:
     return prose & ~header_room
 
 
-def next_not_prose(prose: np.ndarray) -> np.ndarray:
-    """Per line: the index of the first line at or after it that is not prose (``len(prose)``: none)."""
-    n = prose.shape[0]
-    out = np.where(prose, n, np.arange(n))
-    return np.minimum.accumulate(out[::-1])[::-1]
+class ProseIndex:
+    """Which lines of a chunk are prose, worked out a window of lines at a time as they are asked about: the
+    parser stops asking once it has learnt a template and reads the rest of the chunk in bulk."""
+
+    WINDOW = 4096
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self._lines = lines
+        self._windows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _window(self, i: int) -> tuple[int, np.ndarray, np.ndarray]:
+        at = i // self.WINDOW
+        got = self._windows.get(at)
+        if got is None:
+            part = self._lines[at * self.WINDOW : (at + 1) * self.WINDOW]
+            prose = prose_lines(b"\n".join(part), part)
+            # per line: the first line at or after it that is not prose (the window's end: none)
+            after = np.where(prose, prose.shape[0], np.arange(prose.shape[0]))
+            got = (prose, np.minimum.accumulate(after[::-1])[::-1])
+            self._windows[at] = got
+        return at * self.WINDOW, got[0], got[1]
+
+    def is_prose(self, i: int) -> bool:
+        start, prose, _ = self._window(i)
+        return bool(prose[i - start])
+
+    def prose_until(self, i: int) -> int:
+        """The first line after ``i`` that is not prose (or the end of ``i``'s window)."""
+        start, _, after = self._window(i)
+        return start + int(after[i - start])
 
 
-__all__ = ["next_not_prose", "prose_lines"]
+__all__ = ["ProseIndex", "prose_lines"]
