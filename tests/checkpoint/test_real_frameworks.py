@@ -304,7 +304,6 @@ def test_a_missing_deepspeed_rank_partition_is_named(framework_units: Any, tmp_p
     ("newer", "older", "stale", "step"),
     [
         ("hf-trainer/checkpoint-4", "hf-trainer/checkpoint-2", 2, 4),
-        ("step-folders/step_4", "step-folders/step_2", 2, 4),
         ("lightning/steps/step=8", "lightning/steps/step=4", 4, 8),
     ],
 )
@@ -324,7 +323,22 @@ def test_a_stale_optimizer_is_torn_with_the_step_disagreement(
     assert "stale optimizer file" in result.reason
 
 
-def test_a_duplicated_step_folder_is_named_and_its_stale_counters_found(
+def test_a_stale_optimizer_in_a_step_folder_is_not_consistent_but_no_tear_from_a_name(
+    framework_units: Any, tmp_path: Path
+) -> None:
+    # step_4/ holds model.pt (no step field) and step_2's optimizer.pt: only the folder's name says 4, and a
+    # name is a label: nothing inside the unit shows a tear, so it is unknown, never consistent.
+    healthy = framework_units.path("step-folders/step_4")
+    hurt = damage.stale_optimizer(healthy, framework_units.path("step-folders/step_2"), tmp_path)
+    result = check_paths([str(hurt.root)]).results[0]
+    assert result.verdict == "unknown", result.reason
+    assert "its name (step_4) says 4 but its optimizer counters (optimizer.pt: <root>) says 2" in (
+        result.reason
+    )
+    assert "a name is a label" in result.reason
+
+
+def test_a_duplicated_step_folder_is_named_and_its_label_doubted(
     framework_units: Any, tmp_path: Path
 ) -> None:
     hurt = damage.duplicate_unit(framework_units.path("step-folders/run"), tmp_path, "step_6", "step_8")
@@ -332,9 +346,10 @@ def test_a_duplicated_step_folder_is_named_and_its_stale_counters_found(
     by_name = {Path(u.path).name: u for u in report.units}
     assert by_name["step_8"].identical_to == [str(hurt.root / "step_6")]
     assert by_name["step_6"].identical_to == [str(hurt.root / "step_8")]
-    assert by_name["step_8"].verdict == "torn"  # its name says 8, its optimizer counted 6
+    assert by_name["step_8"].verdict == "clean"  # its name says 8, its optimizer counted 6: a label, no tear
     checked = {Path(r.path).name: r for r in check_paths([str(hurt.root)]).results}
-    assert checked["step_8"].verdict == "torn"
+    assert checked["step_8"].verdict == "unknown"
+    assert checked["step_8"].step == 6
     assert checked["step_8"].identical_to == [str(hurt.root / "step_6")]
     assert any(e.check == "identical" and "step_6" in e.message for e in checked["step_8"].evidence)
     assert {checked[n].verdict for n in ("step_2", "step_4", "step_6")} == {"consistent"}

@@ -267,22 +267,31 @@ def _label_evidence(
     tear."""
     values = {"sources": [x.to_json() for x in sources]}
     recorded = stated or next((s for s in counted if s.source == COUNTERS), None)
-    for label in (s for s in sources if s.source in _NAMES):
+    for label in (s for s in counted if s.source in _NAMES):  # a name counting saves is no step
         if recorded is None or label.value == recorded.value:
             continue
         epochs = [s for s in sources if s.source == "step field" and s.counts == EPOCHS]
         epoch = next((s for s in epochs if s.value == label.value), None)
-        why = (
-            f"the number is its epoch ({epoch.where})"
-            if epoch is not None
-            else "a name is a label (an epoch, a save number, a renamed copy), not what the file holds"
+        said = (
+            f"its {label.source} ({label.where}) says {label.value} but its {recorded.source} "
+            f"({recorded.where}) says {recorded.value}"
         )
+        if epoch is not None or stated is not None:
+            why = (
+                f"the number is its epoch ({epoch.where})"
+                if epoch is not None
+                else "a name is a label (an epoch, a save number, a renamed copy), not what the unit holds"
+            )
+            return Evidence("step-sources", "note", f"{said}: {why}", values=values)
+        # Not evidence of a tear, but not of one snapshot either: only the optimizer says a step, and nothing
+        # inside the unit says which step the rest holds (a stale optimizer file and a relabelled copy look
+        # the same).
         return Evidence(
             "step-sources",
-            "note",
-            f"its {label.source} ({label.where}) says {label.value} but its {recorded.source} "
-            f"({recorded.where}) says {recorded.value}: {why}",
-            values=values,
+            "skip",
+            f"{said}: a name is a label (an epoch, a save number, a renamed copy), not evidence of a tear; "
+            "nothing inside the unit says which step the rest of it holds",
+            values={**values, "ambiguous": True},
         )
     return None
 
