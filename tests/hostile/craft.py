@@ -249,6 +249,9 @@ class Case:
     globals: tuple[str, ...] = ()  # suspicious globals scan must name
     seconds: float = 30.0  # wall-clock per command (start-up included; the machine is shared)
     max_rss_mb: float = 400.0
+    # The data a command must hold beyond the file's bytes, where the format makes it build more (say why in
+    # ``notes["kept"]``): peak RSS is held to the command's baseline + 2 x (file bytes + this).
+    kept_mb: float = 0.0
     notes: dict[str, str] = field(default_factory=dict)
 
     def exit_code(self, command: str) -> int:

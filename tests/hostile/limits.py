@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,3 +138,44 @@ def run_trainprobe(
         signal=sig,
         timed_out=timed_out.is_set(),
     )
+
+
+#: RSS that varies between two runs of one command on one input (allocator, import order, page cache).
+RSS_SLACK_MB = 24.0
+_BASELINES: dict[str, float] = {}
+
+
+def baseline_rss_mb(command: str, argv_of: Callable[[Path], list[str]]) -> float:
+    """The peak RSS of ``command`` on a tiny healthy checkpoint (``argv_of(path)`` builds its argv), measured
+    once per test session on this machine: what the program costs before any data is kept."""
+    if command not in _BASELINES:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "model.safetensors"
+            header = b'{"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}'
+            path.write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 8)
+            runs = [run_trainprobe(argv_of(path)) for _ in range(2)]
+        _BASELINES[command] = max(r.max_rss_mb for r in runs)
+    return _BASELINES[command]
+
+
+def data_mb(path: Path) -> float:
+    """The bytes a command could keep of ``path``: its size, or the sizes of the files under it (a file's
+    stated size, not its blocks: a sparse file counts whole). What cannot be reached (a path past PATH_MAX,
+    an unreadable folder) counts nothing."""
+    total, stack = 0, [str(path)]
+    while stack:
+        top = stack.pop()
+        try:
+            info = os.lstat(top)
+            if os.path.isdir(top) and not os.path.islink(top):
+                stack.extend(os.path.join(top, n) for n in os.listdir(top))
+            elif os.path.isfile(top) and not os.path.islink(top):
+                total += info.st_size
+        except OSError:
+            continue
+    return total / 2**20
+
+
+def memory_budget_mb(baseline: float, kept: float) -> float:
+    """Issue 19's rule: peak RSS within the program's own baseline plus twice the data it keeps."""
+    return baseline + 2 * kept + RSS_SLACK_MB

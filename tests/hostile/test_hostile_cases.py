@@ -5,6 +5,8 @@ Each case is one file: ``CASE`` (what each command must exit with, words ``scan`
 must name) and ``build(folder, sentinel)``, which writes the hostile file from raw opcodes and bytes and
 returns its path. Every command must end with its expected exit code, without a traceback, within the
 case's time and memory; ``scan --json`` must print valid JSON; a payload's sentinel file must not exist.
+Memory is held to issue 19's rule too: peak RSS within the command's own baseline (on a tiny healthy file,
+measured in this run) plus twice the bytes of the case's files, whatever a header or an opcode claims.
 A new case is a new file."""
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from types import ModuleType
 import pytest
 
 from hostile.craft import COMMANDS, Case
-from hostile.limits import Outcome, run_trainprobe
+from hostile.limits import Outcome, baseline_rss_mb, data_mb, memory_budget_mb, run_trainprobe
 
 CASES = Path(__file__).parent / "cases"
 
@@ -67,13 +69,15 @@ def test_hostile_case(case_file: Path, tmp_path: Path) -> None:
     problems = []
     for command, out in outcomes.items():
         want = expect.exit_code(command.split()[0])
-        if (
-            out.traceback
-            or out.code != want
-            or out.seconds > expect.seconds
-            or out.max_rss_mb > expect.max_rss_mb
-        ):
-            limits = f"exit {want} within {expect.seconds}s and {expect.max_rss_mb} MB"
+        baseline = baseline_rss_mb(command, lambda p, c=command: argv_of(c, p, p.parent))
+        # diff opens its two inputs (here the same file twice) side by side
+        kept = (2 if command == "diff" else 1) * (data_mb(run_dir) + expect.kept_mb)
+        budget = min(expect.max_rss_mb, memory_budget_mb(baseline, kept))
+        if out.traceback or out.code != want or out.seconds > expect.seconds or out.max_rss_mb > budget:
+            limits = (
+                f"exit {want} within {expect.seconds}s and {budget:.0f} MB (baseline {baseline:.0f} MB + "
+                f"2 x {kept:.1f} MB of data, at most the case's {expect.max_rss_mb:.0f} MB)"
+            )
             problems.append(f"{command}: expected {limits}\n{out.describe()}")
     assert not problems, "\n\n".join(problems)
     said = outcomes["scan"].stdout + outcomes["scan"].stderr

@@ -136,20 +136,38 @@ def read_record(buffer: Any, base: int, info: zipfile.ZipInfo, total: int) -> by
             raise RecordError(
                 f"record {info.filename} uses compression method {info.compress_type}: torch cannot read it"
             )
-        inflater = zlib.decompressobj(-zlib.MAX_WBITS)
-        try:
-            data = inflater.decompress(raw, MAX_INFLATED + 1)
-        except zlib.error as exc:
-            raise RecordError(f"record {info.filename} does not inflate ({exc})") from None
-        if len(data) > MAX_INFLATED:
+        # Measured first in small pieces that are not kept: a bomb is refused without its megabytes ever
+        # being held (memory stays the program's own plus what it keeps).
+        if _inflated_size(raw, info.filename) > MAX_INFLATED:
             raise RecordError(
                 f"record {info.filename} inflates to more than {MAX_INFLATED >> 20} MB "
                 f"({info.compress_size:,} bytes compressed; torch never compresses it)",
                 limit=True,
             )
-        return data
+        return zlib.decompressobj(-zlib.MAX_WBITS).decompress(raw, MAX_INFLATED + 1)
     finally:
         raw.release()
+
+
+def _inflated_size(raw: memoryview, name: str) -> int:
+    """How many bytes a raw deflate stream inflates to, counted in 1 MiB pieces that are not kept, stopping
+    past :data:`MAX_INFLATED`; RecordError when it does not inflate."""
+    piece = 1 << 20
+    inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+    size, offset, pending = 0, 0, b""
+    try:
+        while size <= MAX_INFLATED and not inflater.eof:
+            if not pending and offset < len(raw):
+                pending = bytes(raw[offset : offset + piece])
+                offset += len(pending)
+            out = inflater.decompress(pending, piece)
+            size += len(out)
+            pending = inflater.unconsumed_tail
+            if not out and not pending and offset >= len(raw):
+                break  # the input ended (a stream cut short inflates to what it holds, as torch reads it)
+    except zlib.error as exc:
+        raise RecordError(f"record {name} does not inflate ({exc})") from None
+    return size
 
 
 def entry_count(buffer: Any, base: int, total: int) -> int | None:
