@@ -1,6 +1,7 @@
 """Reading logs of shapes nobody tuned for (issue 24): what was not read is said (coverage, "partly read"),
 CSV with a preamble before its header, failures as events, saves only from lines that say a checkpoint was
-saved."""
+saved, the step axis by evidence (a counter no name marks, an epoch only when nothing finer counts,
+``--step``, writers interleaved in one file, an epoch's length from where its counter starts again)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from trainprobe.errors import LogError
-from trainprobe.metrics import analyze, read_logs
+from trainprobe.errors import LogError, UsageError
+from trainprobe.metrics import Options, analyze, read_logs
 from trainprobe.metrics.events import classify_line, failure_of
 
 
@@ -165,3 +166,86 @@ def test_coverage_survives_the_exact_json_form(tmp_path: Path) -> None:
     again = LogReport.from_json(json.loads(json.dumps(report.to_json(data=True))))
     assert [why for _, why in again.partly_read] == [why for _, why in report.partly_read]
     assert again.exit_code == 2
+
+
+def _jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_a_counter_no_step_name_marks_is_the_axis_before_an_epoch(tmp_path: Path) -> None:
+    rows = [
+        {"current_steps": 5 * i, "total_steps": 120, "loss": 2 - i / 100, "epoch": round(i / 240, 2)}
+        for i in range(1, 25)
+    ]
+    (run,) = read_logs(_jsonl(tmp_path / "trainer_log.jsonl", rows))
+    assert (run.steps[0], run.steps[-1]) == (5, 120)
+    assert run.step_key == "current_steps"
+    assert "counts up" in run.step_why
+    doc = analyze(run).to_json()
+    assert doc["runs"][0]["step_axis"]["key"] == "current_steps"
+
+
+def test_an_epoch_is_the_axis_only_when_nothing_finer_counts(tmp_path: Path) -> None:
+    rows = [{"epoch": i, "loss": 2 - i / 100, "total_steps": 120} for i in range(10)]
+    (run,) = read_logs(_jsonl(tmp_path / "log.jsonl", rows))
+    assert run.step_key == "epoch"
+    assert "no finer counter" in run.step_why
+
+
+def test_step_option_overrides_the_axis_and_names_a_missing_key(tmp_path: Path) -> None:
+    rows = [{"current_steps": 5 * i, "loss": 2 - i / 100, "epoch": i / 24} for i in range(1, 25)]
+    path = _jsonl(tmp_path / "log.jsonl", rows)
+    report = analyze(path, options=Options(step="epoch"))
+    assert report.runs[0].step_key == "epoch"
+    assert report.runs[0].steps[-1] == 1.0
+    with pytest.raises(UsageError, match="--step nope"):
+        analyze(path, options=Options(step="nope"))
+
+
+def test_writers_interleaved_in_one_file_are_no_resumes(tmp_path: Path) -> None:
+    lines: list[str] = []
+    for s in range(0, 200, 2):  # four ranks, each pair of steps written in a shuffled order
+        block = [f"[rank{r}] step {t} loss {2 - t / 200:.4f}" for t in (s, s + 1) for r in range(4)]
+        lines += block[::-1] if s % 4 else block
+    report = analyze(_write(tmp_path / "train.log", lines))
+    run = report.runs[0]
+    assert run.writers == 4
+    assert "interleaved" in run.step_why
+    assert [e for e in report.events["train"] if e.kind == "resume"] == []
+
+
+def test_a_resume_is_still_a_resume(tmp_path: Path) -> None:
+    lines = [f"step {s} loss {2 - s / 200:.4f}" for s in [*range(100), *range(50, 120)]]
+    report = analyze(_write(tmp_path / "train.log", lines))
+    assert report.runs[0].writers == 1
+    assert [e.step for e in report.events["train"] if e.kind == "resume"] == [50]
+
+
+def test_an_epoch_length_is_read_from_where_the_counter_starts_again(tmp_path: Path) -> None:
+    """A counter logged every 100 images that starts each epoch at the remainder of 1452 images."""
+    lines, image = [], 100
+    while image <= 5000:
+        epoch, within = divmod(image, 1452)
+        lines.append(f"(epoch: {epoch + 1}, iters: {within}, time: 0.1) G_A: {0.5 + image % 7 / 100:.3f}")
+        image += 100
+    (run,) = read_logs(_write(tmp_path / "loss_log.txt", lines))
+    assert (run.steps[0], run.steps[-1]) == (100, 5000)
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "12-02 10:{m:02d}:{s:02d}",  # no year
+        "[12/02 10:{m:02d}:{s:02d} d2.utils.events]:",  # detectron2: in a bracket with its logger
+        "[2024-12-02 10:{m:02d}:{s:02d}]",  # a date in brackets
+        "10:{m:02d}:{s:02d}",  # time only
+        "Dec 02 10:{m:02d}:{s:02d}",
+    ],
+)
+def test_timestamps_of_other_shapes_give_a_wall_clock(tmp_path: Path, stamp: str) -> None:
+    lines = [f"{stamp.format(m=i // 6, s=i % 6 * 10)} iter: {i}  loss: {1 / (i + 1):.4f}" for i in range(60)]
+    (run,) = read_logs(_write(tmp_path / "train.log", lines))
+    assert run.wall is not None
+    assert run.wall[-1] - run.wall[0] == 590.0
+    assert list(run.metrics) == ["loss"]

@@ -26,7 +26,7 @@ def test_counters_and_timings_are_named_apart_from_the_metrics(tmp_path: Path) -
         )
     )
     (header, *_) = _render(log).splitlines()
-    assert header.startswith("train (text, 200 rows, steps 0–199, no wall clock): loss; ")
+    assert header.startswith("train (text, 200 rows, steps 0–199 by step, no wall clock): loss; ")
     assert "counters epoch, tokens" in header
     assert "timings step_time" in header
 
@@ -48,6 +48,7 @@ def test_an_eval_loop_on_epochs_is_a_run_of_its_own(tmp_path: Path) -> None:
     )
     assert (
         out[1]
-        == "train (eval) (text, 5 rows, steps 1–5, no wall clock): eval/accuracy/top1; counters Epoch(val)"
+        == "train (eval) (text, 5 rows, steps 1–5 by Epoch(val), no wall clock): eval/accuracy/top1; "
+        "counters Epoch(val)"
     )
     assert out[2] == "no findings: the log looks healthy"

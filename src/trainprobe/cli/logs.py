@@ -101,6 +101,8 @@ def _run_line(run: RunLog, step_text: Callable[[float], str], escape: Callable[[
     batch size, tokens seen) and timings are named apart: the detectors judge only the metrics."""
     wall = "wall clock" if run.wall is not None and (run.wall == run.wall).any() else "no wall clock"
     steps = f"steps {step_text(run.steps.min())}–{step_text(run.steps.max())}" if len(run) else "no steps"
+    if len(run) and run.step_key is not None and not run.step_key.startswith("#"):
+        steps += f" by {run.step_key}"
     line = (
         f"[bold]{escape(run.name)}[/] ({run.format}, {len(run)} rows, {steps}, {wall}): "
         f"{escape(_names(run.metrics, 8) or 'no metrics')}"
@@ -144,6 +146,11 @@ def add_arguments(parser: CommandParser) -> None:
         "that repeats a repeat or an alternation ((a+)+, (a|ab)*: it could run for minutes on one line) is "
         "refused, and lines over 4096 characters are not tried (also for --event).",
     )  # fmt: skip
+    options.add_argument(
+        "--step", metavar="KEY",
+        help="The column that is the step axis (e.g. --step global_step), instead of the one trainprobe "
+        "picks from the records (the report says which it picked, and why).",
+    )  # fmt: skip
     add_detector_options(options)
     output = parser.group("output")
     output.add_argument(
@@ -163,6 +170,7 @@ def logs(
     event: list[str],
     checkpoints: Path | None,
     pattern: str | None,
+    step: str | None,
     threshold: float,
     window: int,
     stall_factor: float,
@@ -180,6 +188,7 @@ def logs(
         event_patterns=list(event),
         checkpoints=checkpoints,
         pattern=pattern,
+        step=step,
     )
     if where.on:
         from trainprobe.tasks import logs_on, logs_on_fleet

@@ -55,6 +55,8 @@ class Options:
     # ``--pattern``: a regex with named groups (``step`` and any metric) that reads each line of a text log
     # instead of the tokenizer, for a line shape it cannot read.
     pattern: str | None = None
+    # ``--step KEY``: the column each run takes as its step axis, instead of the one its records suggest
+    step: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The options as JSON (for :func:`analyze_json` on a far machine); :meth:`from_json` reads it."""
@@ -67,6 +69,7 @@ class Options:
             "event_patterns": list(self.event_patterns),
             "checkpoints": None if self.checkpoints is None else str(self.checkpoints),
             "pattern": self.pattern,
+            "step": self.step,
         }
 
     @classmethod
@@ -144,6 +147,7 @@ class LogReport:
                     "has_wall_clock": bool(r.wall is not None and np.isfinite(r.wall).any()),
                     "skipped_lines": r.skipped_lines,
                     "coverage": None if r.coverage is None else r.coverage.to_json(),
+                    "step_axis": {"key": r.step_key, "why": r.step_why},
                     "events": [e.to_json() for e in self.events.get(r.name, [])],
                 }
                 for r in self.runs
@@ -236,13 +240,24 @@ def analyze(
             runs.append(src)
         elif isinstance(src, (str, Path)):
             runs.extend(
-                read_logs(Path(src), event_patterns=patterns, line_pattern=line_pattern, not_read=not_read)
+                read_logs(
+                    Path(src),
+                    event_patterns=patterns,
+                    line_pattern=line_pattern,
+                    not_read=not_read,
+                    step=options.step,
+                )
             )
         else:
             runs.append(rows_to_run(src, name=f"run{len(runs)}"))
     if not runs or all(len(r) == 0 or not r.metrics for r in runs):
         raise no_rows_error(runs)
     runs = [r for r in runs if len(r)]
+    if options.step is not None and not any(r.step_key == options.step for r in runs):
+        raise UsageError(
+            f"--step {options.step}: no log read has a column of that name",
+            hint=f"the columns of {runs[0].name}: {', '.join(list(runs[0].columns)[:12])}",
+        )
     _unique_names(runs)
     findings: list[Finding] = []
     all_events: dict[str, list[Event]] = {}

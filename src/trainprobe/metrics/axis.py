@@ -21,12 +21,14 @@ metric, not a clock.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 import numpy as np
 
 from trainprobe.metrics.events import Event, merge_failures
 from trainprobe.metrics.roles import metric_kind, role_of
 from trainprobe.metrics.splits import EVAL, is_epoch_key, is_step_key, split_of
-from trainprobe.metrics.step_axis import Columns, step_axis
+from trainprobe.metrics.step_axis import Columns, interleaved_writers, step_axis
 from trainprobe.metrics.table import INTERNAL, WALL_KEY, ColumnBuilder, FloatArray, RunLog, Table, is_absent
 
 TIME_KEYS = frozenset(
@@ -47,6 +49,9 @@ TIME_KEYS = frozenset(
         "total_time",
     }
 )
+# ``--step KEY``: the column every run read in this context takes as its axis (set by
+# trainprobe.metrics.reading.read_logs for the readers it calls, each of which ends in finish_run)
+FORCED_STEP: ContextVar[str | None] = ContextVar("trainprobe_forced_step", default=None)
 _UNIT_SECONDS = {
     "ms": 1e-3,
     "us": 1e-6,
@@ -180,7 +185,10 @@ def assemble(
         return run
     cols = Columns(table)
     wall = wall_clock(cols, table)
-    steps, own = step_axis(cols)
+    steps, own = step_axis(cols, FORCED_STEP.get())
+    writers = interleaved_writers(steps, own)
+    if writers > 1:
+        cols.axis_why += f"; about {writers} writers interleaved in one file (their steps go back and forth)"
     for k in [k for k in cols.cols if k.startswith(INTERNAL)]:
         cols.pop(k)
     keep = np.zeros(cols.n, dtype=bool)
@@ -225,6 +233,9 @@ def assemble(
         skipped_lines=skipped_lines,
         roles=roles,
         declared_end=cols.declared_end,
+        step_key=cols.axis,
+        step_why=cols.axis_why,
+        writers=writers,
     )
 
 
@@ -258,4 +269,4 @@ def finish_run(
     return assemble(table, name=name, path=path, fmt=fmt, events=events or [], skipped_lines=skipped_lines)
 
 
-__all__ = ["TIME_KEYS", "assemble", "finish_run", "wall_clock"]
+__all__ = ["FORCED_STEP", "TIME_KEYS", "assemble", "finish_run", "wall_clock"]

@@ -40,7 +40,7 @@ def derive_events(run: RunLog, checkpoints: Path | None = None) -> list[Event]:
     boundaries, step-schedule LR changes, eval rows, and the saves a checkpoint directory's files date."""
     events = list(run.events)
     steps = run.steps
-    if len(run) > 1:
+    if len(run) > 1 and run.writers == 1:  # several writers' steps interleave: going back is no resume
         back = np.flatnonzero(np.diff(steps) < 0) + 1
         for i in back[:1000]:
             events.append(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from trainprobe.conventions import is_log_name
 from trainprobe.errors import LogError, UsageError
+from trainprobe.metrics.axis import FORCED_STEP
 from trainprobe.metrics.events import FAILURE
 from trainprobe.metrics.readers import DIR_READERS, READERS, LogReader, ReadOptions, RunDirReader
 from trainprobe.metrics.table import RunLog, TooSparse, Unread
@@ -105,10 +106,25 @@ def read_logs(
     event_patterns: list[re.Pattern[str]] | None = None,
     line_pattern: re.Pattern[str] | None = None,
     not_read: list[NotRead] | None = None,
+    step: str | None = None,
 ) -> list[RunLog]:
     """Read one log file (format detected from its content), a run directory, or every log under a
     directory. Runs with no rows are left out of a directory's list. Paths under a directory that could not
-    be opened go to ``not_read`` (given: the caller reports them; not given: any makes a LogError)."""
+    be opened go to ``not_read`` (given: the caller reports them; not given: any makes a LogError).
+    ``step`` (``--step KEY``): the column each run takes as its step axis, where it has one."""
+    token = FORCED_STEP.set(step)
+    try:
+        return _read_logs(path, event_patterns, line_pattern, not_read)
+    finally:
+        FORCED_STEP.reset(token)
+
+
+def _read_logs(
+    path: Path | str,
+    event_patterns: list[re.Pattern[str]] | None,
+    line_pattern: re.Pattern[str] | None,
+    not_read: list[NotRead] | None,
+) -> list[RunLog]:
     options = ReadOptions(tuple(event_patterns or ()), line_pattern)
     path = Path(path)
     try:

@@ -7,12 +7,16 @@ into the axis or the clock out of it.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from trainprobe.metrics.splits import base_name, is_epoch_key, is_step_key
 from trainprobe.metrics.table import INTERNAL, TOTAL_PREFIX, Table, is_absent
 
 COUNTER_KEY = "#counter"
+# a name that says its column counts something the run goes through
+_COUNTER_NAME = re.compile(r"(?i)(?:^|[^a-z])(?:steps?|iters?|iterations?|updates?|frames?)(?:[^a-z]|$)")
 _STEP_PREFERENCE = (
     "global_step",
     "globalstep",
@@ -53,6 +57,9 @@ class Columns:
         self.have = {k: ~is_absent(v) for k, v in self.cols.items()}
         self.n = len(table)
         self.declared_end: float | None = None
+        # the step axis chosen, and why (RunLog.step_key, RunLog.step_why)
+        self.axis: str | None = None
+        self.axis_why = ""
 
     def pop(self, key: str) -> tuple[np.ndarray, np.ndarray]:
         return self.cols.pop(key), self.have.pop(key)
@@ -73,13 +80,31 @@ def _two_counter(
     moved = np.diff(ep[both]) > 0
     if np.count_nonzero(moved[drops - 1]) < 0.8 * drops.size:
         return None
-    period = total if total is not None and total > 0 else float(np.max(c))
+    period = total if total is not None and total > 0 else _period(c, drops, moved)
     if period <= 0:
         return None
     first = float(ep[both[0]])
     counter = _ffill(inner, inner_have)
     # An eval row after an epoch's last batch sits at that epoch's end.
     return np.asarray((np.floor(ep) - np.floor(first)) * period + counter)
+
+
+def _period(c: np.ndarray, drops: np.ndarray, moved: np.ndarray) -> float:
+    """An epoch's length in the counter's units, with no total given: where a counter logged every ``d``
+    starts each epoch at the remainder (CycleGAN's ``iters`` 1400, then 48 in the next epoch of 1452
+    images), ``last + d - first`` at each epoch boundary; else the largest value seen."""
+    largest = float(np.max(c))
+    ups = np.diff(c)
+    ups = ups[ups > 0]
+    at = drops[moved[drops - 1]]
+    if not ups.size or not at.size:
+        return largest
+    every = float(np.median(ups))
+    lengths = c[at - 1] + every - c[at]
+    guess = float(np.median(lengths))
+    if guess < largest or not bool(np.all(np.abs(lengths - guess) <= 0.01 * guess)):
+        return largest
+    return guess
 
 
 def _signatures(cols: Columns, rows: np.ndarray) -> np.ndarray:
@@ -139,11 +164,58 @@ def _step_rank(key: str) -> int:
     return _STEP_PREFERENCE.index(low) if low in _STEP_PREFERENCE else len(_STEP_PREFERENCE)
 
 
-def step_axis(cols: Columns) -> tuple[np.ndarray, np.ndarray]:
-    """(steps, rows that had a step of their own); consumes the step, counter and total columns."""
+def _counts_up(values: np.ndarray) -> bool:
+    """Whole numbers that count up (a resume may step back now and then), with at least 3 distinct ones."""
+    if (
+        values.size < 3
+        or not bool(np.all(np.isfinite(values)))
+        or not bool(np.all(values == np.floor(values)))
+    ):
+        return False
+    d = np.diff(values)
+    return bool(
+        values.min() >= 0
+        and values[-1] > values[0]
+        and np.count_nonzero(d >= 0) >= 0.95 * d.size
+        and np.unique(values).size >= 3
+    )
+
+
+def counter_by_evidence(cols: Columns, exclude: set[str]) -> str | None:
+    """A column no step name marks but whose name says it counts (``current_steps``, ``env_step``,
+    ``n_iter``, ``frames``) and whose values show it: whole numbers counting up on most rows. Among such,
+    the finest (the most distinct values), which is never an epoch when a finer counter is in the record."""
+    best: tuple[int, str] | None = None
+    for key, have in cols.have.items():
+        if key in exclude or key.startswith(INTERNAL) or is_epoch_key(key) or not _COUNTER_NAME.search(key):
+            continue
+        if np.count_nonzero(have) < max(3, cols.n // 2):
+            continue
+        values = cols.cols[key][have]
+        if not _counts_up(values):
+            continue
+        distinct = int(np.unique(values).size)
+        if best is None or distinct > best[0]:
+            best = (distinct, key)
+    return None if best is None else best[1]
+
+
+def step_axis(cols: Columns, forced: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, rows that had a step of their own); consumes the step, counter and total columns.
+    ``forced`` (``--step KEY``): that column is the axis, when the run has it."""
+    if forced is not None and forced in cols.cols:
+        values, have = cols.pop(forced)
+        cols.axis, cols.axis_why = forced, f"--step {forced}"
+        _drop_totals(cols)
+        return _ffill(values, have), have
     n = cols.n
     keys = list(cols.cols)
     step_keys = [k for k in keys if not k.startswith(INTERNAL) and is_step_key(k)]
+    if not step_keys:
+        found = counter_by_evidence(cols, set())
+        if found is not None:
+            step_keys = [found]
+            cols.axis_why = f"{found}: counts up in whole numbers on most rows (no step-named key)"
     epoch_keys = [k for k in keys if not k.startswith(INTERNAL) and is_epoch_key(k)]
     counters = [
         k
@@ -160,6 +232,9 @@ def step_axis(cols: Columns) -> tuple[np.ndarray, np.ndarray]:
     steps: np.ndarray | None = None
     own = np.zeros(n, dtype=bool)
     primary = step_keys[0] if step_keys else (counters[0] if counters else None)
+    cols.axis = primary if primary is not None else epoch
+    if not cols.axis_why:
+        cols.axis_why = _why(primary, epoch, step_keys, counters)
     if primary is not None:
         values, have = cols.cols[primary], cols.have[primary]
         if epoch is not None:
@@ -201,9 +276,41 @@ def step_axis(cols: Columns) -> tuple[np.ndarray, np.ndarray]:
     for k in counters:
         if k in cols.cols and k.startswith(INTERNAL):
             cols.pop(k)
-    for k in [k for k in cols.cols if k.startswith(TOTAL_PREFIX)]:
-        cols.pop(k)
+    _drop_totals(cols)
     return steps, own
 
 
-__all__ = ["COUNTER_KEY", "Columns", "step_axis"]
+def interleaved_writers(steps: np.ndarray, own: np.ndarray) -> int:
+    """How many writers appended to one file at once (ranks or workers logging the same steps), judged
+    from the steps: going back often (at least 3 times and on 5 % of the rows) by about as much as they
+    go forward is interleaving, not a resume (which goes back far, and seldom). 1: one writer."""
+    s = steps[own]
+    if s.size < 8:
+        return 1
+    d = np.diff(s)
+    back, fwd = -d[d < 0], d[d > 0]
+    if back.size < 3 or back.size < 0.05 * d.size or not fwd.size:
+        return 1
+    if float(np.median(back)) > 10 * float(np.median(fwd)):
+        return 1
+    _, per_step = np.unique(s, return_counts=True)
+    return max(2, int(np.median(per_step)))
+
+
+def _drop_totals(cols: Columns) -> None:
+    for k in [k for k in cols.cols if k.startswith(TOTAL_PREFIX)]:
+        cols.pop(k)
+
+
+def _why(primary: str | None, epoch: str | None, step_keys: list[str], counters: list[str]) -> str:
+    if primary is None:
+        return (
+            f"{epoch}: no finer counter in the records" if epoch is not None else "the row number: no counter"
+        )
+    what = "a progress counter" if primary == COUNTER_KEY or primary in counters else "the step key"
+    more = f" (before {', '.join(step_keys[1:3])})" if len(step_keys) > 1 else ""
+    within = f", within {epoch}" if epoch is not None else ""
+    return f"{what} on the most rows{more}{within}"
+
+
+__all__ = ["COUNTER_KEY", "Columns", "counter_by_evidence", "interleaved_writers", "step_axis"]

@@ -64,6 +64,12 @@ class RunLog:
     # what the reader understood of the file (trainprobe.metrics.coverage); None: a structured format read
     # record by record, where nothing is left over
     coverage: Coverage | None = None
+    # the column the step axis came from (None: the row number) and why it was chosen
+    # (trainprobe.metrics.step_axis)
+    step_key: str | None = None
+    step_why: str = ""
+    # processes appending to the file at once (their steps interleave): its steps going back are no resumes
+    writers: int = 1
 
     def __len__(self) -> int:
         return int(self.steps.shape[0])
@@ -101,6 +107,9 @@ class RunLog:
             if self.declared_end is None or not math.isfinite(self.declared_end)
             else self.declared_end,
             "coverage": None if self.coverage is None else self.coverage.to_json(),
+            "step_key": self.step_key,
+            "step_why": self.step_why,
+            "writers": self.writers,
         }
 
     @classmethod
@@ -125,6 +134,9 @@ class RunLog:
             roles={str(k): str(v) for k, v in data["roles"].items()},
             declared_end=None if data["declared_end"] is None else float(data["declared_end"]),
             coverage=None if data.get("coverage") is None else Coverage.from_json(data["coverage"]),
+            step_key=None if data.get("step_key") is None else str(data["step_key"]),
+            step_why=str(data.get("step_why", "")),
+            writers=int(data.get("writers", 1)),
         )
 
 

@@ -3,7 +3,8 @@ fixed-width stamps at once.
 
 Kinds: ``iso`` (``2026-11-29 22:36:21,226``, ``2026-11-29T22:36:21.226+01:00``, ``2024/01/01 10:00:00``; UTC
 unless a zone is given), ``hms`` (``[22:36:21]``: seconds of the day, wrapping at midnight), ``glog``
-(``I1129 22:36:21.226123``: no year, taken as 2000 so only gaps count), ``syslog`` (``Nov 29 22:36:21``,
+(``I1129 22:36:21.226123``: no year, taken as 2000 so only gaps count), ``md`` (``11/29 22:36:21``,
+``11-29 22:36:21``: no year either), ``syslog`` (``Nov 29 22:36:21``,
 ``Sun Nov 29 22:36:21 UTC 2026``), ``epoch`` (``1700000058.25``). A stamp that looks right but is no date
 (month 13, hour 25) is still a stamp, with no seconds: the line keeps its fields, the row has no wall clock.
 """
@@ -20,6 +21,9 @@ _ISO = re.compile(
     r"(\d{4})[-/](\d{2})[-/](\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
     r"(Z|[+-]\d{2}:?\d{2})?(?![\d:])"
 )
+# month and day with no year (detectron2's ``[11/29 22:36:21 d2.engine…]``, ``11-29 22:36:21``): taken as in
+# 2000, as glog's, so only gaps count
+_MONTH_DAY = re.compile(r"(\d{2})[-/](\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?![\d:])")
 _HMS = re.compile(r"(\d{1,2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?![\d:])")
 _GLOG = re.compile(r"[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?![\d:])")
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
@@ -70,6 +74,11 @@ def match_stamp(line: str, pos: int = 0) -> Stamp | None:
             base = _utc(int(y), int(mo), int(d), int(h), int(mi), int(s))
             secs = None if base is None else base + _frac(frac) - _zone(zone)
             return Stamp("iso", pos, m.end(), secs)
+        m = _MONTH_DAY.match(line, pos)
+        if m:
+            mo, d, h, mi, s, frac = m.groups()
+            base = _utc(2000, int(mo), int(d), int(h), int(mi), int(s))
+            return Stamp("md", pos, m.end(), None if base is None else base + _frac(frac))
         m = _HMS.match(line, pos)
         if m:
             h, mi, s, frac = m.groups()
@@ -108,6 +117,7 @@ def stamp_seconds(kind: str, text: str) -> float | None:
 _FIELDS = {
     "iso": ("Y", "M", "D", "h", "m", "s"),
     "glog": ("M", "D", "h", "m", "s"),
+    "md": ("M", "D", "h", "m", "s"),
     "hms": ("h", "m", "s"),
 }
 

@@ -53,6 +53,10 @@ def _bracket_is_prefix(inner: str) -> bool:
         return False
     if _RANK_TEXT.fullmatch(inner) or _LOGGER_TEXT.fullmatch(inner):
         return True
+    # ``[11/29 22:36:21 d2.engine.train_loop]``: a stamp, then a logger
+    stamp = match_stamp(inner) if inner[:1].isdigit() else None
+    if stamp is not None and _LOGGER_TEXT.fullmatch(inner[stamp.end :].strip()):
+        return True
     # ``[NeMo I 2024-01-01 10:00:00 nemo_logging:381]``: a stamp and a source location
     return bool(re.search(r"\s[\w.]+:\d+$", inner))
 
@@ -125,7 +129,7 @@ def split_prefix(line: str) -> Prefix:
                     for k in range(len(inner)):
                         if inner[k].isdigit() and (k == 0 or not inner[k - 1].isalnum()):
                             s = match_stamp(inner, k)
-                            if s is not None and s.kind in ("iso", "hms"):
+                            if s is not None and s.kind in ("iso", "md", "hms"):
                                 stamp = Stamp(s.kind, pos + 1 + s.start, pos + 1 + s.end, s.seconds)
                                 break
         if got_end < 0:
