@@ -47,8 +47,7 @@ def test_an_eval_loop_on_epochs_is_a_run_of_its_own(tmp_path: Path) -> None:
         == "train (text, 25 rows, steps 10–250, no wall clock): train/loss; counters Epoch(train), train/lr"
     )
     assert (
-        out[1]
-        == "train (eval) (text, 5 rows, steps 1–5 by Epoch(val), no wall clock): eval/accuracy/top1; "
+        out[1] == "train (eval) (text, 5 rows, steps 1–5 by Epoch(val), no wall clock): eval/accuracy/top1; "
         "counters Epoch(val)"
     )
     assert out[2] == "no findings: the log looks healthy"
