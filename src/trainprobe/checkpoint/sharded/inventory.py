@@ -22,7 +22,8 @@ from typing import Any
 from trainprobe.checkpoint.reading.formats import detect
 from trainprobe.checkpoint.safe_io import read_side, walk
 
-_EDGE = 64 << 10
+#: How much of each end of a file its edge CRC covers (a file up to twice this is covered whole).
+EDGE_BYTES = 64 << 10
 _CONTENT = (".metadata", ".index.json")  # read whole into the inventory: every share of their part needs them
 _MAX_CONTENT = 256 << 20
 
@@ -39,10 +40,10 @@ def _edges_crc(path: str, size: int) -> int:
     """CRC32 of the first and the last 64 KiB: cheap, and different for files that differ anywhere a
     re-save or a copy of another step changes (headers, the zip directory at the end)."""
     with open(path, "rb") as fh:
-        crc = zlib.crc32(fh.read(_EDGE))
-        if size > _EDGE:
-            fh.seek(max(_EDGE, size - _EDGE))
-            crc = zlib.crc32(fh.read(_EDGE), crc)
+        crc = zlib.crc32(fh.read(EDGE_BYTES))
+        if size > EDGE_BYTES:
+            fh.seek(max(EDGE_BYTES, size - EDGE_BYTES))
+            crc = zlib.crc32(fh.read(EDGE_BYTES), crc)
     return crc
 
 

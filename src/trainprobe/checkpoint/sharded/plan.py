@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainprobe.checkpoint.reading.parts import data_files
+from trainprobe.checkpoint.sharded.inventory import EDGE_BYTES
 from trainprobe.checkpoint.units.discover import Unit, sort_parts
 from trainprobe.checkpoint.units.frameworks import FRAMEWORKS, Part, role_by_name
 from trainprobe.errors import UsageError
@@ -50,9 +51,16 @@ class Held:
     global_step: int | None = None
 
     def same_file(self, other: Held) -> bool:
-        return self.where == other.where or (
-            (self.size, self.mtime_ns, self.crc) == (other.size, other.mtime_ns, other.crc)
-        )
+        """One file, or copies of it: the same inode; the same bytes (a small file's content, which every
+        target sends, or a size and edge CRC that cover the whole file); or the same size, mtime and edge
+        CRC. A copy's mtime may differ (a copy that did not keep it, a clock that rounds): bytes decide."""
+        if self.where == other.where:
+            return True
+        if self.content is not None and other.content is not None:
+            return self.content == other.content
+        if (self.size, self.crc) != (other.size, other.crc):
+            return False
+        return self.size <= 2 * EDGE_BYTES or self.mtime_ns == other.mtime_ns
 
 
 @dataclass
