@@ -35,13 +35,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainprobe.conventions import step_text
+from trainprobe.metrics.detectors.families import Family, family_of
+from trainprobe.metrics.detectors.noise import fold_noise
+from trainprobe.metrics.detectors.recovery import SETTLE_ROWS, change_text, settled_after
 from trainprobe.metrics.findings import CLIFF, SPIKE, Finding, fmt_value
-from trainprobe.metrics.roles import metric_kind
 from trainprobe.metrics.rolling import trailing_mad, trailing_median
 from trainprobe.metrics.splits import EVAL, split_of
 from trainprobe.metrics.table import RunLog
 
 MIN_BASELINE = 10
+# the fewest earlier values in its stretch a row is judged against, and the threshold's factor until there
+# are MIN_BASELINE of them
+MIN_HISTORY = 5
+WARMUP_FACTOR = 2.0
+# the fewest values of a series any spike is claimed in (six evaluations are no series to call a jump in)
+MIN_SERIES = 8
 SUSPECT_ROWS = 3
 # the threshold on the rows right after a save or resume, as a share of the usual one
 SUSPECT_FACTOR = 2 / 3
@@ -54,7 +62,7 @@ def stretches(steps: np.ndarray) -> list[slice]:
     return [slice(a, b) for a, b in itertools.pairwise(bounds) if b > a]
 
 
-def _rel_change(before: float, after: float) -> float:
+def _relchange_text(before: float, after: float) -> float:
     if before == 0:
         return 0.0 if after == 0 else float(np.sign(after))
     return (after - before) / abs(before)
@@ -70,21 +78,24 @@ def detect_spikes(
     suspect: np.ndarray | None = None,
 ) -> list[Finding]:
     """Spikes and cliffs of one metric; ``suspect`` marks rows (of the run) right after a save or resume."""
-    kind = metric_kind(metric)
-    if kind in ("lr", "time", "counter"):
+    family = family_of(metric)
+    kind = family.name
+    if not family.spikes:
         return []
     col = run.columns[metric]
     rows = np.flatnonzero(run.mask(metric) & np.isfinite(col))
-    if rows.size < 2:
+    if rows.size < MIN_SERIES:
         return []
     x = col[rows]
-    if x.min() < 0:
+    if x.min() < 0 and not family.signed:
         return []  # a loss that takes both signs (RL, GAN objectives): its jumps and ratios mean nothing
     steps = run.steps[rows]
     findings: list[Finding] = []
     sus = suspect[rows] if suspect is not None else np.zeros(rows.size, dtype=bool)
     for part in stretches(steps):
-        stretch = _Stretch(run, metric, kind, rows[part], x[part], steps[part], threshold, window, rel_guard)
+        stretch = _Stretch(
+            run, metric, family, rows[part], x[part], steps[part], threshold, window, rel_guard
+        )
         findings.extend(_spikes_in(stretch, sus[part]))
     start_level = float(np.median(x[: min(10, x.size)]))
     for f in findings:
@@ -94,7 +105,7 @@ def detect_spikes(
             f.severity = "info"  # one evaluation off and back: small eval sets are noisy
         elif kind == "loss" and (f.value or 0) < 0.1 * start_level:
             f.severity = "info"  # a blip near the floor (0.015 → 0.15 after 2.3 at the start) is batch noise
-    return findings
+    return fold_noise(findings, metric, x, family.direction, suspect)
 
 
 @dataclass(frozen=True)
@@ -103,13 +114,17 @@ class _Stretch:
 
     run: RunLog
     metric: str
-    kind: str
+    family: Family
     rows: np.ndarray
     x: np.ndarray
     steps: np.ndarray
     threshold: float
     window: int
     rel_guard: float
+
+    @property
+    def kind(self) -> str:
+        return self.family.name
 
 
 def _spikes_in(s: _Stretch, suspect: np.ndarray) -> list[Finding]:
@@ -124,7 +139,7 @@ def _spikes_in(s: _Stretch, suspect: np.ndarray) -> list[Finding]:
             hit = (prev > 0) & (x >= 1.5 * prev)
         med, scale = prev, np.full(n, np.nan)
     else:
-        med, scale, hit = _baseline(x, x[:0], kind, suspect, threshold, window, rel_guard, 0, n)
+        med, scale, hit = _baseline(x, x[:0], s.family, suspect, threshold, window, rel_guard, 0, n)
     findings: list[Finding] = []
     excluded = np.zeros(n, dtype=bool)  # rows of spikes found so far: no baseline for the rows after them
     at = 0
@@ -157,14 +172,14 @@ def _spikes_in(s: _Stretch, suspect: np.ndarray) -> list[Finding]:
         # window; one that takes longer is a new level, and stays in.
         base = float(med[start])
         tail = x[end : start + window // 2] - base
-        sign = 1 if kind == "loss" else -1 if kind == "accuracy" else 0
+        sign = s.family.direction
         close = (tail * sign if sign else np.abs(tail)) <= rel_guard * abs(base)
         stop = end + int(np.argmax(close)) if close.any() else end
         excluded[start:stop] = True
         history = x[:start][~excluded[:start]][-window:]
         hi = min(n, stop + window + 1)
         med[stop:hi], scale[stop:hi], hit[stop:hi] = _baseline(
-            x, history, kind, suspect, threshold, window, rel_guard, stop, hi
+            x, history, s.family, suspect, threshold, window, rel_guard, stop, hi
         )
     return findings
 
@@ -192,7 +207,7 @@ def _with_onset(x: np.ndarray, med: np.ndarray, group: np.ndarray, floor: int) -
 def _baseline(
     x: np.ndarray,
     history: np.ndarray,
-    kind: str,
+    family: Family,
     suspect: np.ndarray,
     threshold: float,
     window: int,
@@ -207,18 +222,27 @@ def _baseline(
     mad = trailing_mad(part, med, window)
     med, mad = med[history.size :], mad[history.size :]
     vals = x[lo:hi]
-    direction = {"loss": 1, "accuracy": -1}.get(kind, 0)
-    scale = np.maximum(mad, 1e-3 * np.abs(med)) / 0.6745
+    level = np.abs(med)
+    if family.signed and part.min() < 0:
+        # around zero a median is no level: the typical size of the values is
+        level = np.maximum(level, trailing_median(np.abs(part), window)[history.size :])
+    scale = np.maximum(mad, 1e-3 * level) / 0.6745
     with np.errstate(invalid="ignore", divide="ignore"):
         z = (vals - med) / scale
-        rel = np.abs(vals - med) / np.maximum(np.abs(med), 1e-12)
-    zz = z * direction if direction else np.abs(z)
-    # Gradient norms and other auxiliary series are spiky by nature: only doublings are worth a line.
-    guard = rel_guard if kind in ("loss", "accuracy") else max(rel_guard, 1.0)
+        rel = np.abs(vals - med) / np.maximum(level, 1e-12)
+    zz = z * family.direction if family.direction else np.abs(z)
     limit = np.where(suspect[lo:hi], SUSPECT_FACTOR * threshold, threshold)
-    enough = np.arange(lo, hi) >= MIN_BASELINE
+    guard = np.full(hi - lo, max(rel_guard, family.rel_guard))
+    # Fewer than MIN_BASELINE values before a row: a baseline still warming up, so only a jump twice as
+    # far out and at least a doubling counts (×35 on the eighth row of a GAN loss), and none before
+    # MIN_HISTORY values.
+    earlier = np.arange(lo, hi)
+    warming = earlier < MIN_BASELINE
+    limit = np.where(warming, WARMUP_FACTOR * limit, limit)
+    guard[warming] = np.maximum(guard[warming], 1.0)
+    enough = earlier >= MIN_HISTORY
     # a zero baseline (values printed to 4 decimals, 0.0000) has no ratio to judge a jump by
-    hit = (zz > limit) & (rel > guard) & np.isfinite(med) & enough & (np.abs(med) > 0)
+    hit = (zz > limit) & (rel > guard) & np.isfinite(med) & enough & (level > 0)
     return med, scale, hit
 
 
@@ -238,7 +262,7 @@ def _judge(
             return cliff
     settled: float | None = None
     if recovered is None and s.kind in ("loss", "accuracy"):
-        recovered, settled = _settled(s.x, s.steps, start, peak, base, s.window)
+        recovered, settled = settled_after(s.x, s.steps, start, peak, base, s.window)
     return _spike(s, group, peak, base, float(dev[peak]), recovered, settled)
 
 
@@ -246,9 +270,9 @@ def _recovered_after(s: _Stretch, start: int, peak: int, base: float, tol: float
     """Steps from the spike's start until the series is back within ``tol`` of ``base`` (or beyond it in
     the good direction); None if it never is."""
     rest_values = s.x[peak + 1 :]
-    if s.kind == "loss":
+    if s.family.direction > 0:
         back = rest_values <= base + tol
-    elif s.kind == "accuracy":
+    elif s.family.direction < 0:
         back = rest_values >= base - tol
     else:
         back = np.abs(rest_values - base) <= tol
@@ -263,8 +287,8 @@ def _cliff(s: _Stretch, start: int) -> Finding | None:
     level_before = float(np.median(x[max(0, start - window) : start]))
     after = x[start : start + window]
     later = x[start + window : start + 2 * window]
-    shift_after = _rel_change(level_before, float(np.median(after))) if after.size >= 5 else 0.0
-    shift_later = _rel_change(level_before, float(np.median(later))) if later.size >= 5 else shift_after
+    shift_after = _relchange_text(level_before, float(np.median(after))) if after.size >= 5 else 0.0
+    shift_later = _relchange_text(level_before, float(np.median(later))) if later.size >= 5 else shift_after
     is_shift = (
         abs(shift_after) >= 0.5 and abs(shift_later) >= 0.5 and np.sign(shift_after) == np.sign(shift_later)
     )
@@ -273,7 +297,7 @@ def _cliff(s: _Stretch, start: int) -> Finding | None:
     new_level = float(np.median(later if later.size >= 5 else after))
     return Finding(
         CLIFF,
-        "error" if s.kind in ("loss", "accuracy") else "warning",
+        s.family.shift_severity,
         s.run.name,
         s.metric,
         float(steps[start]),
@@ -285,7 +309,7 @@ def _cliff(s: _Stretch, start: int) -> Finding | None:
         message=(
             f"{s.metric} {'jumped' if new_level > level_before else 'fell off a cliff'} at step "
             f"{step_text(steps[start])}: {fmt_value(level_before)} → {fmt_value(new_level)} "
-            f"({_change(level_before, new_level)}) and stayed there"
+            f"({change_text(level_before, new_level)}) and stayed there"
         ),
     )
 
@@ -301,15 +325,11 @@ def _spike(
 ) -> Finding:
     x, steps, start = s.x, s.steps, int(group[0])
     ratio = float(x[peak] / base) if base else float("inf")
-    size = abs(peak_dev) / max(abs(base), 1e-12)
-    if s.kind not in ("loss", "accuracy"):
-        severity = "info"
-    elif size >= 2.0 or recovered is None:
-        severity = "error"
-    elif len(group) > 3 or size >= 0.5:
-        severity = "warning"
-    else:
-        severity = "info"
+    level = abs(base)
+    if s.family.signed and x.min() < 0:
+        level = max(level, float(np.median(np.abs(x[max(0, start - s.window) : start + 1]))))
+    size = abs(peak_dev) / max(level, 1e-12)
+    severity = _severity(s, size, len(group), lasting=recovered is None and len(x) - 1 - peak >= SETTLE_ROWS)
     if recovered is None and peak == len(x) - 1:
         rec_text = "at the last row of the log"
     elif recovered is None:
@@ -317,7 +337,7 @@ def _spike(
     elif settled is not None:
         rec_text = (
             f"came most of the way back after {step_text(recovered)} step{'' if recovered == 1 else 's'}, "
-            f"to {fmt_value(settled)} ({_change(base, settled)} on {fmt_value(base)})"
+            f"to {fmt_value(settled)} ({change_text(base, settled)} on {fmt_value(base)})"
         )
     else:
         rec_text = f"recovered after {step_text(recovered)} step{'' if recovered == 1 else 's'}"
@@ -341,35 +361,17 @@ def _spike(
     )
 
 
-SETTLE_ROWS = 5
-
-
-def _settled(
-    x: np.ndarray, steps: np.ndarray, start: int, peak: int, base: float, window: int
-) -> tuple[float | None, float | None]:
-    """(steps to settle, the level settled at) for a spike that did not come back within tolerance but
-    came most of the way: the median of five rows in a row within a quarter of the peak's distance from the
-    baseline (a save that upset training, after which the loss stays a little higher). (None, None) if not."""
-    rest = x[peak + 1 : peak + 1 + 4 * window]
-    if rest.size < SETTLE_ROWS:
-        return None, None
-    excess = np.abs(rest - base)
-    excess[~np.isfinite(excess)] = np.inf  # a NaN is no recovery
-    med = np.median(np.lib.stride_tricks.sliding_window_view(excess, SETTLE_ROWS), axis=1)
-    ok = np.flatnonzero(med <= 0.25 * abs(float(x[peak]) - base))
-    if not ok.size:
-        return None, None
-    at = peak + 1 + int(ok[0])
-    limit = 0.25 * abs(float(x[peak]) - base)
-    first = at + int(np.argmax(excess[at - peak - 1 : at - peak - 1 + SETTLE_ROWS] <= limit))
-    return float(steps[first] - steps[start]), float(np.median(x[at : at + SETTLE_ROWS]))
-
-
-def _change(before: float, after: float) -> str:
-    """``-97%``, ``+60%``, or a ratio once it is past doubling (``×9.4e+12``, not ``+937773251534779%``)."""
-    if before and after / before >= 2:
-        return f"×{fmt_value(after / before)}"
-    return f"{(after - before) / abs(before) if before else 0.0:+.0%}"
+def _severity(s: _Stretch, size: float, rows: int, *, lasting: bool) -> str:
+    """From the size of the effect (``|peak − baseline| / level``): for losses and accuracies ``error`` from
+    ×3 or when it stays up for good, ``warning`` from ×1.5 or over more than three rows; for a family with a
+    ``warn_at`` (RL diagnostics) ``warning`` from there; ``info`` otherwise. A jump at the last rows of a log
+    is judged by its size alone: nothing after it says whether it lasted."""
+    if s.kind in ("loss", "accuracy"):
+        if size >= 2.0 or lasting:
+            return "error"
+        return "warning" if rows > 3 or size >= 0.5 else "info"
+    warn_at = s.family.warn_at
+    return "warning" if warn_at is not None and size >= warn_at else "info"
 
 
 __all__ = ["MIN_BASELINE", "SUSPECT_ROWS", "detect_spikes", "stretches"]

@@ -1,4 +1,4 @@
-"""Trends over many rows: divergence, overfitting, an explosion in the first steps.
+"""Trends over many rows: divergence and an explosion in the first steps.
 
 **Divergence** (a loss that climbs and keeps climbing; an accuracy that falls and stays down), within one
 stretch of steps (a resume starts a new one), in any of these shapes:
@@ -16,9 +16,7 @@ stretch of steps (a resume starts a new one), in any of these shapes:
   norm grows ≥ 3× over the same rows (or the fp16 loss scale is cut twice);
 - for an eval accuracy: it falls below 95 % of its best, never comes back to it, and sinks to 90 % or lower.
 
-**Overfitting**: an eval loss whose best value is followed by at least three evaluations that rise (most
-steps up, the last ≥ 5 % above the best) while the train loss it pairs with keeps falling over the same steps,
-and no eval accuracy (mAP, acc) improved by more than 10 % over them.
+**Overfitting** lives in :mod:`.overfitting`.
 
 **Early explosion**: in the first ten rows the loss grows ≥ 10× its first value, or ≥ 3× while a gradient norm
 grows ≥ 10×.
@@ -33,12 +31,15 @@ import re
 import numpy as np
 
 from trainprobe.conventions import step_text
+from trainprobe.metrics.detectors.families import trend_kind
 from trainprobe.metrics.detectors.spikes import stretches
-from trainprobe.metrics.findings import DIVERGENCE, EARLY_EXPLOSION, OVERFITTING, Finding, fmt_value
-from trainprobe.metrics.roles import metric_kind
-from trainprobe.metrics.splits import EVAL, EVAL_WORDS, TRAIN, split_of
+from trainprobe.metrics.findings import DIVERGENCE, EARLY_EXPLOSION, Finding, fmt_value
+from trainprobe.metrics.splits import EVAL, TRAIN, split_of
 from trainprobe.metrics.table import RunLog
 
+# the rows just before a climb whose median and spread are its reference, and the fewest that tell a noise
+NOISE_WINDOW = 20
+NOISE_ROWS = 5
 _GRAD = re.compile(r"(?i)grad.?norm|gnorm|total_grad_norm|grad_norm")
 _SCALE = re.compile(r"(?i)loss.?scale")
 
@@ -90,12 +91,38 @@ def _grad_columns(run: RunLog) -> list[str]:
 
 
 def _grows(run: RunLog, name: str, step_from: float, step_to: float, factor: float) -> bool:
+    """Whether ``name`` grew ``factor``× between the two steps: its median over them against its median just
+    before, once there are rows enough for medians (a noisy gradient norm's largest value is no growth),
+    else its largest value against the last one before."""
     _rows, steps, values = _series(run, name)
     before = values[steps <= step_from]
     during = values[(steps > step_from) & (steps <= step_to)]
     if not before.size or not during.size or before[-1] <= 0:
         return False
+    if before.size >= NOISE_ROWS and during.size >= NOISE_ROWS:
+        return bool(np.median(during) >= factor * np.median(before[-NOISE_WINDOW:]))
     return bool(during.max() >= factor * before[-1])
+
+
+def beyond_noise(x: np.ndarray, onset: int, end: int, *, k: float = 3.0) -> bool:
+    """Whether the level of rows ``onset..end`` (their median) moved beyond the noise of the rows just
+    before (their median plus ``k`` robust standard deviations, and 10 % above it): a climb, not a noisy
+    stretch whose median stayed where it was. A climb from the first rows takes its noise from the rows after
+    it, around their trend (second differences: a steady climb has none); too few rows to know the noise:
+    the shape decides."""
+    before = x[max(0, onset - NOISE_WINDOW) : onset]
+    after = x[onset : end + 1]
+    if not before.size or after.size < 3:
+        return True
+    ref = float(np.median(before))
+    level = float(np.median(after))
+    if before.size >= NOISE_ROWS:
+        noise = 1.4826 * float(np.median(np.abs(before - ref)))
+    elif after.size >= NOISE_ROWS:
+        noise = 1.4826 * float(np.median(np.abs(np.diff(after, 2)))) / np.sqrt(6.0)
+    else:
+        return True
+    return level > ref + k * noise and level > 1.1 * ref
 
 
 def _halvings(run: RunLog, step_from: float, step_to: float) -> int:
@@ -221,7 +248,11 @@ def _loss_divergence(
 ) -> Finding | None:
     for shape in _LOSS_SHAPES:
         found = shape(run, metric, rows, steps, x, start_level)
-        if found is not None:
+        if found is None:
+            continue
+        onset = int(np.searchsorted(steps, found.step))
+        end = int(np.searchsorted(steps, found.end_step, side="right")) - 1
+        if beyond_noise(x, onset, end):
             return found
     return None
 
@@ -269,7 +300,7 @@ def _since_best(
 
 
 def detect_divergence(run: RunLog, metric: str) -> list[Finding]:
-    kind = metric_kind(metric)
+    kind = trend_kind(metric)
     if kind not in ("loss", "accuracy") or (kind == "accuracy" and split_of(metric) != EVAL):
         return []  # a training accuracy (detectron2's fg_cls_accuracy) swings too much early on
     rows, steps, x = _series(run, metric)
@@ -288,81 +319,8 @@ def detect_divergence(run: RunLog, metric: str) -> list[Finding]:
     return []
 
 
-def _words(name: str) -> list[str]:
-    return [
-        w for w in re.split(r"[\s/_.\-]+", name.lower()) if w and w not in EVAL_WORDS | {"train", "training"}
-    ]
-
-
-def _train_partner(run: RunLog, eval_metric: str) -> str | None:
-    trains = [m for m in run.metrics if split_of(m) == TRAIN and metric_kind(m) == "loss"]
-    if not trains:
-        return None
-    want = _words(eval_metric)
-    same = [m for m in trains if _words(m) == want]
-    pool = same or trains
-    return max(pool, key=lambda m: int(np.count_nonzero(run.mask(m))))
-
-
-def _eval_accuracy_improved(run: RunLog, loss: str, step_from: float, step_to: float) -> bool:
-    """Whether an eval accuracy of the same eval set (``eval_g0_accuracy`` for ``eval_g0_loss``; any, when
-    none shares its name) got clearly better between the two steps."""
-    accuracies = [m for m in run.metrics if split_of(m) == EVAL and metric_kind(m) == "accuracy"]
-    own = set(_words(loss)) - {"loss"}
-    same = [m for m in accuracies if own and own <= set(_words(m))]
-    for m in same or accuracies:
-        _rows, steps, x = _series(run, m)
-        before = x[steps <= step_from]
-        end = x[(steps > step_from) & (steps <= step_to)]
-        if before.size and end.size and end[-1] > 1.1 * before[-1] + 1e-9:
-            return True
-    return False
-
-
-def detect_overfitting(run: RunLog) -> list[Finding]:
-    findings: list[Finding] = []
-    for metric in run.metrics:
-        if split_of(metric) != EVAL or metric_kind(metric) != "loss":
-            continue
-        rows, steps, x = _series(run, metric)
-        if x.size < 4 or x.min() < 0:
-            continue
-        best = int(np.argmin(x))
-        after = x[best:]
-        if after.size < 4 or x[best] <= 0 or after[-1] < 1.05 * x[best]:
-            continue
-        if _eval_accuracy_improved(run, metric, float(steps[best]), float(steps[-1])):
-            continue  # better on held-out data (mAP 0 → 0.87): an eval loss that rose is no overfit
-        ups = np.diff(after) > 0
-        if (
-            np.count_nonzero(ups) < 0.6 * ups.size
-            and np.median(after[-max(2, after.size // 3) :]) < 1.1 * x[best]
-        ):
-            continue
-        partner = _train_partner(run, metric)
-        if partner is None:
-            continue
-        _trows, tsteps, t = _series(run, partner)
-        at_best = t[tsteps <= steps[best]]
-        later = t[tsteps > steps[best]]
-        if not later.size:
-            continue
-        start = float(at_best[-1]) if at_best.size else float(later[0])
-        if not later[-1] < start:
-            continue
-        text = (
-            f"{metric} has risen since its best {fmt_value(float(x[best]))} at step "
-            f"{step_text(steps[best])} to {fmt_value(float(x[-1]))}, while {partner} kept falling "
-            f"({fmt_value(start)} → {fmt_value(float(later[-1]))}): overfitting"
-        )
-        findings.append(
-            _since_best(OVERFITTING, run, metric, rows, steps, best, float(x[-1]), float(x[best]), text)
-        )
-    return findings
-
-
 def detect_early_explosion(run: RunLog, metric: str, *, first_rows: int = 10) -> list[Finding]:
-    if metric_kind(metric) != "loss" or split_of(metric) != TRAIN:
+    if trend_kind(metric) != "loss" or split_of(metric) != TRAIN:
         return []
     rows, steps, x = _series(run, metric)
     head = x[:first_rows]
@@ -395,4 +353,4 @@ def detect_early_explosion(run: RunLog, metric: str, *, first_rows: int = 10) ->
     ]
 
 
-__all__ = ["detect_divergence", "detect_early_explosion", "detect_overfitting"]
+__all__ = ["detect_divergence", "detect_early_explosion"]
