@@ -55,8 +55,11 @@ def detect_nonfinite(run: RunLog, metric: str) -> list[Finding]:
 
 def detect_missing(run: RunLog) -> list[Finding]:
     """A field the usual row shape has, left out of an otherwise complete row (how Megatron hides a NaN
-    step), even on the last row. Not before the field's first row: a field that first appears at the first
-    validation is not missing before it."""
+    step). Not before the field's first row: a field that first appears at the first validation is not
+    missing before it. After its last row in that stretch of steps (or in a stretch it never appears in) only
+    with a sign of a skipped step (the loss scale cut, a skipped-iterations count that went up), as on
+    Megatron's last row: without one, rows after the field's last are a pass without it (inference, an
+    evaluation-only pass, a closing summary), not a hidden NaN."""
     names = run.metrics
     if not names or len(run) < 3:
         return []
@@ -81,6 +84,7 @@ def detect_missing(run: RunLog) -> list[Finding]:
                 continue
             logged = np.flatnonzero(run.mask(name))
             rows = shape_rows[shape_rows > logged[0]] if logged.size else logged
+            rows = rows[[_inside(run, logged, int(r)) or _skipped_step(run, int(r)) for r in rows]]
             if rows.size == 0:
                 continue
             first = int(rows[0])
@@ -104,6 +108,27 @@ def detect_missing(run: RunLog) -> list[Finding]:
                 )
             )
     return findings
+
+
+def _inside(run: RunLog, logged: np.ndarray, row: int) -> bool:
+    """Whether ``row`` lies between two rows where the field is logged, in one stretch of steps."""
+    after = logged[logged > row]
+    if not after.size:
+        return False
+    between = run.steps[int(logged[logged < row][-1]) : int(after[0]) + 1]
+    return bool(np.all(np.diff(between) >= 0))
+
+
+def _skipped_step(run: RunLog, row: int) -> bool:
+    """Whether the row says its step was skipped: the loss scale cut, or a skipped-iterations count up."""
+    if _loss_scale_context(run, row):
+        return True
+    for name, col in run.columns.items():
+        if "skipped" in name.lower():
+            prev = np.flatnonzero(run.mask(name)[:row])
+            if prev.size and np.isfinite(col[row]) and col[row] > col[int(prev[-1])]:
+                return True
+    return False
 
 
 def _loss_scale_context(run: RunLog, row: int) -> str:
