@@ -61,9 +61,11 @@ def test_the_cli_defaults_are_the_librarys() -> None:
     assert len(functions) > 12
     for function in functions:
         parameter = inspect.signature(function).parameters.get("connect_timeout")
-        if parameter is None:  # triage_on passes its options on to collect_on
+        if parameter is None:  # **limits, passed on to RemoteTask.on/on_fleet (checked here) or collect_on
             continue
         assert parameter.default == CONNECT_TIMEOUT_S, function.__qualname__
+    rounds = trainprobe.tasks.sharded._Rounds()  # the sharded scan's and check's defaults
+    assert (rounds.connect_timeout, rounds.parallel) == (CONNECT_TIMEOUT_S, PARALLEL)
 
 
 @pytest.fixture

@@ -8,18 +8,18 @@ document.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
-from trainprobe.remote.session import CONNECT_TIMEOUT_S
 from trainprobe.tasks.remote_call import FleetReports, RemoteTask, document_with
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from trainprobe.checkpoint.scanning.report import ScanReport
-    from trainprobe.remote.fleet_result import Outcome
     from trainprobe.remote.target import Target
+    from trainprobe.tasks.remote_call import FleetLimits, Limits
 
 
 def scan_task() -> RemoteTask[ScanReport]:
@@ -43,14 +43,11 @@ def scan_on(
     *,
     stats: bool = False,
     verify: bool = False,
-    timeout: float | None = None,
-    connect_timeout: float = CONNECT_TIMEOUT_S,
+    **limits: Unpack[Limits],
 ) -> ScanReport:
     """:func:`trainprobe.checkpoint.scan` on ``target``; the report a local scan gives. Raises the run's
     RemoteError if the scan could not run."""
-    return scan_task().on(
-        target, list(paths), stats=stats, verify=verify, timeout=timeout, connect_timeout=connect_timeout
-    )
+    return scan_task().on(target, list(paths), stats=stats, verify=verify, **limits)
 
 
 def scan_on_fleet(
@@ -59,43 +56,20 @@ def scan_on_fleet(
     *,
     stats: bool = False,
     verify: bool = False,
-    parallel: int = 32,
-    timeout: float | None = None,
-    connect_timeout: float = CONNECT_TIMEOUT_S,
-    on_done: Callable[[Outcome], None] | None = None,
-    log_dir: str | Path | None = None,
+    **fleet: Unpack[FleetLimits],
 ) -> FleetReports[ScanReport]:
     """:func:`scan_on` on every target of a fleet: each outcome, and each target's ScanReport."""
-    return scan_task().on_fleet(
-        targets, list(paths), stats=stats, verify=verify, parallel=parallel, timeout=timeout,
-        connect_timeout=connect_timeout, on_done=on_done, log_dir=log_dir,
-    )  # fmt: skip
+    return scan_task().on_fleet(targets, list(paths), stats=stats, verify=verify, **fleet)
 
 
-def check_on(
-    target: str | Target,
-    paths: Sequence[str],
-    *,
-    timeout: float | None = None,
-    connect_timeout: float = CONNECT_TIMEOUT_S,
-) -> dict[str, Any]:
+def check_on(target: str | Target, paths: Sequence[str], **limits: Unpack[Limits]) -> dict[str, Any]:
     """``trainprobe check`` where the checkpoints are: the ``check --json`` document a local
     :func:`trainprobe.checkpoint.check.check_paths` gives, computed on ``target``."""
-    return check_task().on(target, list(paths), timeout=timeout, connect_timeout=connect_timeout)
+    return check_task().on(target, list(paths), **limits)
 
 
 def check_on_fleet(
-    targets: Sequence[str | Target],
-    paths: Sequence[str],
-    *,
-    parallel: int = 32,
-    timeout: float | None = None,
-    connect_timeout: float = CONNECT_TIMEOUT_S,
-    on_done: Callable[[Outcome], None] | None = None,
-    log_dir: str | Path | None = None,
+    targets: Sequence[str | Target], paths: Sequence[str], **fleet: Unpack[FleetLimits]
 ) -> FleetReports[dict[str, Any]]:
     """:func:`check_on` on every target of a fleet: each outcome, and each target's check document."""
-    return check_task().on_fleet(
-        targets, list(paths), parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
-        on_done=on_done, log_dir=log_dir,
-    )  # fmt: skip
+    return check_task().on_fleet(targets, list(paths), **fleet)

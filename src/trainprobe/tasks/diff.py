@@ -7,17 +7,17 @@ the ``diff --json`` document a local diff gives.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
-from trainprobe.remote.session import CONNECT_TIMEOUT_S
 from trainprobe.tasks.remote_call import FleetReports, RemoteTask, document_with
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from trainprobe.remote.fleet_result import Outcome
+    from typing_extensions import Unpack
+
     from trainprobe.remote.target import Target
+    from trainprobe.tasks.remote_call import FleetLimits, Limits
 
 
 def diff_task() -> RemoteTask[dict[str, Any]]:
@@ -27,33 +27,15 @@ def diff_task() -> RemoteTask[dict[str, Any]]:
     return RemoteTask("diff", diff_paths_json, document_with("tensors", "verdict"))
 
 
-def diff_on(
-    target: str | Target,
-    a: str,
-    b: str,
-    *,
-    timeout: float | None = None,
-    connect_timeout: float = CONNECT_TIMEOUT_S,
-) -> dict[str, Any]:
+def diff_on(target: str | Target, a: str, b: str, **limits: Unpack[Limits]) -> dict[str, Any]:
     """``trainprobe diff A B`` where the checkpoints are: the document a local
     ``diff_paths(a, b).to_json()`` gives, computed on ``target``. A path that names no checkpoint there is
     the CheckpointError a local diff raises."""
-    return diff_task().on(target, str(a), str(b), timeout=timeout, connect_timeout=connect_timeout)
+    return diff_task().on(target, str(a), str(b), **limits)
 
 
 def diff_on_fleet(
-    targets: Sequence[str | Target],
-    a: str,
-    b: str,
-    *,
-    parallel: int = 32,
-    timeout: float | None = None,
-    connect_timeout: float = CONNECT_TIMEOUT_S,
-    on_done: Callable[[Outcome], None] | None = None,
-    log_dir: str | Path | None = None,
+    targets: Sequence[str | Target], a: str, b: str, **fleet: Unpack[FleetLimits]
 ) -> FleetReports[dict[str, Any]]:
     """:func:`diff_on` on every target of a fleet: each outcome, and each target's diff document."""
-    return diff_task().on_fleet(
-        targets, str(a), str(b), parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
-        on_done=on_done, log_dir=log_dir,
-    )  # fmt: skip
+    return diff_task().on_fleet(targets, str(a), str(b), **fleet)

@@ -10,17 +10,18 @@ engine keeps that answer in full in the run's log directory.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from trainprobe.remote.session import CONNECT_TIMEOUT_S
 from trainprobe.tasks.remote_call import FleetReports, RemoteTask
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from trainprobe.metrics import LogReport, Options
-    from trainprobe.remote.fleet_result import Outcome
     from trainprobe.remote.target import Target
+    from trainprobe.tasks.remote_call import FleetLimits, Limits
 
 
 def logs_task() -> RemoteTask[LogReport]:
@@ -41,15 +42,12 @@ def logs_on(
     paths: Sequence[str | Path],
     *,
     options: Options | None = None,
-    timeout: float | None = None,
-    connect_timeout: float = CONNECT_TIMEOUT_S,
+    **limits: Unpack[Limits],
 ) -> LogReport:
     """:func:`trainprobe.metrics.analyze` of ``paths`` on ``target``: the report a local analysis gives.
     A trainprobe error there (a log that is not there: LogError) is raised here as that error; any other
     failure of the run as its RemoteError."""
-    return logs_task().on(
-        target, [str(p) for p in paths], _options(options), timeout=timeout, connect_timeout=connect_timeout
-    )
+    return logs_task().on(target, [str(p) for p in paths], _options(options), **limits)
 
 
 def logs_on_fleet(
@@ -57,15 +55,8 @@ def logs_on_fleet(
     paths: Sequence[str | Path],
     *,
     options: Options | None = None,
-    parallel: int = 32,
-    timeout: float | None = None,
-    connect_timeout: float = CONNECT_TIMEOUT_S,
-    on_done: Callable[[Outcome], None] | None = None,
-    log_dir: str | Path | None = None,
+    **fleet: Unpack[FleetLimits],
 ) -> FleetReports[LogReport]:
     """:func:`logs_on` on every target of a fleet (the same paths on each): each outcome, and each target's
     LogReport."""
-    return logs_task().on_fleet(
-        targets, [str(p) for p in paths], _options(options), parallel=parallel, timeout=timeout,
-        connect_timeout=connect_timeout, on_done=on_done, log_dir=log_dir,
-    )  # fmt: skip
+    return logs_task().on_fleet(targets, [str(p) for p in paths], _options(options), **fleet)

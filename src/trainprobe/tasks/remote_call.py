@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 import trainprobe.errors as errors
 from trainprobe.errors import RemoteError, RemoteExceptionError, TrainprobeError, UsageError
+from trainprobe.remote.fleet_result import DEFAULT_PARALLEL
 from trainprobe.remote.session import CONNECT_TIMEOUT_S
 
 TYPE_CHECKING = False
@@ -17,6 +18,26 @@ if TYPE_CHECKING:
     from trainprobe.remote.target import Target
 
 R = TypeVar("R")
+
+
+class Limits(TypedDict, total=False):
+    """How long a task may take on a target, as every ``*_on`` takes it (``**limits``) and passes it on to
+    :meth:`RemoteTask.on`, which holds the defaults: ``timeout`` (seconds before the work is killed; None, the
+    default: no limit) and ``connect_timeout`` (seconds to connect and log in; ``CONNECT_TIMEOUT_S``)."""
+
+    timeout: float | None
+    connect_timeout: float
+
+
+class FleetLimits(Limits, total=False):
+    """:class:`Limits` for each target of a fleet, and how the fleet runs, as every ``*_on_fleet`` takes it
+    and passes it on to :meth:`RemoteTask.on_fleet`, which holds the defaults: ``parallel`` targets at once
+    (``DEFAULT_PARALLEL``), ``on_done`` called with each target's outcome as it ends, ``log_dir`` the fleet's
+    log directory (default: a new one under the runs directory)."""
+
+    parallel: int
+    on_done: Callable[[Outcome], None] | None
+    log_dir: str | Path | None
 
 
 @dataclass
@@ -102,7 +123,7 @@ class RemoteTask(Generic[R]):
         self,
         targets: Sequence[str | Target],
         *args: Any,
-        parallel: int = 32,
+        parallel: int = DEFAULT_PARALLEL,
         timeout: float | None = None,
         connect_timeout: float = CONNECT_TIMEOUT_S,
         on_done: Callable[[Outcome], None] | None = None,

@@ -28,11 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainprobe.remote.fleet_result import DEFAULT_PARALLEL
 from trainprobe.remote.session import CONNECT_TIMEOUT_S
-from trainprobe.tasks.remote_call import RemoteTask
+from trainprobe.tasks.remote_call import Limits, RemoteTask
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from trainprobe.checkpoint.sharded.merge import ShardedCheck, ShardedScan
     from trainprobe.checkpoint.sharded.plan import ShardPlan
     from trainprobe.remote.target import Target
@@ -51,6 +54,32 @@ class ShareProgress:
     error: str | None = None
 
 
+class ShardedLimits(Limits, total=False):
+    """How a sharded scan or check runs, as :func:`scan_sharded` and :func:`check_sharded` take it (the
+    defaults are :class:`_Rounds`'): :class:`~trainprobe.tasks.remote_call.Limits` for each target's run,
+    ``parallel`` targets at once, ``on_progress`` called with each target's progress, ``log_dir`` the runs'
+    log directory (default: a new one under the runs directory)."""
+
+    parallel: int
+    on_progress: Callable[[ShareProgress], None] | None
+    log_dir: str | Path | None
+
+
+@dataclass(frozen=True)
+class _Rounds:
+    """The settings of both rounds on the fleet (:class:`ShardedLimits`, with their defaults)."""
+
+    parallel: int = DEFAULT_PARALLEL
+    timeout: float | None = None
+    connect_timeout: float = CONNECT_TIMEOUT_S
+    on_progress: Callable[[ShareProgress], None] | None = None
+    log_dir: str | Path | None = None
+
+    def root(self, name: str) -> Path:
+        """The runs' log directory: ``log_dir``, else a new run directory called ``name``."""
+        return Path(self.log_dir) if self.log_dir else _run_dir(name)
+
+
 def _inventory_report(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict) or "files" not in data:
         raise ValueError("no 'files' in the answer")
@@ -63,11 +92,7 @@ def scan_sharded(
     *,
     stats: bool = False,
     verify: bool = False,
-    parallel: int = 32,
-    timeout: float | None = None,
-    connect_timeout: float = CONNECT_TIMEOUT_S,
-    on_progress: Callable[[ShareProgress], None] | None = None,
-    log_dir: str | Path | None = None,
+    **limits: Unpack[ShardedLimits],
 ) -> ShardedScan:
     """Scan the unit ``path`` (a directory, the same path on every target) on the targets that hold its
     files; see the module doc. Raises UsageError when no target has a checkpoint unit at ``path``."""
@@ -76,13 +101,13 @@ def scan_sharded(
     from trainprobe.checkpoint.sharded.scan_share import scan_share
 
     started = time.perf_counter()
-    root = Path(log_dir) if log_dir else _run_dir("sharded")
-    inventories, failed = _inventories(targets, path, parallel, timeout, connect_timeout, root)
+    rounds = _Rounds(**limits)
+    root = rounds.root("sharded")
+    inventories, failed = _inventories(targets, path, rounds, root)
     plan = plan_shards(path, inventories)
     results, lost = _run_shares(
-        plan, scan_share, {"stats": stats, "verify": verify}, "reads", parallel=parallel, timeout=timeout,
-        connect_timeout=connect_timeout, on_progress=on_progress, log_dir=root / "scan",
-    )  # fmt: skip
+        plan, scan_share, {"stats": stats, "verify": verify}, "reads", rounds, root / "scan"
+    )
     failed.update(lost)
     return merge_shards(
         plan, results, failed, stats=stats, verify=verify, seconds=time.perf_counter() - started
@@ -90,14 +115,7 @@ def scan_sharded(
 
 
 def check_sharded(
-    targets: Sequence[str | Target],
-    path: str,
-    *,
-    parallel: int = 32,
-    timeout: float | None = None,
-    connect_timeout: float = CONNECT_TIMEOUT_S,
-    on_progress: Callable[[ShareProgress], None] | None = None,
-    log_dir: str | Path | None = None,
+    targets: Sequence[str | Target], path: str, **limits: Unpack[ShardedLimits]
 ) -> ShardedCheck:
     """``check`` the unit ``path`` (a directory, the same path on every target) on the targets that hold
     its files, as :func:`scan_sharded` scans it: one check report
@@ -109,13 +127,11 @@ def check_sharded(
     from trainprobe.checkpoint.sharded.merge import merge_check_shards
     from trainprobe.checkpoint.sharded.plan import plan_shards
 
-    root = Path(log_dir) if log_dir else _run_dir("check-sharded")
-    inventories, failed = _inventories(targets, path, parallel, timeout, connect_timeout, root)
+    rounds = _Rounds(**limits)
+    root = rounds.root("check-sharded")
+    inventories, failed = _inventories(targets, path, rounds, root)
     plan = plan_shards(path, inventories, whole=True)
-    results, lost = _run_shares(
-        plan, check_share, {}, "checks", parallel=parallel, timeout=timeout,
-        connect_timeout=connect_timeout, on_progress=on_progress, log_dir=root / "check",
-    )  # fmt: skip
+    results, lost = _run_shares(plan, check_share, {}, "checks", rounds, root / "check")
     failed.update(lost)
     return merge_check_shards(plan, results, failed)
 
@@ -127,19 +143,14 @@ def _run_dir(name: str) -> Path:
 
 
 def _inventories(
-    targets: Sequence[str | Target],
-    path: str,
-    parallel: int,
-    timeout: float | None,
-    connect_timeout: float,
-    root: Path,
+    targets: Sequence[str | Target], path: str, rounds: _Rounds, root: Path
 ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """Round one: what each target has of ``path`` (the directories), and the targets that failed."""
     from trainprobe.checkpoint.sharded.inventory import inventory
 
     found = RemoteTask("inventory", inventory, _inventory_report).on_fleet(
-        targets, path, parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
-        log_dir=root / "inventory",
+        targets, path, parallel=rounds.parallel, timeout=rounds.timeout,
+        connect_timeout=rounds.connect_timeout, log_dir=root / "inventory",
     )  # fmt: skip
     failed = {o.target: o.summary or o.status for o in found.fleet.outcomes if o.target not in found.reports}
     return {t: inv for t, inv in found.reports.items() if inv.get("kind") == "dir"}, failed
@@ -150,17 +161,14 @@ def _run_shares(
     share: Callable[..., dict[str, Any]],
     options: Mapping[str, Any],
     key: str,
-    *,
-    parallel: int,
-    timeout: float | None,
-    connect_timeout: float,
-    on_progress: Callable[[ShareProgress], None] | None,
+    rounds: _Rounds,
     log_dir: Path,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """Each target's share read where it is by ``share``
     (:func:`~trainprobe.checkpoint.sharded.scan_share.scan_share` or
     :func:`~trainprobe.checkpoint.sharded.check_share.check_share`, with ``options``; its answer holds
-    ``key``), ``parallel`` at once: (results, failed target -> why)."""
+    ``key``), ``rounds.parallel`` at once, each run's log under ``log_dir``: (results, failed target ->
+    why)."""
     from trainprobe.remote import api
     from trainprobe.remote.fleet_result import outcome_of
     from trainprobe.remote.shipping import CALL_DRIVER, call_argv
@@ -168,13 +176,15 @@ def _run_shares(
     results: dict[str, dict[str, Any]] = {}
     failed: dict[str, str] = {}
     lock = threading.Lock()
+    on_progress = rounds.on_progress
 
     def one(index: int, target: str, requests: list[dict[str, Any]]) -> None:
         argv, shipped = call_argv(share, (plan.path, requests), dict(options), ())
         lines = _ProgressLines(target, on_progress)
         run = api.run(
-            target, CALL_DRIVER, argv, timeout=timeout, connect_timeout=connect_timeout, need=("numpy",),
-            stderr=lines.feed, log_dir=log_dir / f"{index:03d}-{target_slug(target)}", modules=shipped,
+            target, CALL_DRIVER, argv, timeout=rounds.timeout, connect_timeout=rounds.connect_timeout,
+            need=("numpy",), stderr=lines.feed, log_dir=log_dir / f"{index:03d}-{target_slug(target)}",
+            modules=shipped,
         )  # fmt: skip
         outcome = outcome_of(run)
         ok = outcome.ok and isinstance(outcome.result, dict) and key in outcome.result
@@ -193,7 +203,9 @@ def _run_shares(
             )  # fmt: skip
 
     requests = plan.requests
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(parallel, len(requests) or 1))) as pool:
+    with concurrent.futures.ThreadPoolExecutor(
+        max_workers=max(1, min(rounds.parallel, len(requests) or 1))
+    ) as pool:
         futures = [pool.submit(one, i, t, reqs) for i, (t, reqs) in enumerate(requests.items())]
         for future in futures:
             future.result()

@@ -19,12 +19,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trainprobe.remote.session import CONNECT_TIMEOUT_S
 from trainprobe.tasks.remote_call import RemoteTask
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from trainprobe.remote.target import Target
+    from trainprobe.tasks.remote_call import Limits
 
 
 def _tail_report(data: Any) -> dict[str, Any]:
@@ -48,8 +50,7 @@ def tail_on(
     since_step: float | None = None,
     threshold: float = 6.0,
     event_patterns: Sequence[str] = (),
-    timeout: float | None = None,
-    connect_timeout: float = CONNECT_TIMEOUT_S,
+    **limits: Unpack[Limits],
 ) -> dict[str, Any]:
     """:func:`trainprobe.metrics.follow.tail_findings` of ``path`` on ``target``: the findings of its last
     ``lines`` lines (only those after ``since_step`` when given) and the ``tail`` object saying which bytes
@@ -57,5 +58,5 @@ def tail_on(
     raised here as that error; any other failure of the run as its RemoteError."""
     return tail_task().on(
         target, str(path), lines=lines, since_step=since_step, threshold=threshold,
-        event_patterns=list(event_patterns), timeout=timeout, connect_timeout=connect_timeout,
+        event_patterns=list(event_patterns), **limits,
     )  # fmt: skip
