@@ -15,6 +15,22 @@ from collections.abc import Sequence
 
 from trainprobe.visible import visible, visible_lines
 
+TYPE_CHECKING = False  # not typing's: a single run imports no typing (tests/remote/test_import_time.py)
+if TYPE_CHECKING:
+    from typing import TypedDict
+
+    from typing_extensions import Unpack
+
+    class ColumnOptions(TypedDict, total=False):
+        """:class:`Column`'s keywords, as :meth:`Table.add_column` takes them."""
+
+        justify: str
+        min_width: int | None
+        overflow: str | None
+        style: str | None
+        no_wrap: bool
+
+
 #: a markup tag as rich reads it: ``[`` + a lower-case letter, ``#``, ``/`` or ``@`` ... ``]``, with the
 #: backslashes before it (an odd number escapes the tag)
 _TAG = re.compile(r"(\\*)\[([a-z#/@][^[]*?)]")
@@ -139,21 +155,9 @@ class Table:
         self.expand = expand
         self.show_lines = show_lines
 
-    def add_column(
-        self,
-        header: str = "",
-        *,
-        justify: str = "left",
-        min_width: int | None = None,
-        overflow: str | None = None,
-        style: str | None = None,
-        no_wrap: bool = False,
-    ) -> None:
-        self.columns.append(
-            Column(
-                header, justify=justify, min_width=min_width, overflow=overflow, style=style, no_wrap=no_wrap
-            )
-        )
+    def add_column(self, header: str = "", **options: Unpack[ColumnOptions]) -> None:
+        """A column: :class:`Column`'s keywords, with its defaults."""
+        self.columns.append(Column(header, **options))
 
     def add_row(self, *cells: str, style: str | None = None) -> None:
         """A row of markup cells; a control character in a cell (data that was not escaped) is made visible

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainprobe.errors import RemoteError
@@ -22,34 +23,25 @@ if TYPE_CHECKING:
 FOLLOWER_SCRIPT = Path(__file__).with_name("_follower_script.py")
 
 
+@dataclass
 class RemoteFollower:
-    """Runs the follower on ``target`` until ``cancel`` is set; ``on_lines`` gets each batch of new lines."""
+    """Runs the follower on ``target`` until ``cancel`` is set; ``on_lines`` gets each batch of new lines.
+    ``ident``, ``offset`` (the file and the byte the next line starts at), ``connections`` and
+    ``remote_pid`` say where it is; a reconnection resumes there."""
 
-    def __init__(
-        self,
-        target: str | Target,
-        path: str,
-        on_lines: Callable[[list[str]], None],
-        *,
-        interval: float = 1.0,
-        reconnect_delay: float = 1.0,
-        max_failures: int = 5,
-        notify: Callable[[str], None] = lambda _m: None,
-        connect_timeout: float = CONNECT_TIMEOUT_S,
-    ) -> None:
-        self.target = str(target)
-        self.connect_timeout = connect_timeout
-        self.path = path
-        self.on_lines = on_lines
-        self.interval = interval
-        self.reconnect_delay = reconnect_delay
-        self.max_failures = max_failures
-        self.notify = notify
-        self.ident = "-"
-        self.offset = 0
-        self.connections = 0
-        self.remote_pid: int | None = None
-        self._buf = bytearray()
+    target: str
+    path: str
+    on_lines: Callable[[list[str]], None]
+    interval: float = 1.0
+    reconnect_delay: float = 1.0
+    max_failures: int = 5
+    notify: Callable[[str], None] = lambda _m: None
+    connect_timeout: float = CONNECT_TIMEOUT_S
+    ident: str = field(default="-", init=False)
+    offset: int = field(default=0, init=False)
+    connections: int = field(default=0, init=False)
+    remote_pid: int | None = field(default=None, init=False)
+    _buf: bytearray = field(default_factory=bytearray, init=False, repr=False)
 
     def _sink(self, chunk: bytes) -> None:
         self._buf.extend(chunk)
@@ -135,8 +127,8 @@ def watch_on(
             online.feed(lines)
 
     follower = RemoteFollower(
-        target, path, on_lines, interval=min(interval, 0.5), notify=notify, reconnect_delay=reconnect_delay,
-        connect_timeout=connect_timeout,
+        str(target), path, on_lines, interval=min(interval, 0.5), notify=notify,
+        reconnect_delay=reconnect_delay, connect_timeout=connect_timeout,
     )  # fmt: skip
 
     def follow() -> None:
