@@ -12,15 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainprobe.errors import (
-    AuthenticationError,
-    InterpreterNotFoundError,
-    RemoteError,
-    RemoteExceptionError,
-    RemoteKilledError,
-    RemoteTimeoutError,
-    UnreachableError,
-)
+from trainprobe import errors
+from trainprobe.errors import RemoteError
 from trainprobe.remote.session import RunResult
 
 DEFAULT_PARALLEL = 32
@@ -28,12 +21,12 @@ DEFAULT_PARALLEL = 32
 #: status words, in the order a summary lists them
 STATUSES = ("ok", "failed", "exception", "timeout", "unreachable", "auth", "no-python", "killed", "error")
 _STATUS_OF_ERROR: tuple[tuple[type[RemoteError], str], ...] = (
-    (RemoteTimeoutError, "timeout"),
-    (UnreachableError, "unreachable"),
-    (AuthenticationError, "auth"),
-    (InterpreterNotFoundError, "no-python"),
-    (RemoteExceptionError, "exception"),
-    (RemoteKilledError, "killed"),
+    (errors.RemoteTimeoutError, "timeout"),
+    (errors.UnreachableError, "unreachable"),
+    (errors.AuthenticationError, "auth"),
+    (errors.InterpreterNotFoundError, "no-python"),
+    (errors.RemoteExceptionError, "exception"),
+    (errors.RemoteKilledError, "killed"),
 )
 
 

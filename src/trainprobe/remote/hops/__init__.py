@@ -27,11 +27,7 @@ _KIND_ROWS: dict[str, tuple[str, str, str]] = {
     "pct": ("pct:PctHop", "pct=ID", "a Proxmox container (pct exec on its host)"),
     "docker": ("docker:DockerHop", "docker=NAME", "a running Docker container (docker=NAME,user=1000)"),
     "podman": ("podman:PodmanHop", "podman=NAME", "a running Podman container (podman=NAME,user=1000)"),
-    "kubectl": (
-        "kubectl:KubectlHop",
-        "kubectl=POD,namespace=N",
-        "a Kubernetes pod (kubectl exec; container=C)",
-    ),
+    "kubectl": ("kubectl:KubectlHop", "kubectl=POD,namespace=N", "a Kubernetes pod (kubectl exec)"),
     "lxc": ("lxc:LxcHop", "lxc=NAME", "an LXC container (lxc-attach)"),
     "incus": ("incus:IncusHop", "incus=NAME", "an Incus instance (incus exec)"),
     "slurm": ("slurm:SlurmHop", "slurm=JOBID[@NODE]", "a running Slurm job's node (srun --overlap)"),

@@ -144,6 +144,15 @@ class EnteringHop:
     program: ClassVar[str]
     failures: ClassVar[tuple[tuple[str, str, str], ...]]
 
+    def __init_subclass__(cls, *, kind: str = "", program: str = "", **rest: object) -> None:
+        """A hop class names its kind and program in its header, ``class DockerHop(EnteringHop,
+        kind="docker", program="docker")`` (a subclass that names neither keeps its base's)."""
+        super().__init_subclass__(**rest)
+        if kind:
+            cls.kind = kind
+        if program:
+            cls.program = program
+
     @classmethod
     def parse_name(
         cls, value: str | None, options: Mapping[str, str], allowed: Sequence[str], example: str, what: str

@@ -16,9 +16,7 @@ from trainprobe.remote.hops.base import EnteringHop, flag, name_option, path_opt
 
 
 @dataclass(frozen=True)
-class DockerHop(EnteringHop):
-    kind: ClassVar[str] = "docker"
-    program: ClassVar[str] = "docker"
+class DockerHop(EnteringHop, kind="docker", program="docker"):
     #: the flag that points the client at another daemon socket
     host_flag: ClassVar[str] = "--host"
     #: ``(text the client prints, why, what to try)``; ``{name}`` and ``{kind}`` are filled in

@@ -9,17 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
 from trainprobe.remote.hops.base import EnteringHop, flag, name_option, spec_with
 
 
 @dataclass(frozen=True)
-class IncusHop(EnteringHop):
-    kind: ClassVar[str] = "incus"
-    program: ClassVar[str] = "incus"
-    failures: ClassVar[tuple[tuple[str, str, str], ...]] = (
+class IncusHop(EnteringHop, kind="incus", program="incus"):
+    failures = (
         ("instance is not running", "instance {name} is not running", "start it: incus start {name}"),
         ("not found", "there is no instance {name}", "list the instances: incus list"),
     )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
 from trainprobe.remote.hops.base import EnteringHop, flag, name_option, spec_with
 
@@ -28,10 +27,8 @@ _FAILURES = (
 
 
 @dataclass(frozen=True)
-class KubectlHop(EnteringHop):
-    kind: ClassVar[str] = "kubectl"
-    program: ClassVar[str] = "kubectl"
-    failures: ClassVar[tuple[tuple[str, str, str], ...]] = _FAILURES
+class KubectlHop(EnteringHop, kind="kubectl", program="kubectl"):
+    failures = _FAILURES
     pod: str
     namespace: str | None = None
     container: str | None = None

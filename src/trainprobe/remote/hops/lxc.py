@@ -8,16 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
 from trainprobe.remote.hops.base import EnteringHop, flag, path_option, spec_with
 
 
 @dataclass(frozen=True)
-class LxcHop(EnteringHop):
-    kind: ClassVar[str] = "lxc"
-    program: ClassVar[str] = "lxc-attach"
-    failures: ClassVar[tuple[tuple[str, str, str], ...]] = (
+class LxcHop(EnteringHop, kind="lxc", program="lxc-attach"):
+    failures = (
         # lxc-attach says the same for a stopped container and for one that does not exist
         (
             "failed to get init pid",

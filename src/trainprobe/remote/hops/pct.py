@@ -8,17 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
 from trainprobe.remote.hops.base import EnteringHop, need_value, no_options
 
 
 @dataclass(frozen=True)
-class PctHop(EnteringHop):
-    kind: ClassVar[str] = "pct"
-    program: ClassVar[str] = "pct"
-    failures: ClassVar[tuple[tuple[str, str, str], ...]] = (
+class PctHop(EnteringHop, kind="pct", program="pct"):
+    failures = (
         ("not running", "CT {vmid} is not running", "start it: pct start {vmid}"),
         ("does not exist", "there is no CT {vmid} on this node", "list the containers: pct list"),
     )

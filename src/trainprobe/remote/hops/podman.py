@@ -5,16 +5,12 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from trainprobe.remote.hops.docker import DockerHop
 
 
-class PodmanHop(DockerHop):
-    kind: ClassVar[str] = "podman"
-    program: ClassVar[str] = "podman"
-    host_flag: ClassVar[str] = "--url"
-    failures: ClassVar[tuple[tuple[str, str, str], ...]] = (
+class PodmanHop(DockerHop, kind="podman", program="podman"):
+    host_flag = "--url"
+    failures = (
         ("container state improper", "container {name} is not running", "start it: podman start {name}"),
         ("no container with name or id", "no container named {name}", "list the containers: podman ps -a"),
         *DockerHop.failures,

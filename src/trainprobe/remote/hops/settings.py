@@ -32,6 +32,12 @@ class _OneValue:
     word: ClassVar[str | None] = None
     value: str
 
+    def __init_subclass__(cls, *, kind: str, example: str, word: str | None = None, **rest: object) -> None:
+        """A setting's class names them in its header: ``class CdHop(_OneValue, kind="cd",
+        example="cd=/data/run7")``."""
+        super().__init_subclass__(**rest)
+        cls.kind, cls.example, cls.word = kind, example, word
+
     if TYPE_CHECKING:
 
         def __init__(self, value: str) -> None: ...
@@ -47,10 +53,7 @@ class _OneValue:
 
 
 @record(frozen=True)
-class PythonHop(_OneValue):
-    kind: ClassVar[str] = "python"
-    example: ClassVar[str] = "python=/usr/bin/python3.11"
-    word: ClassVar[str | None] = "python path"
+class PythonHop(_OneValue, kind="python", example="python=/usr/bin/python3.11", word="python path"):
     value: str
 
     def apply(self, settings: FarSettings) -> FarSettings:
@@ -58,10 +61,7 @@ class PythonHop(_OneValue):
 
 
 @record(frozen=True)
-class VenvHop(_OneValue):
-    kind: ClassVar[str] = "venv"
-    example: ClassVar[str] = "venv=/root/venv"
-    word: ClassVar[str | None] = "venv directory"
+class VenvHop(_OneValue, kind="venv", example="venv=/root/venv", word="venv directory"):
     value: str
 
     def apply(self, settings: FarSettings) -> FarSettings:
@@ -69,9 +69,7 @@ class VenvHop(_OneValue):
 
 
 @record(frozen=True)
-class CondaHop(_OneValue):
-    kind: ClassVar[str] = "conda"
-    example: ClassVar[str] = "conda=train or conda=/opt/conda/envs/train"
+class CondaHop(_OneValue, kind="conda", example="conda=train or conda=/opt/conda/envs/train"):
     value: str
 
     def apply(self, settings: FarSettings) -> FarSettings:
@@ -79,9 +77,7 @@ class CondaHop(_OneValue):
 
 
 @record(frozen=True)
-class CdHop(_OneValue):
-    kind: ClassVar[str] = "cd"
-    example: ClassVar[str] = "cd=/data/run7"
+class CdHop(_OneValue, kind="cd", example="cd=/data/run7"):
     value: str
 
     def apply(self, settings: FarSettings) -> FarSettings:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
 from trainprobe.errors import TargetSyntaxError
 from trainprobe.remote.hops.base import EnteringHop, check_name, need_value, no_options
@@ -40,10 +39,8 @@ _FAILURES = (
 
 
 @dataclass(frozen=True)
-class SlurmHop(EnteringHop):
-    kind: ClassVar[str] = "slurm"
-    program: ClassVar[str] = "srun"
-    failures: ClassVar[tuple[tuple[str, str, str], ...]] = _FAILURES
+class SlurmHop(EnteringHop, kind="slurm", program="srun"):
+    failures = _FAILURES
     job: str
     node: str | None = None
 
