@@ -249,3 +249,26 @@ def test_timestamps_of_other_shapes_give_a_wall_clock(tmp_path: Path, stamp: str
     assert run.wall is not None
     assert run.wall[-1] - run.wall[0] == 590.0
     assert list(run.metrics) == ["loss"]
+
+
+def test_a_jsonl_file_with_text_lines_appended_reads_both(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "mixed.jsonl", [{"step": i, "loss": 1 / (i + 1)} for i in range(30)])
+    with open(path, "a") as fh:
+        fh.writelines(f"step {30 + i} | loss {1 / (i + 31):.5f} | lr 3e-4\n" for i in range(300))
+    runs = read_logs(path)
+    assert [(r.name, r.format, len(r)) for r in runs] == [
+        ("mixed", "jsonl", 30),
+        ("mixed (text)", "text", 300),
+    ]
+    assert runs[0].coverage is not None
+    assert (runs[0].coverage.numeric_lines, runs[0].coverage.row_lines) == (330, 330)
+    assert analyze(path).exit_code == 0
+
+
+def test_a_jsonl_file_with_numeric_lines_it_cannot_read_is_partly_read(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "mixed.jsonl", [{"step": i, "loss": 1 / (i + 1)} for i in range(30)])
+    with open(path, "a") as fh:
+        fh.writelines(f"{30 + i} {1 / (i + 31):.5f} 3e-4\n" for i in range(300))
+    report = analyze(path)
+    assert report.exit_code == 2
+    assert "300 numeric lines" in report.partly_read[0][1]

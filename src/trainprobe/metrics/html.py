@@ -10,9 +10,10 @@ import math
 from typing import Any
 
 from trainprobe.conventions import step_text
-from trainprobe.metrics.analyze import LogReport, downsample
+from trainprobe.metrics.analyze import LogReport
 from trainprobe.metrics.events import CHECKPOINT_SAVE, RESUME
 from trainprobe.metrics.findings import STALL
+from trainprobe.metrics.series import downsample
 
 _W, _H, _PAD_L, _PAD_R, _PAD_T, _PAD_B = 900, 220, 64, 16, 14, 28
 _SEV_COLOR = {"error": "#d62728", "warning": "#ff7f0e", "info": "#1f77b4"}

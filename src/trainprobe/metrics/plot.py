@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainprobe.errors import missing_extra
-from trainprobe.metrics.analyze import LogReport, downsample
+from trainprobe.metrics.analyze import LogReport
 from trainprobe.metrics.findings import STALL
+from trainprobe.metrics.series import downsample
 
 _SEV_COLOR = {"error": "#d62728", "warning": "#ff7f0e", "info": "#1f77b4"}
 

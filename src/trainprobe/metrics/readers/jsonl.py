@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from trainprobe.metrics.axis import finish_run
+from trainprobe.metrics.coverage import Coverage
 from trainprobe.metrics.readers.base import ReadOptions
 from trainprobe.metrics.readers.text.chunks import LineChunks
 from trainprobe.metrics.readers.text.clock import match_stamp
+from trainprobe.metrics.readers.text.parser import LineParser
 from trainprobe.metrics.readers.text.template import Template
 from trainprobe.metrics.table import ColumnBuilder, RunLog, Unread
 
@@ -112,6 +114,9 @@ def read_json_lines(
     template: Template | None = None
     skipped = 0
     unread: list[Unread] = []
+    json_rows = 0
+    # lines that are no JSON (a text log appended, a launcher's output) are read as text: a run of their own
+    text = LineParser(f"{name} (text)", str(path))
     line_no = 0
     chunks = LineChunks(path)
     for chunk in chunks:
@@ -123,6 +128,7 @@ def read_json_lines(
             if got is not None:
                 builder.add_block(template.columns, got[0])
                 line_no += got[0].shape[0]
+                json_rows += got[0].shape[0]
                 continue
         for line in chunk.split(b"\n"):
             line_no += 1
@@ -130,6 +136,8 @@ def read_json_lines(
                 continue
             obj = parse_object(line)
             row = row_of(obj) if obj is not None else None
+            if obj is None:
+                text.feed_line(line.decode("utf-8", "replace"))
             if row is None:
                 skipped += 1
                 if len(unread) < _SAMPLES:
@@ -137,11 +145,26 @@ def read_json_lines(
                     unread.append(Unread(line_no, line[:160].decode("utf-8", "replace"), why))
                 continue
             builder.add_row(row)
+            json_rows += 1
     skipped += chunks.overlong
     for key in WALL_KEYS:
         builder.units.setdefault(key, "s")
     run = finish_run(builder, name=name, path=str(path), fmt=fmt, skipped_lines=skipped)
     run.unread = unread
+    return _with_text_part(run, text.run(), json_rows)
+
+
+def _with_text_part(run: RunLog, text: RunLog, json_rows: int) -> RunLog:
+    """``run`` with the rows its file's text lines gave as a run beside it, and its coverage: the JSON
+    rows read, and what the text reader made of the rest."""
+    seen = text.coverage or Coverage()
+    run.coverage = Coverage(
+        json_rows + seen.numeric_lines, json_rows + seen.row_lines, seen.unread, seen.missed_lines
+    )
+    if len(text) and text.metrics:
+        text.coverage = None  # said once, on the file's run
+        run.side_runs.append(text)
+        run.skipped_lines = max(0, run.skipped_lines - seen.row_lines)
     return run
 
 
