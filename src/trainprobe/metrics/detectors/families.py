@@ -58,7 +58,8 @@ COUNTER = Family("counter", direction=0, rel_guard=1.0, spikes=False)
 _RL_NAMES = re.compile(
     r"(?i)(?:^|[^a-z])(?:approx_?)?kl(?:_?div\w*|_?coef|_?loss)?(?:[^a-z]|$)|"
     r"(?<!cross)(?<!cross[ _-])entropy|reward|(?:^|[^a-z])returns?(?:[^a-z]|$)|advantage|value[ _-]?loss|"
-    r"(?:^|[^a-z])vf_?loss|clip_?frac|policy[ _-]?loss|(?:^|[^a-z])pg_?loss|critic"
+    r"(?:^|[^a-z])vf_?loss|clip_?frac|policy[ _-]?(?:gradient[ _-]?)?loss|(?:^|[^a-z])pg_?loss|critic|"
+    r"(?:^|[^a-z])(?:ep_?)?rew(?:[^a-z]|$)|ep_?rew"
 )
 
 #: a loss by another name (PaddlePaddle's and Marian's ``cost``)
