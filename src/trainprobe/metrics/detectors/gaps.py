@@ -70,6 +70,7 @@ def detect_missing(run: RunLog) -> list[Finding]:
     # the usual shapes: the rows a logger writes often (train rows, and train rows once evals began)
     usual_shapes = [int(s) for s, c in zip(shapes, counts, strict=True) if c >= max(3, 0.05 * len(run))]
     findings: list[Finding] = []
+    stretch = np.concatenate([[0], np.cumsum(np.diff(run.steps) < 0)])
     for shape in shapes:
         shape = int(shape)
         supersets = [u for u in usual_shapes if u != shape and not shape & ~u]
@@ -84,7 +85,8 @@ def detect_missing(run: RunLog) -> list[Finding]:
                 continue
             logged = np.flatnonzero(run.mask(name))
             rows = shape_rows[shape_rows > logged[0]] if logged.size else logged
-            rows = rows[[_inside(run, logged, int(r)) or _skipped_step(run, int(r)) for r in rows]]
+            inside = _inside(stretch, logged, rows)
+            rows = rows[inside | _skipped_steps(run, rows, ~inside)]
             if rows.size == 0:
                 continue
             first = int(rows[0])
@@ -110,13 +112,26 @@ def detect_missing(run: RunLog) -> list[Finding]:
     return findings
 
 
-def _inside(run: RunLog, logged: np.ndarray, row: int) -> bool:
-    """Whether ``row`` lies between two rows where the field is logged, in one stretch of steps."""
-    after = logged[logged > row]
-    if not after.size:
-        return False
-    between = run.steps[int(logged[logged < row][-1]) : int(after[0]) + 1]
-    return bool(np.all(np.diff(between) >= 0))
+def _inside(stretch: np.ndarray, logged: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """For each of ``rows``: whether it lies between two rows where the field is logged (``logged``), in
+    one stretch of steps (``stretch``: each row's stretch number)."""
+    at = np.searchsorted(logged, rows)
+    before = logged[np.maximum(at - 1, 0)]
+    after = logged[np.minimum(at, logged.size - 1)]
+    inside: np.ndarray = (at > 0) & (at < logged.size) & (stretch[before] == stretch[after])
+    return inside
+
+
+# rows without a field after its last one checked for a skipped step: more of them are a pass without it
+_TRAILING_CHECKED = 10
+
+
+def _skipped_steps(run: RunLog, rows: np.ndarray, outside: np.ndarray) -> np.ndarray:
+    """For each of ``rows``: whether it is one of the first ``outside`` ones and says its step was skipped."""
+    out = np.zeros(rows.size, dtype=bool)
+    for i in np.flatnonzero(outside)[:_TRAILING_CHECKED]:
+        out[i] = _skipped_step(run, int(rows[i]))
+    return out
 
 
 def _skipped_step(run: RunLog, row: int) -> bool:
