@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from trainprobe.checkpoint.check import check_unit
+from trainprobe.checkpoint.check import CheckResult, check_unit
+from trainprobe.checkpoint.check.cross import cross_unit_evidence
 from trainprobe.checkpoint.safe_io import walk_files
 from trainprobe.checkpoint.units.discover import NOT_READ, Unit, discover_units
 from trainprobe.conventions import is_log_name
@@ -112,11 +113,10 @@ def _unit_bytes(path: str) -> int:
     return sum(os.path.getsize(f) for f in walk_files(path, []))
 
 
-def _checkpoint_entry(unit: Unit, root: str) -> dict[str, Any]:
-    """One unit as ``check`` judges it (its verdict, step and step sources, NaN/Inf by tensor, fingerprint:
-    the same answer ``trainprobe check`` gives), with its size and mtime."""
-    path = unit.path
-    checked = check_unit(unit)
+def _checkpoint_entry(checked: CheckResult, root: str) -> dict[str, Any]:
+    """One unit as ``check`` judges it (its verdict, step and step sources, NaN/Inf by tensor, fingerprint,
+    the evidence between units: the same answer ``trainprobe check`` gives), with its size and mtime."""
+    path = checked.path
     try:
         mtime: float | None = os.stat(path).st_mtime
         size = _unit_bytes(path)
@@ -240,14 +240,16 @@ def collect(
     with ThreadPoolExecutor(max_workers=n + 1, thread_name_prefix="trainprobe-triage") as pool:
         logs_future = pool.submit(read_logs_and_analyze)
 
-        def one(unit: Unit) -> dict[str, Any]:
+        def one(unit: Unit) -> CheckResult:
             try:
-                return _checkpoint_entry(unit, root)
+                return check_unit(unit)
             finally:
                 tick()
 
-        entries = list(pool.map(one, targets))
+        checked = list(pool.map(one, targets))
         log_report, skipped, runs = logs_future.result()
+    cross_unit_evidence(checked)
+    entries = [_checkpoint_entry(c, root) for c in checked]
     mark_duplicates(entries)
     for entry in entries:
         entry["step_at_mtime"] = step_at_wall(runs, entry["mtime"]) if entry["mtime"] is not None else None

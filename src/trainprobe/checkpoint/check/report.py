@@ -45,6 +45,9 @@ class CheckResult:
     identical_to: list[str] = field(default_factory=list)
     # (part path, tensor name, fingerprint) of the weights and optimizer state, while the unit is checked
     tensor_fingerprints: list[tuple[str, str, str | None]] = field(default_factory=list, repr=False)
+    # tensor key (``optimizer.pt:state.0.exp_avg``) -> fingerprint, kept for the evidence between units
+    # (check.cross); not part of the JSON document
+    tensor_prints: dict[str, str | None] = field(default_factory=dict, repr=False)
 
     @property
     def is_finding(self) -> bool:

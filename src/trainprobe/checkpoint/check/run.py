@@ -15,6 +15,7 @@ from typing import Any
 
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.check.containers import dcp_coverage_problems
+from trainprobe.checkpoint.check.cross import cross_unit_evidence
 from trainprobe.checkpoint.check.part import PartCheck, check_part
 from trainprobe.checkpoint.check.report import CheckReport, CheckResult
 from trainprobe.checkpoint.check.unit import judge_check
@@ -36,6 +37,7 @@ def check_paths(paths: Sequence[str]) -> CheckReport:
         raise UsageError("nothing to check: give at least one checkpoint file, directory or glob")
     results = [check_unit(u) for u in discover_units(list(paths))]
     mark_identical(results)
+    cross_unit_evidence(results)
     for r in results:
         if r.identical_to:
             r.evidence.append(

@@ -113,8 +113,9 @@ def judge_check(
     pickle_evidence(result)
     ev.extend(unit_evidence(unit, framework, facts, sources, alone=alone))
     ev.extend(evidence)
-    result.fingerprint = unit_fingerprint(
-        (tensor_key(unit.path, path, name), fp) for path, name, fp in result.tensor_fingerprints
-    )
+    result.tensor_prints = {
+        tensor_key(unit.path, path, name): fp for path, name, fp in result.tensor_fingerprints
+    }
+    result.fingerprint = unit_fingerprint(result.tensor_prints.items())
     result.tensor_fingerprints = []
     return decide(result)

@@ -8,15 +8,25 @@ Imports only the standard library, numpy and trainprobe.checkpoint (shipped to r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from trainprobe.checkpoint.check.state import suffix_index
 from trainprobe.checkpoint.diff.tensors import TensorDiff, logical_tensors
 from trainprobe.checkpoint.reading.base import Checkpoint, Note
 from trainprobe.checkpoint.reading.skeleton import find_optimizers, label_of, scalar
 
-if TYPE_CHECKING:
-    from trainprobe.checkpoint.diff.run import DiffReport
+
+class SameRunFindings(Protocol):
+    """What the same-run analysis fills in (a ``DiffReport``): the tensors compared, and its findings."""
+
+    tensors: list[TensorDiff]
+    steps: tuple[float | None, float | None]
+    frozen: list[str]
+    step_without_weights: list[str]
+    weights_without_step: list[str]
+    below_resolution: list[str]
+    notes: list[Note]
+
 
 _LOW_PRECISION = ("bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
 
@@ -69,7 +79,7 @@ def _optimizer_steps(ckpt: Checkpoint) -> dict[str, float]:
     return out
 
 
-def same_run(a: Checkpoint, b: Checkpoint, report: DiffReport) -> None:
+def same_run(a: Checkpoint, b: Checkpoint, report: SameRunFindings) -> None:
     state_names = {
         t.name
         for ck in (a, b)
