@@ -272,3 +272,44 @@ def test_a_jsonl_file_with_numeric_lines_it_cannot_read_is_partly_read(tmp_path:
     report = analyze(path)
     assert report.exit_code == 2
     assert "300 numeric lines" in report.partly_read[0][1]
+
+
+def test_bracket_counters_named_by_the_word_before_them_make_one_axis(tmp_path: Path) -> None:
+    lines = [
+        f"Epoch [{e}/5], Step [{s}/62], Mel Loss: {1 / (e * 62 + s):.5f}"
+        for e in (1, 2)
+        for s in range(10, 70, 10)
+    ]
+    (run,) = read_logs(_write(tmp_path / "train.log", lines))
+    assert (run.steps[0], run.steps[-1]) == (10, 62 + 60)
+    assert run.metrics == ["Mel Loss"]
+
+
+def test_nested_counters_are_an_epoch_and_a_step_within_it(tmp_path: Path) -> None:
+    lines = [f"Train: [{e}/300][{s}/195]\tloss {2 - s / 1000:.4f}" for e in (0, 1) for s in range(0, 195, 10)]
+    (run,) = read_logs(_write(tmp_path / "log_rank0.txt", lines))
+    assert (run.steps[0], run.steps[-1]) == (0, 195 + 190)
+
+
+def test_a_counter_finer_than_the_epoch_is_the_axis_whatever_its_name(tmp_path: Path) -> None:
+    lines = [
+        f"Ep. {1 + u // 2000} : Up. {u} : Sen. {u * 40} : Cost {300 - u / 100:.2f}"
+        for u in range(500, 10001, 500)
+    ]
+    (run,) = read_logs(_write(tmp_path / "train.log", lines))
+    assert run.step_key == "Up"
+    assert (run.steps[0], run.steps[-1]) == (500, 10000)
+
+
+def test_restarts_are_resumes_not_interleaved_writers(tmp_path: Path) -> None:
+    lines, t = [], 0
+    for start in range(6):
+        t += 3600  # down an hour between starts
+        for s in range(10, 60 + start * 10, 10):
+            t += 5
+            stamp = f"2025-01-30 {t // 3600 % 24:02d}:{t // 60 % 60:02d}:{t % 60:02d},000"
+            lines.append(f"{stamp} step {s} loss {1 / s:.4f}")
+    report = analyze(_write(tmp_path / "train.log", lines))
+    assert report.runs[0].writers == 1
+    assert len([e for e in report.events["train"] if e.kind == "resume"]) == 5
+    assert [f for f in report.findings if f.severity != "info"] == []

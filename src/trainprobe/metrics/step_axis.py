@@ -181,13 +181,14 @@ def _counts_up(values: np.ndarray) -> bool:
     )
 
 
-def counter_by_evidence(cols: Columns, exclude: set[str]) -> str | None:
-    """A column no step name marks but whose name says it counts (``current_steps``, ``env_step``,
-    ``n_iter``, ``frames``) and whose values show it: whole numbers counting up on most rows. Among such,
-    the finest (the most distinct values), which is never an epoch when a finer counter is in the record."""
-    best: tuple[int, str] | None = None
+def counter_by_evidence(cols: Columns, *, named: bool = True, finer_than: int = 0) -> str | None:
+    """A column no step name marks but whose values show it counts: whole numbers counting up on most
+    rows, more distinct ones than ``finer_than``. ``named``: only a name that says it counts
+    (``current_steps``, ``env_step``, ``n_iter``, ``frames``); else any (Marian's ``Up.`` beside ``Ep.``).
+    Among such, the finest (the most distinct values; then the smallest: updates before sentences seen)."""
+    best: tuple[int, float, str] | None = None
     for key, have in cols.have.items():
-        if key in exclude or key.startswith(INTERNAL) or is_epoch_key(key) or not _COUNTER_NAME.search(key):
+        if key.startswith(INTERNAL) or is_epoch_key(key) or (named and not _COUNTER_NAME.search(key)):
             continue
         if np.count_nonzero(have) < max(3, cols.n // 2):
             continue
@@ -195,9 +196,10 @@ def counter_by_evidence(cols: Columns, exclude: set[str]) -> str | None:
         if not _counts_up(values):
             continue
         distinct = int(np.unique(values).size)
-        if best is None or distinct > best[0]:
-            best = (distinct, key)
-    return None if best is None else best[1]
+        rank = (distinct, -float(values.max()), key)
+        if distinct > finer_than and (best is None or rank[:2] > best[:2]):
+            best = rank
+    return None if best is None else best[2]
 
 
 def step_axis(cols: Columns, forced: str | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -212,10 +214,14 @@ def step_axis(cols: Columns, forced: str | None = None) -> tuple[np.ndarray, np.
     keys = list(cols.cols)
     step_keys = [k for k in keys if not k.startswith(INTERNAL) and is_step_key(k)]
     if not step_keys:
-        found = counter_by_evidence(cols, set())
+        found = counter_by_evidence(cols)
+        epochs = [k for k in keys if is_epoch_key(k) and not k.startswith(INTERNAL)]
+        if found is None and epochs and COUNTER_KEY not in cols.cols:
+            coarse = int(np.unique(cols.cols[epochs[0]][cols.have[epochs[0]]]).size)
+            found = counter_by_evidence(cols, named=False, finer_than=coarse)
         if found is not None:
             step_keys = [found]
-            cols.axis_why = f"{found}: counts up in whole numbers on most rows (no step-named key)"
+            cols.axis_why = f"{found}: counts up in whole numbers on most rows, finer than any epoch"
     epoch_keys = [k for k in keys if not k.startswith(INTERNAL) and is_epoch_key(k)]
     counters = [
         k
@@ -283,7 +289,8 @@ def step_axis(cols: Columns, forced: str | None = None) -> tuple[np.ndarray, np.
 def interleaved_writers(steps: np.ndarray, own: np.ndarray) -> int:
     """How many writers appended to one file at once (ranks or workers logging the same steps), judged
     from the steps: going back often (at least 3 times and on 5 % of the rows) by about as much as they
-    go forward is interleaving, not a resume (which goes back far, and seldom). 1: one writer."""
+    go forward is interleaving, not a resume (which goes back far, and seldom) nor restarts (which go back
+    to where the run began). 1: one writer."""
     s = steps[own]
     if s.size < 8:
         return 1
@@ -292,6 +299,11 @@ def interleaved_writers(steps: np.ndarray, own: np.ndarray) -> int:
     if back.size < 3 or back.size < 0.05 * d.size or not fwd.size:
         return 1
     if float(np.median(back)) > 10 * float(np.median(fwd)):
+        return 1
+    # restarts land where the run began (a new start logs its first step again); writers interleaving land
+    # anywhere
+    landed = s[1:][d < 0]
+    if np.count_nonzero(landed <= s.min()) >= 0.5 * landed.size:
         return 1
     _, per_step = np.unique(s, return_counts=True)
     return max(2, int(np.median(per_step)))

@@ -39,6 +39,7 @@ from trainprobe.metrics.readers.text.tokens import (
     to_float,
     tokenize,
 )
+from trainprobe.metrics.splits import is_epoch_key, is_step_key
 from trainprobe.metrics.table import TOTAL_PREFIX
 
 # Keys that are never metrics although a number follows them: launcher and progress-bar furniture.
@@ -178,6 +179,8 @@ class _Scan(TokenCursor):
                     self.used[t] = True
                 end = m + 1
         if total is not None and key is None:
+            key, key_idx, end = self.bracket_counter_name(first, end)
+        if total is not None and key is None:
             key, key_idx = self.counter_name(end), []
         end = self.take_average(end)
         if key is None or key.lower() in NOT_METRIC_KEYS:
@@ -194,6 +197,22 @@ class _Scan(TokenCursor):
             if total is not None and self.store(TOTAL_PREFIX + key, total, []) and total_slot is not None:
                 total_slot.key = TOTAL_PREFIX + key
         return end
+
+    def bracket_counter_name(self, first: int, end: int) -> tuple[str | None, list[int], int]:
+        """A ``[N/M]`` named by the step or epoch word before it (``Epoch [1/5], Step [10/62]``), or the
+        outer of two nested ones (``Train: [0/300][0/195]``: epochs, then iterations within one)."""
+        open_at = self.skip_space(first - 1, -1)
+        if self.text(open_at) != "[" or self.used[open_at] or self.text(end) != "]":
+            return None, [], end
+        w = self.skip_space(open_at - 1, -1)
+        if w >= 0 and self.kind(w) == WORD and not self.used[w]:
+            word = self.text(w)
+            if is_step_key(word) or is_epoch_key(word):
+                self.used[w] = self.used[open_at] = self.used[end] = True
+                return clean_key(word), [w], end + 1
+        if self.text(end + 1) == "[" and self.kind(end + 2) == NUMBER and self.text(end + 3) == "/":
+            return "epoch", [], end
+        return None, [], end
 
     def counter_name(self, end: int) -> str:
         """An unnamed ``N/M``: the run's counter, or named by a word right after it
