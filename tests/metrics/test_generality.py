@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from trainprobe.errors import LogError, UsageError
@@ -313,3 +314,13 @@ def test_restarts_are_resumes_not_interleaved_writers(tmp_path: Path) -> None:
     assert report.runs[0].writers == 1
     assert len([e for e in report.events["train"] if e.kind == "resume"]) == 5
     assert [f for f in report.findings if f.severity != "info"] == []
+
+
+@pytest.mark.parametrize(
+    ("name", "role"),
+    [("mem", "counter"), ("mem allocated avg", "counter"), ("num_classes", "counter"), ("dur", "timing")],
+)
+def test_resources_and_settings_are_not_metrics(name: str, role: str) -> None:
+    from trainprobe.metrics.roles import role_of
+
+    assert role_of(name, np.array([8974.0, 9012.0, 8990.0, 9100.0])) == role

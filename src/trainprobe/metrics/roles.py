@@ -3,7 +3,8 @@
 - **metric**: losses, accuracies, learning rates, norms, and any other series that moves;
 - **counter**: bookkeeping that only counts up or never changes: the epoch, ``consumed samples``,
   ``micro_step``, ``number of skipped iterations: 0``, ``global batch size``, a constant setting printed on
-  every line (``Batch Size: 2``, ``ppo_ep: 1``), a running maximum (``MaxMemAllocated``);
+  every line (``Batch Size: 2``, ``ppo_ep: 1``), a running maximum (``MaxMemAllocated``), memory in use
+  (``mem 8974MB``, ``mem allocated avg``), a count of things (``num_classes``), a device id;
 - **timing**: how long things took or how fast they went (``elapsed time per iteration (ms)``, ``step_avg``,
   ``data_time``, ``eta_seconds``, ``samples_per_second``, ``train_wall``, fields with a time unit, the fields
   of a ``time (ms) | …`` line): the slowdown detector reads them, the others do not.
@@ -34,7 +35,7 @@ _LR = re.compile(r"(?i)(^|[\s/_])lr($|[\s/_])|learning.?rate")
 _NORM = re.compile(r"(?i)norm")
 _TIME = re.compile(
     r"(?i)time|_ms$|\(ms\)|step_avg|throughput|per_sec|per.?second|persec|/s$|/sec$|tokens_per|samples_per|"
-    r"mfu|tflops|dt$|latency|runtime|wall|^eta|duration|elapsed|it/s|speed"
+    r"mfu|tflops|dt$|latency|runtime|wall|^eta|duration|^dur$|elapsed|it/s|speed"
 )
 _STEP_TIME = re.compile(
     r"(?i)time per iteration|step_time|iter_time|time_per_step|^dt$|batch_time|iteration-time"
@@ -42,7 +43,9 @@ _STEP_TIME = re.compile(
 _COUNTER = re.compile(
     r"(?i)consumed|samples$|tokens$|num[\s_\-]?zeros|number of|batch.?size|^bsz$|^wpb$|^bs$|epoch|"
     r"micro_?step|skipped|loss.?scale|^ntokens$|^nsentences$|^sample_size$|num_input_tokens|total_flos|"
-    r"params|parameters|seq(?:uence)?.?len|instances$|images$|^imgsz$|^size$|^gpu_mem"
+    r"params|parameters|seq(?:uence)?.?len|instances$|images$|^imgsz$|^size$|^gpu_mem|"
+    # resources and settings, not how training goes: memory in use, a count of classes or layers, a device id
+    r"(?:^|[\s_/])mem(?:ory)?(?:$|[\s_/])|max_?mem|mem_?(?:allocated|reserved)|^num[\s_\-]|^device$"
 )
 _SPLIT_PREFIX = re.compile(r"(?i)^(?:eval/|train/|(?:train|valid|val|eval|test)_)")
 _TIME_UNITS = frozenset(
