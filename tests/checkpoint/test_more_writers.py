@@ -65,13 +65,6 @@ WRONG_TODAY = {
         "issue 22, rule 3: the writer's own step field (ignite's trainer.iteration) is a step source; a "
         "damaged unit is never healthy"
     ),
-    # params.pt and optimizer.pt with nothing recording a step beside the counters: called consistent
-    "skorch/checkpoints/epoch_1": (
-        "issue 22, rule 3: consistent only where evidence that could show a tear was there"
-    ),
-    "skorch/checkpoints/epoch_2": (
-        "issue 22, rule 3: consistent only where evidence that could show a tear was there"
-    ),
     # the EMA's config.json records optimization_step 3: no step
     "diffusers-unet/unet_ema": (
         "issue 22, rule 3: every step-like field a writer records is a step source (the EMA's "

@@ -6,6 +6,7 @@ for ``check --on FLEET --sharded PATH`` alike."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 
 from trainprobe.checkpoint import verdict as V
@@ -18,6 +19,31 @@ from trainprobe.checkpoint.reading.pickle.unpickler import SUSPICIOUS
 from trainprobe.checkpoint.scanning.judge import unit_evidence, unit_framework
 from trainprobe.checkpoint.units.discover import Unit
 from trainprobe.checkpoint.units.steps import chosen_step, collect_step_sources, saved_step
+
+# An optimizer's tensors by their names (a bare optimizer file's ``state.0.exp_avg``, a training dict's
+# ``optimizer.state...``, Lightning's ``optimizer_states.0...``): what is not one of them is a model's.
+_OPTIMIZER_TENSOR = re.compile(
+    r"(?:^|\.)(?:optimizer|optimizer_states|optim|opt)(?:\.|$)|(?:^|\.)state\.\d+\."
+)
+
+
+def _doubt_model_vs_optimizer(evidence: list[Evidence], opened: Sequence[PartCheck]) -> None:
+    """Where a unit holds model weights and optimizer state but records no step, a tear between the two would
+    not show: its ``model-vs-optimizer`` skip makes the unit unknown, never consistent (rule: consistent needs
+    the evidence that could show a tear). An optimizer file alone has no model to be torn from."""
+    holds_weights = any(
+        pc.role == "weights" or any(not _OPTIMIZER_TENSOR.search(name) for name, _fp in pc.fingerprints)
+        for pc in opened
+    )
+    if not holds_weights:
+        return
+    for e in evidence:
+        if e.check == "model-vs-optimizer" and e.outcome == "skip":
+            e.values["ambiguous"] = True
+            e.message = (
+                "no step recorded beside the weights: a tear between model weights and optimizer state would "
+                "not show in this unit (diff two consecutive checkpoints to see it)"
+            )
 
 
 def _rel(path: str, unit_path: str) -> str:
@@ -113,6 +139,7 @@ def judge_check(
     pickle_evidence(result)
     ev.extend(unit_evidence(unit, framework, facts, sources, alone=alone))
     ev.extend(evidence)
+    _doubt_model_vs_optimizer(result.evidence, opened)
     result.tensor_prints = {
         tensor_key(unit.path, path, name): fp for path, name, fp in result.tensor_fingerprints
     }

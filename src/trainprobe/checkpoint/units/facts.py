@@ -163,8 +163,9 @@ class PartFacts:
         """The facts of an opened part (whole, or the share of it read here)."""
         top = fields_of(ckpt.objects)
         facts = cls(path, role)
-        # A step field of an RNG or config file counts something else (accelerate's random_states "step").
-        facts.step_fields = step_fields(top) if role in ("weights", "optimizer", "state") else []
+        # A step field of an RNG or config file counts something else (accelerate's random_states "step");
+        # a metadata part is the loop's own state saved beside the model (accelerate's custom_checkpoint_N).
+        facts.step_fields = step_fields(top) if role in ("weights", "optimizer", "state", "metadata") else []
         facts.scheduler = _scheduler_epoch(top, role)
         facts.counters = optimizer_counters(top)
         if os.path.isfile(path):
