@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from trainprobe.cli._output import Console, LiveOutput, Output
 from trainprobe.cli._plain import Table, escape
+from trainprobe.json_names import i_json
 from trainprobe.remote.hops import kinds_help  # the registry alone: no hop module, not the engine
 
 if TYPE_CHECKING:
@@ -161,3 +162,29 @@ def show_fleet(
         data = i_json(data)
     out.result(data, render)
     return code
+
+
+def show_report(
+    out: Output,
+    targets: Sequence[Target] | None,
+    *,
+    here: Callable[[], dict[str, Any]],
+    on_one: Callable[[Target], dict[str, Any]],
+    on_fleet: Callable[[Sequence[Target], Callable[[Outcome], None]], FleetReports[dict[str, Any]]],
+    render: Callable[[Console, dict[str, Any]], None],
+    summarise: Callable[[dict[str, Any]], str],
+    title: str,
+    code_of: Callable[[dict[str, Any]], int] | None = None,
+) -> int:
+    """The one shape of a command that makes a report here (``targets`` None), on one target or over a fleet:
+    one renderer per report, the fleet's rule for the exit code, ``code_of`` (the report's ``exit_code``
+    unless given) for one report."""
+    code = code_of or (lambda report: int(report["exit_code"]))
+    if targets is not None and is_fleet(targets):
+        return show_fleet(
+            out, targets, lambda on_done, _cancel: on_fleet(targets, on_done), render, summarise,
+            title=title, code_of=code_of,
+        )  # fmt: skip
+    report = here() if targets is None else on_one(targets[0])
+    out.result(i_json(report), lambda console: render(console, report))
+    return code(report)

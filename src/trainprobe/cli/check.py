@@ -5,15 +5,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from trainprobe.cli._command import Command, CommandParser, Remote, Where
-from trainprobe.cli._fleet import is_fleet, show_fleet
+from trainprobe.cli._fleet import show_report
 from trainprobe.cli._output import Console, Output
 from trainprobe.cli._plain import escape
 from trainprobe.cli._sharded import add_sharded_option, sharded_targets, show_sharded
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
-from trainprobe.json_names import i_json
 
 if TYPE_CHECKING:
-    pass
+    from collections.abc import Callable, Sequence
+
+    from trainprobe.remote.fleet_result import Outcome
+    from trainprobe.remote.target import Target
+    from trainprobe.tasks import FleetReports
 
 _CHECK_HELP = (
     "A checkpoint is a unit: a file, or a directory a framework writes as one checkpoint (HF Trainer "
@@ -131,26 +134,29 @@ def check(paths: list[str], *, strict: bool, sharded: bool, out: Output, where: 
             lambda progress: check_sharded(targets, paths[0], on_progress=progress, **where.fleet_limits()),
             render_check_report, lambda result, data: 1 if result.failed else exit_code(data, strict),
         )  # fmt: skip
-    if where.on:
-        from trainprobe.tasks import check_on, check_on_fleet
 
-        targets = where.targets()
-        if is_fleet(targets):
-            return show_fleet(
-                out, targets,
-                lambda on_done, _cancel: check_on_fleet(
-                    targets, paths, on_done=on_done, **where.fleet_limits()
-                ),
-                render_check_report, _check_summary, title="checked",
-                code_of=lambda report: exit_code(report, strict),
-            )  # fmt: skip
-        report = check_on(targets[0], paths, **where.limits())
-    else:
+    def here() -> dict[str, Any]:
         from trainprobe.checkpoint.check import check_paths
 
-        report = check_paths(list(paths)).to_json()
-    out.result(i_json(report), lambda console: render_check_report(console, report))
-    return exit_code(report, strict)
+        return check_paths(list(paths)).to_json()
+
+    def on_one(target: Target) -> dict[str, Any]:
+        from trainprobe.tasks import check_on
+
+        return check_on(target, paths, **where.limits())
+
+    def on_fleet(
+        targets: Sequence[Target], on_done: Callable[[Outcome], None]
+    ) -> FleetReports[dict[str, Any]]:
+        from trainprobe.tasks import check_on_fleet
+
+        return check_on_fleet(targets, paths, on_done=on_done, **where.fleet_limits())
+
+    return show_report(
+        out, where.targets() if where.on else None, here=here, on_one=on_one, on_fleet=on_fleet,
+        render=render_check_report, summarise=_check_summary, title="checked",
+        code_of=lambda report: exit_code(report, strict),
+    )  # fmt: skip
 
 
 def _check_summary(report: dict[str, Any]) -> str:

@@ -5,14 +5,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from trainprobe.cli._command import Command, CommandParser, Remote, Where, at_least
-from trainprobe.cli._fleet import is_fleet, show_fleet
+from trainprobe.cli._fleet import show_report
 from trainprobe.cli._output import Console, Output
 from trainprobe.cli._plain import Table, escape
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
-from trainprobe.json_names import i_json
 
 if TYPE_CHECKING:
-    pass
+    from collections.abc import Callable, Sequence
+
+    from trainprobe.remote.fleet_result import Outcome
+    from trainprobe.remote.target import Target
+    from trainprobe.tasks import FleetReports
 
 _DIFF_HELP = (
     "A and B are checkpoint units of any kind (a file, checkpoint-N/, global_stepN/, a DCP directory: "
@@ -194,25 +197,27 @@ def diff(a: str, b: str, *, show_all: bool, limit: int, out: Output, where: Wher
     def render(console: Console, report: dict[str, Any]) -> None:
         render_diff_report(console, report, show_all, limit)
 
-    if where.on:
-        from trainprobe.tasks import diff_on, diff_on_fleet
-
-        targets = where.targets()
-        if is_fleet(targets):
-            return show_fleet(
-                out, targets,
-                lambda on_done, _cancel: diff_on_fleet(
-                    targets, a, b, on_done=on_done, **where.fleet_limits()
-                ),
-                render, _diff_summary, title="compared",
-            )  # fmt: skip
-        report = diff_on(targets[0], a, b, **where.limits())
-    else:
+    def here() -> dict[str, Any]:
         from trainprobe.checkpoint.diff import diff_paths
 
-        report = diff_paths(a, b).to_json()
-    out.result(i_json(report), lambda console: render(console, report))
-    return int(report["exit_code"])
+        return diff_paths(a, b).to_json()
+
+    def on_one(target: Target) -> dict[str, Any]:
+        from trainprobe.tasks import diff_on
+
+        return diff_on(target, a, b, **where.limits())
+
+    def on_fleet(
+        targets: Sequence[Target], on_done: Callable[[Outcome], None]
+    ) -> FleetReports[dict[str, Any]]:
+        from trainprobe.tasks import diff_on_fleet
+
+        return diff_on_fleet(targets, a, b, on_done=on_done, **where.fleet_limits())
+
+    return show_report(
+        out, where.targets() if where.on else None, here=here, on_one=on_one, on_fleet=on_fleet,
+        render=render, summarise=_diff_summary, title="compared",
+    )  # fmt: skip
 
 
 def _diff_summary(report: dict[str, Any]) -> str:

@@ -199,8 +199,18 @@ def judge_steps(
     out.extend(_same_save_evidence(sources, counted))
     stated = saved_step(sources)
     stale_if_behind = framework.exact_steps and not scaler
+    # Why counters behind the step are no tear, where the unit says: a grad scaler skips steps; the
+    # CheckpointWriter snapshotted model and optimizer at one moment (its manifest), whatever step it got.
+    behind = (
+        "steps its grad scaler skipped"
+        if scaler or skipped
+        else "the CheckpointWriter snapshotted model and optimizer at once (its manifest), so the step it "
+        "was given counts something else (micro-batches, a save without a step)"
+        if any(s.source == "manifest" for s in sources)
+        else None
+    )
     for counter in _counters_to_compare(counted, framework, stated):
-        out.append(_counters_evidence(counter, stated, stale_if_behind, skipped, scaler))
+        out.append(_counters_evidence(counter, stated, stale_if_behind, skipped, behind))
     out.extend(_scheduler_evidence(sources, framework))
     label = _label_evidence(sources, counted, stated)
     if label is not None and not any(e.failed for e in out):
@@ -297,7 +307,7 @@ def _label_evidence(
 
 
 def _counters_evidence(
-    counter: StepSource, stated: StepSource | None, stale_if_behind: bool, skipped: int, scaler: bool
+    counter: StepSource, stated: StepSource | None, stale_if_behind: bool, skipped: int, behind: str | None
 ) -> Evidence:
     """One optimizer's counters (all equal) against the step the save states."""
     label = counter.where.split(": ", 1)[-1]  # its part is the evidence's file
@@ -332,11 +342,11 @@ def _counters_evidence(
             f"{label}: all {n} step counters say {value} but the checkpoint's step is {step} ({where}): the "
             f"optimizer state is {step - value} steps older than the rest (a stale optimizer file)"
         )
-    elif value < step and (scaler or skipped):
+    elif value < step and behind is not None:
         e.values["decisive"] = n > 1
         e.message = (
             f"{label}: all {n} step counters equal ({value}); behind the checkpoint's step {step} ({where}): "
-            "steps its grad scaler skipped"
+            f"{behind}"
         )
     elif value < step:
         e.outcome = "skip"
