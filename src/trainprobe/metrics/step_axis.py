@@ -202,6 +202,24 @@ def counter_by_evidence(cols: Columns, *, named: bool = True, finer_than: int = 
     return None if best is None else best[2]
 
 
+def _filled_by_other_keys(
+    cols: Columns, values: np.ndarray, have: np.ndarray, others: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Further step-like keys (e.g. "validation loss at iteration") fill the rows the first left empty, where
+    they fit between the steps around them: (the steps, the rows that have one)."""
+    if not others or have.all():  # (only then: these are a few columns' worth of memory)
+        return values, have
+    filled, got = values.copy(), have.copy()
+    before = _ffill(values, have, -np.inf)
+    after = -_ffill(-values[::-1], have[::-1], -np.inf)[::-1]
+    for other in others:
+        extra = cols.cols[other]
+        fill = ~got & cols.have[other] & (extra >= before) & (extra <= after)
+        filled[fill] = extra[fill]
+        got |= fill
+    return filled, got
+
+
 def step_axis(cols: Columns, forced: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(steps, rows that had a step of their own); consumes the step, counter and total columns.
     ``forced`` (``--step KEY``): that column is the axis, when the run has it."""
@@ -247,19 +265,7 @@ def step_axis(cols: Columns, forced: str | None = None) -> tuple[np.ndarray, np.
             steps = _two_counter(cols.cols[epoch], cols.have[epoch], values, have, _total_of(cols, primary))
         if steps is None:
             have = _dominant_stream(cols, values, have)
-            # Further step-like keys (e.g. "validation loss at iteration") fill the rows the first left empty,
-            # where they fit between the steps around them.
-            filled, got = values, have
-            if len(step_keys) > 1 and not have.all():  # (only then: these are a few columns' worth of memory)
-                filled, got = values.copy(), have.copy()
-                before = _ffill(values, have, -np.inf)
-                after = -_ffill(-values[::-1], have[::-1], -np.inf)[::-1]
-                for other in step_keys[1:]:
-                    extra = cols.cols[other]
-                    fill = ~got & cols.have[other] & (extra >= before) & (extra <= after)
-                    filled[fill] = extra[fill]
-                    got |= fill
-                del before, after
+            filled, got = _filled_by_other_keys(cols, values, have, step_keys[1:])
             steps = _ffill(filled, got)
             own = got
             cols.declared_end = _total_of(cols, primary, constant=True)
