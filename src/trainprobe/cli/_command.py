@@ -300,6 +300,14 @@ def run_command(name: str, summary: str, words: Sequence[str]) -> int:
 # --- value types: each check fails as a usage error naming the option, before the command starts ---
 
 
+def add_checkpoint_paths(parser: CommandParser) -> argparse._ArgumentGroup:
+    """The PATH... of ``scan`` and ``check``, and their options group (returned, to add the command's own)."""
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH...", help="Checkpoint files, directories or quoted globs."
+    )
+    return parser.add_argument_group("options")
+
+
 def seconds(text: str) -> float:
     """A number of seconds > 0 (a timeout, an interval): not NaN, not infinite, not negative or zero."""
     value = _number(text)

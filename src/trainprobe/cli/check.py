@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from trainprobe.cli._command import Command, CommandParser, Remote, Where
+from trainprobe.cli._command import Command, CommandParser, Remote, Where, add_checkpoint_paths
 from trainprobe.cli._fleet import show_report
 from trainprobe.cli._output import Console, Output
 from trainprobe.cli._plain import escape
@@ -107,10 +107,7 @@ def exit_code(report: dict[str, Any], strict: bool) -> int:
 
 
 def add_arguments(parser: CommandParser) -> None:
-    parser.add_argument(
-        "paths", nargs="+", metavar="PATH...", help="Checkpoint files, directories or quoted globs."
-    )
-    options = parser.add_argument_group("options")
+    options = add_checkpoint_paths(parser)
     options.add_argument(
         "--strict", action="store_true", help="Exit 1 when a verdict is 'unknown' (not enough evidence)."
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from trainprobe.cli._command import Command, CommandParser, Remote, Where, at_least
+from trainprobe.cli._command import Command, CommandParser, Remote, Where, add_checkpoint_paths, at_least
 from trainprobe.cli._fleet import is_fleet, show_fleet
 from trainprobe.cli._output import Console, Output
 from trainprobe.cli._sharded import add_sharded_option, sharded_targets, show_sharded
@@ -189,10 +189,7 @@ def _scan_summary(report: ScanReport) -> str:
 
 
 def add_arguments(parser: CommandParser) -> None:
-    parser.add_argument(
-        "paths", nargs="+", metavar="PATH...", help="Checkpoint files, directories or quoted globs."
-    )
-    options = parser.add_argument_group("options")
+    options = add_checkpoint_paths(parser)
     options.add_argument(
         "--stats", action="store_true", help="Add min, max, mean, std, absmax, L2 and zero fraction."
     )

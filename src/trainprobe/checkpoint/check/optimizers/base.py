@@ -32,6 +32,24 @@ class OptimizerFamily(Protocol):
         ...
 
 
+class WithoutStepCounter:
+    """A family whose state keeps no step counter: its one evidence is the skip that says so (``why``), as one
+    file cannot show whether such state mixes steps. A family subclasses it and sets ``name``, ``matches``
+    and ``why``."""
+
+    name: str
+    shaped_like_param = True
+
+    def matches(self, keys: Set[str]) -> bool:
+        raise NotImplementedError
+
+    def why(self, label: str, state: dict[Any, dict[str, Any]]) -> str:
+        raise NotImplementedError
+
+    def evidence(self, label: str, state: dict[Any, dict[str, Any]]) -> list[Evidence]:
+        return [Evidence("optimizer-steps", "skip", self.why(label, state))]
+
+
 def negative_in(records: list[TensorRecord]) -> list[str]:
     """The names of tensors holding a value below zero (read chunk by chunk, pages released as they go)."""
     bad = []

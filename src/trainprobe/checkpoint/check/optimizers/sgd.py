@@ -6,22 +6,17 @@ from __future__ import annotations
 from collections.abc import Set
 from typing import Any
 
-from trainprobe.checkpoint.evidence import Evidence
+from trainprobe.checkpoint.check.optimizers.base import WithoutStepCounter
 
 
-class Sgd:
+class Sgd(WithoutStepCounter):
     name = "sgd"
-    shaped_like_param = True
 
     def matches(self, keys: Set[str]) -> bool:
         return keys <= {"momentum_buffer", "step"} and "momentum_buffer" in keys
 
-    def evidence(self, label: str, state: dict[Any, dict[str, Any]]) -> list[Evidence]:
-        return [
-            Evidence(
-                "optimizer-steps",
-                "skip",
-                f"{label}: SGD momentum state ({len(state)} buffers) keeps no step counter: one file "
-                "cannot show whether it mixes steps (diff two consecutive checkpoints)",
-            )
-        ]
+    def why(self, label: str, state: dict[Any, dict[str, Any]]) -> str:
+        return (
+            f"{label}: SGD momentum state ({len(state)} buffers) keeps no step counter: one file cannot show "
+            "whether it mixes steps (diff two consecutive checkpoints)"
+        )
