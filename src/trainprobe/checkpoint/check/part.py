@@ -206,7 +206,7 @@ def _family_evidence(label: str, state: dict[Any, dict[str, Any]]) -> list[Evide
                     "optimizer-family",
                     "skip",
                     f"{label}: {len(pids)} state entr(ies) of an optimizer trainprobe does not know "
-                    f"(keys {sorted({k for p in pids for k in state[p]})[:6]}): not checked",
+                    f"(keys {sorted({str(k) for p in pids for k in state[p]})[:6]}): not checked",
                 )
             )
         else:

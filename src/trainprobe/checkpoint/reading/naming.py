@@ -98,11 +98,7 @@ def _only_fit(opt: dict[str, Any], candidates: list[tuple[str, list[TensorRecord
         return None
     fits: list[dict[str, str]] = []
     for path, tensors in candidates:
-        params = [
-            t
-            for t in tensors
-            if not t.name.endswith(_BUFFER_SUFFIXES) and t.dtype_info is not None and t.dtype_info.is_floating
-        ]
+        params = _parameters(tensors)
         if len(params) != len(ids):
             continue
         by_id = {str(pid): p for pid, p in zip(ids, params, strict=True)}
@@ -110,6 +106,22 @@ def _only_fit(opt: dict[str, Any], candidates: list[tuple[str, list[TensorRecord
             cut = len(path) + 1 if path else 0
             fits.append({k: v.name[cut:] for k, v in by_id.items()})
     return fits[0] if len(fits) == 1 else None
+
+
+def _parameters(tensors: list[TensorRecord]) -> list[TensorRecord]:
+    """A state dict's tensors as ``model.parameters()`` yields them: floating, no known buffers, and a tensor
+    saved under two names (tied embeddings: one storage, one view) once, under its first name."""
+    seen: set[tuple[str, str, int, tuple[int, ...], tuple[int, ...]]] = set()
+    out = []
+    for t in tensors:
+        if t.name.endswith(_BUFFER_SUFFIXES) or t.dtype_info is None or not t.dtype_info.is_floating:
+            continue
+        view = (t.storage.file, t.storage.key, t.storage_offset, tuple(t.shape), tuple(t.stride))
+        if t.storage.key and view in seen:
+            continue
+        seen.add(view)
+        out.append(t)
+    return out
 
 
 def _shapes_fit(state: dict[Any, Any], by_id: dict[str, TensorRecord]) -> bool:
