@@ -19,7 +19,8 @@ name says — and :func:`judge_steps` turns agreement and disagreement into evid
   by two or more: torn (a live save writes the optimizer after the step was taken); exactly one ahead:
   ambiguous (a step counted from 0 looks the same); behind: a stale optimizer file (torn) where the framework
   steps the optimizer once per counted step and no grad scaler can skip steps; skipped AMP steps where a grad
-  scaler is saved; else ambiguous (micro-batches, skipped steps or an older optimizer file: unknown). A
+  scaler is saved; no doubt where a CheckpointWriter manifest says model and optimizer were snapshotted at one
+  moment; else ambiguous (micro-batches, skipped steps or an older optimizer file: unknown). A
   framework that counts its step over all its optimizers (Lightning's ``global_step`` with two optimizers)
   compares the sum of their counters, and says that convention was applied.
 - ``scheduler-steps``: a scheduler that counts optimizer steps against the optimizer's counters (both count
