@@ -16,13 +16,13 @@ a name is a label and decides nothing here. Wholly identical units are :func:`..
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Sequence
 from functools import lru_cache
 
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.check.report import CheckResult, decide
 from trainprobe.checkpoint.evidence import Evidence
+from trainprobe.checkpoint.reading.zipcheck import default_crc32
 
 _MOMENT = re.compile(r"(?:^|[.:])(exp_avg|exp_avg_sq|max_exp_avg_sq|exp_inf|momentum_buffer|square_avg)$")
 _LABELS = ("name", "directory", "nothing")
@@ -31,12 +31,10 @@ _FINGERPRINT = re.compile(r"^crc32:([0-9a-f]{8}):(\d+)$")
 
 @lru_cache(maxsize=256)
 def _zero_crc(size: int) -> int:
-    crc, block = 0, bytes(min(size, 1 << 20))
-    left = size
-    while left > 0:
-        piece = min(left, len(block))
-        crc = zlib.crc32(block[:piece] if piece < len(block) else block, crc)
-        left -= piece
+    """The CRC32 of ``size`` zero bytes, as the fingerprints compute it (computed once per size)."""
+    crc, block = 0, memoryview(bytes(min(size, 1 << 20)))
+    for start in range(0, size, len(block) or 1):
+        crc = default_crc32(block[: min(len(block), size - start)], crc)
     return crc
 
 
@@ -46,29 +44,24 @@ def _is_zeros(fp: str) -> bool:
     return m is not None and int(m.group(1), 16) == _zero_crc(int(m.group(2)))
 
 
-def _shared(later: CheckResult, earlier: CheckResult) -> list[str]:
-    prints = earlier.tensor_prints
-    return [k for k, fp in later.tensor_prints.items() if fp is not None and prints.get(k) == fp]
-
-
 def cross_unit_evidence(results: Sequence[CheckResult]) -> None:
     """Add the evidence of the module doc to each unit that shares tensors with an earlier one (the earlier
     unit sharing the most), and decide its verdict again."""
     recorded = [
-        (r.step, r)
+        (r.step, r, {(k, fp) for k, fp in r.tensor_prints.items() if fp is not None})
         for r in results
         if r.step is not None and r.step_source not in _LABELS and r.tensor_prints
     ]
-    for step, later in recorded:
-        best: tuple[int, CheckResult, list[str]] | None = None
-        for other_step, earlier in recorded:
+    for step, later, mine in recorded:
+        best: tuple[int, CheckResult, set[tuple[str, str]]] | None = None
+        for other_step, earlier, theirs in recorded:
             if earlier is later or earlier.path in later.identical_to or step - other_step < 2:
                 continue
-            shared = _shared(later, earlier)
+            shared = mine & theirs  # one set intersection per pair, not a lookup per tensor
             if shared and (best is None or len(shared) > best[0]):
                 best = (len(shared), earlier, shared)
         if best is not None:
-            _add(later, best[1], best[2])
+            _add(later, best[1], sorted(k for k, _fp in best[2]))
 
 
 def _add(later: CheckResult, earlier: CheckResult, shared: list[str]) -> None:
