@@ -270,9 +270,10 @@ def nonfinite_evidence(counted: list[dict[str, Any]]) -> Evidence:
     )
 
 
-def presence_evidence(presence: str, stated: bool) -> list[Evidence]:
+def presence_evidence(presence: str, stated: bool, with_weights: bool = False) -> list[Evidence]:
     """What an opened part's optimizer state (``presence``) leaves unchecked, given whether the unit states
-    its step (``stated``)."""
+    its step (``stated``) and holds model weights beside it (``with_weights``: then, with no step stated, a
+    tear between model and optimizer would not show, so the unit is unknown, never consistent)."""
     if presence == NONE:
         return [Evidence("optimizer-state", "skip", "no optimizer state in this file")]
     if presence == STATELESS:
@@ -282,6 +283,16 @@ def presence_evidence(presence: str, stated: bool) -> list[Evidence]:
                 "skip",
                 "the optimizer keeps no per-parameter state (plain SGD, or no step taken yet): one file "
                 "cannot show a tear",
+            )
+        ]
+    if presence == STATEFUL and not stated and with_weights:
+        return [
+            Evidence(
+                "model-vs-optimizer",
+                "skip",
+                "no step recorded beside the weights: a tear between model weights and optimizer state "
+                "would not show in this unit (diff two consecutive checkpoints to see it)",
+                values={"ambiguous": True},
             )
         ]
     if presence == STATEFUL and not stated:

@@ -27,23 +27,12 @@ _OPTIMIZER_TENSOR = re.compile(
 )
 
 
-def _doubt_model_vs_optimizer(evidence: list[Evidence], opened: Sequence[PartCheck]) -> None:
-    """Where a unit holds model weights and optimizer state but records no step, a tear between the two would
-    not show: its ``model-vs-optimizer`` skip makes the unit unknown, never consistent (rule: consistent needs
-    the evidence that could show a tear). An optimizer file alone has no model to be torn from."""
-    holds_weights = any(
+def holds_weights(opened: Sequence[PartCheck]) -> bool:
+    """Whether a unit's opened parts hold model weights (a weights part, or tensors no optimizer's)."""
+    return any(
         pc.role == "weights" or any(not _OPTIMIZER_TENSOR.search(name) for name, _fp in pc.fingerprints)
         for pc in opened
     )
-    if not holds_weights:
-        return
-    for e in evidence:
-        if e.check == "model-vs-optimizer" and e.outcome == "skip":
-            e.values["ambiguous"] = True
-            e.message = (
-                "no step recorded beside the weights: a tear between model weights and optimizer state would "
-                "not show in this unit (diff two consecutive checkpoints to see it)"
-            )
 
 
 def _rel(path: str, unit_path: str) -> str:
@@ -66,10 +55,11 @@ def pickle_evidence(result: CheckResult) -> None:
         )
 
 
-def add_part(result: CheckResult, pc: PartCheck, rel: str, stated: bool) -> None:
+def add_part(result: CheckResult, pc: PartCheck, rel: str, stated: bool, with_weights: bool) -> None:
     """An opened part's evidence (tagged with its name ``rel``), counts, NaN/Inf and fingerprints."""
     at = pc.presence_at
-    ev = [*pc.coverage, *pc.evidence[:at], *presence_evidence(pc.presence, stated), *pc.evidence[at:]]
+    presence = presence_evidence(pc.presence, stated, with_weights)
+    ev = [*pc.coverage, *pc.evidence[:at], *presence, *pc.evidence[at:]]
     for e in ev:
         e.file = rel
     result.evidence.extend(ev)
@@ -133,13 +123,13 @@ def judge_check(
     result.step, result.step_source = chosen_step(sources)
     result.step_sources = [s.to_json() for s in sources]
     stated = saved_step(sources) is not None
+    weights = holds_weights(opened)
     for pc in opened:
-        add_part(result, pc, _rel(pc.path, unit.path), stated)
+        add_part(result, pc, _rel(pc.path, unit.path), stated, weights)
     ev.extend(cover_from_facts([pc.cover for pc in opened if pc.cover is not None], framework))
     pickle_evidence(result)
     ev.extend(unit_evidence(unit, framework, facts, sources, alone=alone))
     ev.extend(evidence)
-    _doubt_model_vs_optimizer(result.evidence, opened)
     result.tensor_prints = {
         tensor_key(unit.path, path, name): fp for path, name, fp in result.tensor_fingerprints
     }
