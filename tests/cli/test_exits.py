@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from waiting import EVENT_DEADLINE_S
+
 TRAINPROBE = str(Path(sys.executable).with_name("trainprobe"))
 
 SCRIPT = """\
@@ -92,7 +94,7 @@ def test_a_closed_pipe_stops_a_long_run(files: Path) -> None:
     for _ in range(3):
         proc.stdout.readline()
     proc.stdout.close()  # head -3 exits
-    _, err = proc.communicate(timeout=60)  # the whole output would take 100 s
+    _, err = proc.communicate(timeout=EVENT_DEADLINE_S)  # the whole output would take 100 s: rc tells
     assert proc.returncode == 141, err
     assert b"Traceback" not in err
 
@@ -123,7 +125,7 @@ def test_ctrl_c_during_a_run_exits_130_with_one_line(files: Path) -> None:
     assert proc.stdout is not None
     proc.stdout.readline()
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=EVENT_DEADLINE_S)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     (error,) = [line for line in err.splitlines() if "error" in line]

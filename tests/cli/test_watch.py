@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from metrics.synthetic import seed_story_lines
+from waiting import EVENT_DEADLINE_S, POLL_S
 
 
 class Watch:
@@ -34,7 +35,7 @@ class Watch:
         self.reader = threading.Thread(target=lambda: [self.lines.put(line) for line in stdout], daemon=True)
         self.reader.start()
 
-    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+    def wait_for(self, text: str, timeout: float = EVENT_DEADLINE_S) -> str:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -48,8 +49,8 @@ class Watch:
 
     def interrupt(self) -> tuple[int, str]:
         self.proc.send_signal(signal.SIGINT)
-        rc = self.proc.wait(30)
-        self.reader.join(10)
+        rc = self.proc.wait(EVENT_DEADLINE_S)
+        self.reader.join(EVENT_DEADLINE_S)
         assert self.proc.stdout is not None
         assert self.proc.stderr is not None
         self.proc.stdout.close()
@@ -61,7 +62,7 @@ class Watch:
         return rc, "".join(self.seen + rest)
 
 
-def _wait_until_read(watch: Watch, path: Path, timeout: float = 60.0) -> None:
+def _wait_until_read(watch: Watch, path: Path, timeout: float = EVENT_DEADLINE_S) -> None:
     """Wait for the event "the watcher has read ``path`` to its end": its open file's offset (from /proc)
     is the file's size. Lines appended after it are new growth, on a machine however busy."""
     target, size = str(path.resolve()), path.stat().st_size
@@ -76,7 +77,7 @@ def _wait_until_read(watch: Watch, path: Path, timeout: float = 60.0) -> None:
                         return
             except (OSError, IndexError, ValueError):
                 continue
-        time.sleep(0.05)  # polling interval
+        time.sleep(POLL_S)  # polling interval
     raise AssertionError(f"the watcher did not read {path} to its end within {timeout:g} s")
 
 
@@ -128,7 +129,7 @@ def test_exec_gets_the_finding_in_env_and_stdin_without_a_shell(tmp_path: Path) 
         _wait_until_read(watch, log)
         _append(log, [f"step {s} loss {1.0 + (6.0 if s == 120 else 0.0):.2f}" for s in range(100, 140)])
         watch.wait_for("loss step 120")
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + EVENT_DEADLINE_S
         while not out.exists() and time.monotonic() < deadline:
             time.sleep(0.1)  # polling interval: waiting for the --exec command's file
     finally:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from waiting import EVENT_DEADLINE_S
+
 ROOT = Path(__file__).resolve().parents[2]
 REAL_WANDB = ROOT / "tests/data/real-logs/wandb__offline-run-mlp/wandb"
 
@@ -42,7 +44,7 @@ class Ran:
 
 
 def trainprobe(
-    *args: str | Path, timeout: float = 60, user: int | None = None, cwd: Path | None = None
+    *args: str | Path, timeout: float = EVENT_DEADLINE_S, user: int | None = None, cwd: Path | None = None
 ) -> Ran:
     with tempfile.NamedTemporaryFile("r", suffix=".rss", delete=False) as rss:
         pass
@@ -115,7 +117,7 @@ def test_watch_exec_gets_a_nul_and_a_surrogate_escaped(tmp_path: Path) -> None:
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
     seen: list[str] = []
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + EVENT_DEADLINE_S
     while time.monotonic() < deadline:  # wait for the event: the --exec command's line (or the end)
         line = proc.stdout.readline()
         if not line:
@@ -124,7 +126,7 @@ def test_watch_exec_gets_a_nul_and_a_surrogate_escaped(tmp_path: Path) -> None:
         if line.startswith("GOT"):
             break
     proc.send_signal(signal.SIGTERM)
-    rest, _ = proc.communicate(timeout=20)
+    rest, _ = proc.communicate(timeout=EVENT_DEADLINE_S)
     out = "".join(seen) + rest
     assert "GOT lo\\x00ss" in out, out
     assert "internal error" not in out, out
@@ -157,10 +159,10 @@ def test_what_a_tree_cannot_open_is_said_and_the_rest_is_read(tmp_path: Path) ->
 
 def test_a_fifo_given_as_the_path_never_blocks(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "f.log")
-    ran = trainprobe("logs", tmp_path / "f.log", timeout=20)
+    ran = trainprobe("logs", tmp_path / "f.log", timeout=EVENT_DEADLINE_S)  # a blocking open never ends
     ok(ran, 2)
     assert "not a regular file" in ran.out
-    ok(trainprobe("watch", tmp_path / "f.log", timeout=20), 2)
+    ok(trainprobe("watch", tmp_path / "f.log", timeout=EVENT_DEADLINE_S), 2)
 
 
 def _deep(root: Path, length: int) -> list[str]:

@@ -17,12 +17,13 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from fixtures.sshd import SshServer
+from waiting import LEFTOVER_DEADLINE_S, POLL_S
 
 #: the login script every shell reads for ``ssh host command`` (dash reads none)
 RC_FILES = {"zsh": ".zshenv", "tcsh": ".tcshrc", "fish": ".config/fish/config.fish", "bash": ".bashrc"}
@@ -144,13 +145,7 @@ def local_leftovers() -> list[str]:
     return [f"{pid} {cmd}" for pid, cmd in below if cmd and "[mux]" not in cmd and not cmd.startswith("sshd")]
 
 
-#: how long a leftover check looks again before it fails: generous, for a machine under load (a clean run
-#: passes at the first look; only a real leftover waits this long)
-LEFTOVER_DEADLINE_S = 30.0
-#: how long a test waits for an event it caused (a line, a file, a process state) before it fails
-EVENT_DEADLINE_S = 60.0
-#: between two looks at /proc or a file while polling for an event: polling interval, not a wait for time
-POLL_S = 0.05
+# The deadlines and the polling interval are the suite's own (tests/waiting.py): hang guards, not pauses.
 
 
 def assert_nothing_left(
@@ -169,15 +164,6 @@ def assert_nothing_left(
         if time.monotonic() > deadline:
             shown = [line if len(line) < 300 else line[:300] + "..." for line in found]
             raise AssertionError(f"left running after {within:g} s: {shown}")
-        time.sleep(POLL_S)  # polling interval
-
-
-def wait_for(check: Callable[[], object], seconds: float = EVENT_DEADLINE_S, what: str = "the event") -> None:
-    """Poll ``check`` until it is true; fail once ``seconds`` pass (a generous deadline, not a pause)."""
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {seconds:g} s")
         time.sleep(POLL_S)  # polling interval
 
 

@@ -33,6 +33,7 @@ from trainprobe.errors import (
     UsageError,
 )
 from trainprobe.remote import frames, run, run_errors
+from waiting import wait_for
 
 from .faults import (
     assert_nothing_left,
@@ -41,7 +42,6 @@ from .faults import (
     kill_user_processes,
     login_script,
     port_cut,
-    wait_for,
 )
 from .scripts import SLEEPER
 

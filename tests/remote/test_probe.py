@@ -15,8 +15,7 @@ import threading
 from pathlib import Path
 
 from trainprobe.remote.probe import probe
-
-from .faults import EVENT_DEADLINE_S
+from waiting import EVENT_DEADLINE_S
 
 #: a far or local Python that stays alive until the test ends it: something to find, not a wait
 STAYS_ALIVE = "import time; time.sleep(60)"  # a process kept alive, not a wait

@@ -17,8 +17,9 @@ from trainprobe.errors import (
     RemoteTimeoutError,
 )
 from trainprobe.remote import run
+from waiting import wait_for
 
-from .faults import assert_nothing_left, dead, wait_for
+from .faults import assert_nothing_left, dead
 from .scripts import BIG_OUTPUT, NASTY_ARGS, SLEEPER, TRICKY_SCRIPT, TRICKY_STDOUT_START, big_output_digest
 
 

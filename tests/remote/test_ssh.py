@@ -24,8 +24,9 @@ from trainprobe.errors import (
 )
 from trainprobe.remote import run
 from trainprobe.remote.probe import probe
+from waiting import EVENT_DEADLINE_S, wait_for
 
-from .faults import EVENT_DEADLINE_S, assert_nothing_left, dead, far_leftovers, wait_for
+from .faults import assert_nothing_left, dead, far_leftovers
 from .scripts import BIG_OUTPUT, NASTY_ARGS, SLEEPER, TRICKY_SCRIPT, TRICKY_STDOUT_START, big_output_digest
 
 pytestmark = pytest.mark.ssh

@@ -16,15 +16,7 @@ import pytest
 from fixtures.sshd import SshServer
 from metrics.synthetic import seed_story_lines
 from trainprobe.tasks.watch import RemoteFollower, watch_on
-
-
-def _wait(cond: object, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if callable(cond) and cond():
-            return
-        time.sleep(0.05)  # polling interval
-    raise AssertionError("timed out")
+from waiting import EVENT_DEADLINE_S, wait_for
 
 
 def _append(path: Path, lines: list[str]) -> None:
@@ -42,25 +34,25 @@ def _follow_through_drops_and_rotation(target: str, tmp_path: Path) -> None:
     try:
         want = [f"line {i} loss {i / 7:.3f}" for i in range(3000)]
         _append(log, want[:1000])  # created after the follower started: it waits for it
-        _wait(lambda: len(got) >= 1000)
+        wait_for(lambda: len(got) >= 1000, what="the lines")
         first_pid = follower.remote_pid
         assert first_pid is not None
         os.kill(first_pid, signal.SIGKILL)  # the link drops mid-run...
         _append(log, want[1000:1500])  # ...while the file keeps growing
         os.rename(log, tmp_path / "train.log.1")  # and rotates before we are back
         _append(log, want[1500:2000])
-        _wait(lambda: len(got) >= 2000)
+        wait_for(lambda: len(got) >= 2000, what="the lines")
         assert follower.connections >= 2
         assert follower.remote_pid != first_pid
         _append(log, want[2000:])
-        _wait(lambda: len(got) >= 3000)
+        wait_for(lambda: len(got) >= 3000, what="the lines")
         # not a wait for an event: a short look for lines that should not come (a duplicate after the
         # reconnect); the order and the count are checked by the line below whatever this finds
         time.sleep(0.3)  # see the comment above
         assert got == want  # every line once, in order
     finally:
         cancel.set()
-        thread.join(30)
+        thread.join(EVENT_DEADLINE_S)
     assert not thread.is_alive()
 
 
@@ -88,8 +80,8 @@ def test_watch_on_reports_the_seed_story(tmp_path: Path) -> None:
         daemon=True,
     )
     thread.start()
-    _wait(lambda: ("cliff", 4229.0) in found)
+    wait_for(lambda: ("cliff", 4229.0) in found, what="the cliff")
     cancel.set()
-    thread.join(30)
+    thread.join(EVENT_DEADLINE_S)
     want = [("spike", 2029.0), ("spike", 4021.0), ("cliff", 4229.0), ("stall", 2000.0), ("stall", 4001.0)]
     assert sorted(found) == sorted(want), found
