@@ -107,3 +107,58 @@ def test_jumps_of_several_losses_at_one_step_are_one_event() -> None:
     ]
     assert "grad_norm, loss_cls jumped too" in found[1].message
     assert later.severity == "error"  # another step, another event
+
+
+def test_the_losses_of_one_model_jumping_at_one_step_are_one_warning_in_the_report() -> None:
+    """analyze folds the jumps several metrics make at one step into one finding (one_per_event)."""
+    rng = np.random.default_rng(3)
+    loss_a = 1.0 + 0.01 * rng.standard_normal(200)
+    loss_b = 2.0 + 0.01 * rng.standard_normal(200)
+    loss_a[120], loss_b[120] = 5.0, 9.0
+    spikes = [f for f in analyze([_rows(loss_a=loss_a, loss_b=loss_b)]).findings if f.kind == SPIKE]
+    assert len([f for f in spikes if f.severity != "info"]) == 1
+    assert "jumped too" in next(f for f in spikes if f.severity != "info").message
+
+
+def _restarts(paces: list[float], steps: int, noisy_term: bool = False) -> list[dict[str, float]]:
+    """Runs appended to one file, each from step 10 in steps of 10, each at its own seconds per line, an
+    hour apart; ``noisy_term``: a loss term that hops ×2 from line to line (a TTS model's S2S loss)."""
+    rng = np.random.default_rng(0)
+    rows: list[dict[str, float]] = []
+    t = 0.0
+    for pace in paces:
+        t += 3600.0
+        for k in range(steps):
+            t += pace
+            row = {"step": 10.0 * (k + 1), "time": t, "loss": 1.4 * 0.98**k + 0.01 * rng.random()}
+            if noisy_term:
+                row["s2s_loss"] = float(rng.choice([0.6, 1.5]))
+            rows.append(row)
+    return rows
+
+
+def test_restarts_at_their_own_pace_are_no_stalls() -> None:
+    """Each start is a run of its own: a start five times slower than the one before, or the hour between
+    two starts (even when the next start writes the step the last one ended at), is no stall."""
+    rows = _restarts([6.0, 30.0, 6.0, 30.0, 30.0, 6.0], 20)
+    rows += _restarts([6.0], 1) + _restarts([30.0], 20)  # a start that got no further than its first line
+    kinds = [f.kind for f in analyze([rows]).findings if f.severity != "info"]
+    assert "stall" not in kinds
+
+
+def test_a_stall_inside_one_start_is_still_found() -> None:
+    rows = _restarts([6.0, 30.0, 6.0], 30)
+    for row in rows[75:]:
+        row["time"] += 600.0  # ten minutes without a line, in the third start
+    (stall,) = [f for f in analyze([rows]).findings if f.kind == "stall"]
+    assert (stall.step, stall.end_step) == (150.0, 160.0)
+
+
+def test_short_starts_of_a_term_that_hops_from_line_to_line_are_no_spikes() -> None:
+    """A few lines after each restart have no baseline; the short rule (a loss ×1.5 from one line to the
+    next) is a spike only for a series that seldom does that elsewhere in the file."""
+    rows = _restarts([6.0] * 8, 4, noisy_term=True) + _restarts([6.0], 30, noisy_term=True)
+    assert not [f for f in analyze([rows]).findings if f.kind == SPIKE and f.severity != "info"]
+    pasted = [2.0, 2.1, 2.0, 1.9, 2.0, 1.95, 5.0, 2.0, 1.9]  # a few pasted lines: the short rule holds
+    rows = [{"step": float(i), "loss": v} for i, v in enumerate(pasted)]
+    assert [f.step for f in analyze([rows]).findings if f.kind == SPIKE] == [6.0]

@@ -266,8 +266,12 @@ def _detect(run: RunLog, events: list[Event], options: Options) -> list[Finding]
     attach_stalls(events, stalls)
     found: list[Finding] = [*stalls, *det.detect_throughput(run)]
     suspect = np.zeros(len(run), dtype=bool)
+    # a step back to where the run began is a fresh start (a run appended to the file), not a resume from a
+    # checkpoint: what follows is a new run's first steps, not suspect
+    first_step = float(np.min(run.steps)) if len(run) else 0.0
     for e in events:
-        if e.kind in (CHECKPOINT_SAVE, RESUME) and 0 <= e.row < len(run):
+        fresh = e.kind == RESUME and e.step <= first_step
+        if e.kind in (CHECKPOINT_SAVE, RESUME) and not fresh and 0 <= e.row < len(run):
             suspect[e.row : e.row + det.SUSPECT_ROWS] = True
     for metric in run.metrics:
         found.extend(det.detect_nonfinite(run, metric))
@@ -283,7 +287,7 @@ def _detect(run: RunLog, events: list[Event], options: Options) -> list[Finding]
     found.extend(det.detect_missing(run))
     found.extend(det.detect_unfinished(run))
     found.extend(_reported_nonfinite(run, events, found))
-    return found
+    return det.one_per_event(found)
 
 
 def _reported_nonfinite(run: RunLog, events: list[Event], found: list[Finding]) -> list[Finding]:

@@ -161,39 +161,51 @@ def row_gaps(run: RunLog) -> tuple[np.ndarray, np.ndarray]:
 
     One wall time per step: the values of one step come at one moment (a TensorBoard event per tag, an
     actor and a critic line), so their microsecond gaps are no baseline. A step that goes back is a new run
-    or a resume: the time before it is no gap of this run.
+    or a resume: the time before it is no gap of this run; nor is the time before a step written again (a
+    restart that began where the last run did): gaps are measured from the last line of a step.
     """
     rows, gaps, _dsteps = _step_gaps(run)
     return rows, gaps
 
 
 def _step_gaps(run: RunLog) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rows, gaps, dsteps, _starts = _step_gaps_by_start(run)
+    return rows, gaps, dsteps
+
+
+def _step_gaps_by_start(run: RunLog) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(row, seconds, steps since the step before, which start of the run) of each step forward."""
     if run.wall is None:
-        return np.empty(0, dtype=np.int64), np.empty(0), np.empty(0)
+        return np.empty(0, dtype=np.int64), np.empty(0), np.empty(0), np.empty(0, dtype=np.int64)
     rows = np.flatnonzero(np.isfinite(run.wall))
     if rows.size < 2:
-        return np.empty(0, dtype=np.int64), np.empty(0), np.empty(0)
+        return np.empty(0, dtype=np.int64), np.empty(0), np.empty(0), np.empty(0, dtype=np.int64)
     steps = run.steps[rows]
     first = np.concatenate(([True], steps[1:] != steps[:-1]))
-    rows, steps = rows[first], steps[first]
-    gaps = np.diff(run.wall[rows])
-    dsteps = np.diff(steps)
+    last = np.concatenate((steps[1:] != steps[:-1], [True]))
+    # a gap runs from the last line of one step to the first of the next: a step written again after a
+    # restart (a run appended to the file that gets no further than the step the last one began with)
+    # starts the clock anew, the wall-clock time between the two runs is no stall
+    firsts, lasts = rows[first], rows[last]
+    gaps = run.wall[firsts[1:]] - run.wall[lasts[:-1]]
+    dsteps = np.diff(steps[first])
     forward = dsteps > 0
-    return rows[1:][forward], gaps[forward], dsteps[forward]
+    starts = np.cumsum(~forward)
+    return firsts[1:][forward], gaps[forward], dsteps[forward], starts[forward]
 
 
 def detect_stalls(
     run: RunLog, *, factor: float = 5.0, floor_s: float = 10.0, window: int = 50, min_gaps: int = 10
 ) -> list[Finding]:
-    rows, gaps, dsteps = _step_gaps(run)
+    rows, gaps, dsteps, starts = _step_gaps_by_start(run)
     good = gaps > 0
-    rows, gaps, dsteps = rows[good], gaps[good], dsteps[good]
+    rows, gaps, dsteps, starts = rows[good], gaps[good], dsteps[good], starts[good]
     if rows.size < min_gaps:
         return []
     # judged per step: 5,000 s between steps 370 and 7040 of an excerpt (the lines between left out) is
     # no stall when a step takes 0.75 s
     per_step = gaps / dsteps
-    usual = trailing_median(per_step, window)
+    usual = _usual_per_start(per_step, starts, window)
     base = usual * dsteps
     stall = np.flatnonzero((per_step >= factor * usual) & (gaps >= floor_s) & np.isfinite(usual))
     findings: list[Finding] = []
@@ -222,6 +234,20 @@ def detect_stalls(
             )
         )
     return findings
+
+
+# more starts than this in one run are interleaved writers or a log of snippets: one baseline for all
+_MAX_STARTS = 200
+
+
+def _usual_per_start(per_step: np.ndarray, starts: np.ndarray, window: int) -> np.ndarray:
+    """The trailing median of seconds per step within each start of the run: a restart is a new run, its
+    pace its own (a restart with another configuration runs five times slower from its first step, which
+    is no stall), and its first gaps have no baseline yet."""
+    bounds = np.flatnonzero(np.diff(starts)) + 1
+    if bounds.size == 0 or bounds.size > _MAX_STARTS:
+        return trailing_median(per_step, window)
+    return np.concatenate([trailing_median(part, window) for part in np.split(per_step, bounds)])
 
 
 def detect_throughput(run: RunLog, *, blocks: int = 10, factor: float = 1.5) -> list[Finding]:

@@ -11,7 +11,9 @@
   its own event (the demo's saves, fifty steps apart, each upset the loss);
 - **one event, many metrics** (:func:`one_per_event`): the losses of one model (``loss``, ``loss_cls``,
   ``loss_box``, ``total_loss``) jump together at one step; the finding of the largest effect (losses first)
-  names the others, which stay as ``info`` so that each metric still says what it did.
+  names the others, which stay as ``info`` so that each metric still says what it did;
+- **row-to-row noise** (:func:`rare_row_jumps`): a few rows after a restart have no baseline, and the short
+  rule (a loss ×1.5 from one row to the next) holds only for a series that seldom does that elsewhere.
 """
 
 from __future__ import annotations
@@ -124,4 +126,35 @@ def _precedence(f: Finding) -> tuple[int, int, float]:
     return (SEVERITY_RANK[f.severity], 0 if family_of(f.metric).name == "loss" else 1, -size_of(f))
 
 
-__all__ = ["NOISY_SPIKES", "OUTLIER", "fold_noise", "one_per_event", "size_of"]
+# a series whose rows jump ×1.5 from one to the next this often (in its stretches) does so as its noise
+_ROW_JUMP_NOISE = 0.05
+SHORT_JUMP = 1.5
+_NOISE_PAIRS = 30
+
+
+def rare_row_jumps(x: np.ndarray, parts: list[slice]) -> bool:
+    """Whether ×1.5 from one row to the next is rare in this series (within its stretches, so a restart's
+    drop back to the first level is not counted): then it is a jump in a few pasted lines; a series that
+    does it often (the noisy terms of a TTS loss, in the runs of a file of many restarts) has no jump there
+    a short stretch could show."""
+    pairs = jumps = 0
+    for part in parts:
+        seg = x[part]
+        if seg.size < 2:
+            continue
+        prev, cur = seg[:-1], seg[1:]
+        pairs += int(np.count_nonzero(prev > 0))
+        jumps += int(np.count_nonzero((prev > 0) & (cur >= SHORT_JUMP * prev)))
+    # a few dozen pairs are no measure of noise (a logbook of pasted snippets: its jumps are the news)
+    return pairs < _NOISE_PAIRS or jumps <= _ROW_JUMP_NOISE * pairs
+
+
+__all__ = [
+    "NOISY_SPIKES",
+    "OUTLIER",
+    "SHORT_JUMP",
+    "fold_noise",
+    "one_per_event",
+    "rare_row_jumps",
+    "size_of",
+]

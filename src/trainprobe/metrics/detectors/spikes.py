@@ -36,7 +36,7 @@ import numpy as np
 
 from trainprobe.conventions import step_text
 from trainprobe.metrics.detectors.families import Family, family_of
-from trainprobe.metrics.detectors.noise import fold_noise
+from trainprobe.metrics.detectors.noise import SHORT_JUMP, fold_noise, rare_row_jumps
 from trainprobe.metrics.detectors.recovery import SETTLE_ROWS, change_text, settled_after
 from trainprobe.metrics.findings import CLIFF, SPIKE, Finding, fmt_value
 from trainprobe.metrics.rolling import trailing_mad, trailing_median
@@ -92,9 +92,11 @@ def detect_spikes(
     steps = run.steps[rows]
     findings: list[Finding] = []
     sus = suspect[rows] if suspect is not None else np.zeros(rows.size, dtype=bool)
-    for part in stretches(steps):
+    parts = stretches(steps)
+    short_rule = rare_row_jumps(x, parts)
+    for part in parts:
         stretch = _Stretch(
-            run, metric, family, rows[part], x[part], steps[part], threshold, window, rel_guard
+            run, metric, family, rows[part], x[part], steps[part], threshold, window, rel_guard, short_rule
         )
         findings.extend(_spikes_in(stretch, sus[part]))
     start_level = float(np.median(x[: min(10, x.size)]))
@@ -121,6 +123,8 @@ class _Stretch:
     threshold: float
     window: int
     rel_guard: float
+    # whether a short stretch may use the short rule (the series seldom jumps ×1.5 from a row to the next)
+    short_rule: bool = True
 
     @property
     def kind(self) -> str:
@@ -131,12 +135,12 @@ def _spikes_in(s: _Stretch, suspect: np.ndarray) -> list[Finding]:
     x, steps, kind, threshold, window, rel_guard = s.x, s.steps, s.kind, s.threshold, s.window, s.rel_guard
     n = x.size
     if n < MIN_BASELINE:
-        if kind != "loss" or n < 2:
+        if kind != "loss" or n < 2 or not s.short_rule:
             return []
         # A few pasted lines have no baseline: a loss that jumps ×1.5 from one row to the next is a spike.
         prev = np.concatenate([[np.nan], x[:-1]])
         with np.errstate(invalid="ignore"):
-            hit = (prev > 0) & (x >= 1.5 * prev)
+            hit = (prev > 0) & (x >= SHORT_JUMP * prev)
         med, scale = prev, np.full(n, np.nan)
     else:
         med, scale, hit = _baseline(x, x[:0], s.family, suspect, threshold, window, rel_guard, 0, n)
