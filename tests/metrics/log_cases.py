@@ -20,7 +20,9 @@ Matching rules:
 - **not_metrics**: no run reports a metric with one of these names (same normalisation, the ``eval/`` and
   ``train/`` prefixes dropped only in text logs, where only the reader adds them); a run may keep
   such a column as a counter or a timing (``RunLog.roles``), which the detectors do not watch.
-- **healthy**: no finding of severity warning or error.
+- **healthy**: no finding of severity warning or error, and no run read only in part
+  (``LogReport.partly_read``: such a report is never healthy, its exit code is 2). A log read right that says
+  it was read in part is a false alarm; a log read wrong that says so is honest, not misread-but-healthy.
 - **anomalies**: each is matched by a finding of any severity whose kind corresponds (spike → spike or
   recurring spike; nan → non_finite or missing_value; missing → missing_value; stall → stall, any metric;
   slowdown → throughput_regression; overfitting, divergence, cliff, early-explosion → the same kind), on a
@@ -183,9 +185,14 @@ def score_case(case: Path) -> Score:
             score.found += 1
         else:
             score.missed.append(f"{want['kind']} {want['key']} @ {want['step']}")
-    score.reported_healthy = not any(f.severity in ("warning", "error") for f in report.findings)
+    partly = [f"partly read: {why}" for _run, why in report.partly_read]
+    score.reported_healthy = not partly and not any(
+        f.severity in ("warning", "error") for f in report.findings
+    )
     if expected["healthy"]:
         score.false_warnings = [
             f"{f.severity}: {f.message}" for f in report.findings if f.severity in ("warning", "error")
         ]
+        if score.read_right:  # a log read right that says it was read in part: a false alarm too
+            score.false_warnings += partly
     return score

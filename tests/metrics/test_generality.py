@@ -63,8 +63,15 @@ def test_a_log_whose_metric_lines_were_mostly_not_read_is_partly_read_never_heal
         [f"config_{chr(97 + i % 26)}{i}: {i / 7:.3f}" for i in range(300)],
         # the same line over and over: nothing varies
         ["GPU 0 memory: 12.5 GB"] * 300,
+        # a model summary and a YAML config printed again at each of ten starts: the same few values
+        [
+            line
+            for _ in range(10)
+            for c in (32, 64, 128)
+            for line in (f"(bn): BatchNorm2d({c}, eps=0.001, momentum=0.03)", "  - 0.999", f"  - {c}")
+        ],
     ],
-    ids=["model-summary", "traceback", "config-dump", "constant"],
+    ids=["model-summary", "traceback", "config-dump", "constant", "summary-at-each-start"],
 )
 def test_numeric_lines_that_are_no_metrics_do_not_make_a_log_partly_read(
     tmp_path: Path, noise: list[str]
@@ -324,3 +331,23 @@ def test_resources_and_settings_are_not_metrics(name: str, role: str) -> None:
     from trainprobe.metrics.roles import role_of
 
     assert role_of(name, np.array([8974.0, 9012.0, 8990.0, 9100.0])) == role
+
+
+def test_a_jsonl_value_given_as_its_statistics_is_its_mean(tmp_path: Path) -> None:
+    """StyleGAN's stats.jsonl: each value an object {"num", "mean", "std"}; the mean is the value, under the
+    value's own name (other nested objects still flatten with /)."""
+    rows = [
+        {
+            "Loss/G/loss": {"num": 32, "mean": 3.0 - i / 100, "std": 0.9},
+            "Progress/tick": {"num": 1, "mean": float(i), "std": 0.0},
+            "opt": {"lr": 0.002, "betas": {"b1": 0.0}},
+        }
+        for i in range(20)
+    ]
+    path = tmp_path / "stats.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run,) = read_logs(path)
+    assert run.columns["Loss/G/loss"][:2].tolist() == [3.0, 2.99]
+    assert "Loss/G/loss/std" not in run.columns
+    assert "opt/lr" in run.columns
+    assert "opt/betas/b1" in run.columns

@@ -7,8 +7,10 @@ table: memory stays flat however long the log, and a line costs one regex pass o
 Not every numeric line that was not read is a metric the reader missed: an argument dump, a model summary,
 a table of system info or pasted source are numeric lines too. What sets a missed metric record apart is
 that its shape *repeats* with values that *vary*, and that those values are measurements — at least one
-non-integer number (``0.4213``, ``1.2e-4``) — where a shape listing, a NCCL channel table or a parameter
-count holds integers only. The log is "partly read" when such lines outnumber the lines read as rows.
+non-integer number (``0.4213``, ``1.2e-4``), in values that are new on a good share of its lines — where a
+shape listing, a NCCL channel table or a parameter count holds integers only, and a config or model summary
+printed again at each restart repeats the same few values. The log is "partly read" when such lines
+outnumber the lines read as rows.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ _SHAPE_CHARS = 160
 _SHOWN = 5
 # A shape seen fewer times than this is a one-off (a banner, a summary line), however many numbers it holds.
 MIN_REPEATS = 10
+# Of a shape's lines, the share with distinct values (one with a non-integer, at least three) that makes them
+# measurements; this many distinct ones always do.
+_DISTINCT_SHARE = 0.25
+_DISTINCT_ENOUGH = 64
 
 
 @dataclass
@@ -42,10 +48,15 @@ class UnreadShape:
     varies: bool = False
     measured: bool = False
     _first_numbers: tuple[str, ...] = ()
+    # the distinct sets of numbers of the lines that hold a non-integer, up to _DISTINCT_ENOUGH of them
+    _measured_values: set[tuple[str, ...]] = field(default_factory=set)
 
     @property
     def looks_like_metrics(self) -> bool:
-        return self.lines >= MIN_REPEATS and self.varies and self.measured
+        # measurements take ever new values; a config or model summary printed again at each of five starts
+        # repeats the same few (``- 0.999``, ``BatchNorm2d(32, eps=0.001, momentum=0.03)``)
+        distinct = self.measured or len(self._measured_values) >= max(3, _DISTINCT_SHARE * self.lines)
+        return self.lines >= MIN_REPEATS and self.varies and distinct
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -135,8 +146,10 @@ class ShapeCounter:
         got.lines += 1
         if not got.varies and numbers != got._first_numbers:
             got.varies = True
-        if got.varies and not got.measured:
-            got.measured = _is_measured(message)
+        seen = got._measured_values
+        if got.varies and not got.measured and numbers not in seen and _is_measured(message):
+            seen.add(numbers)
+            got.measured = len(seen) >= _DISTINCT_ENOUGH
 
     def coverage(self) -> Coverage:
         ranked = sorted(self._shapes.values(), key=lambda s: (-s.looks_like_metrics, -s.lines))
