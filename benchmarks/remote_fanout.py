@@ -4,7 +4,8 @@ Same targets, same work (the far side's ``python3`` prints its host name), the s
 
 - **pdsh** (Debian's ``pdsh``, ``-R ssh``): one OpenSSH client per target, no connection reuse. The baseline.
 - **parallel-ssh** (PyPI ``parallel-ssh``, libssh2 in one process with gevent), no reuse.
-- **trainprobe** (``run_fleet`` in its own process, as ``trainprobe run --on`` calls it): *cold* with no
+- **trainprobe** (``run_fleet`` in its own process, as ``trainprobe run --on`` calls it; that process,
+  ``benchmarks/_fanout_worker.py``, imports nothing of the benchmark's): *cold* with no
   ControlMaster up (the first call to a fleet: each target opens its connection and leaves a master behind);
   *warm*, the next call, through those masters. *cold, no reuse* (``TRAINPROBE_CONTROL_DIR=``) for reference.
 
@@ -55,34 +56,6 @@ SHELL = "dash"
 def addresses(count: int) -> list[str]:
     """127.0.1.1, 127.0.1.2, ... 250 per /24, never 127.0.0.1 (the machine's own services live there)."""
     return [f"127.0.{1 + i // 250}.{1 + i % 250}" for i in range(count)]
-
-
-# --- the workers: each tool runs in its own process, under the open-files limit ---
-
-
-def worker_trainprobe(spec: dict[str, object]) -> None:
-    from trainprobe.remote.fanout import run_fleet
-
-    fleet = run_fleet(list(spec["targets"]), WORK + "\n", parallel=PARALLEL, timeout=300, connect_timeout=60)  # type: ignore[call-overload]
-    hosts = [o.summary for o in fleet.outcomes if not o.ok]
-    print(json.dumps({"ok": sum(o.ok for o in fleet.outcomes), "failed": hosts[:3]}))
-
-
-def worker_pssh(spec: dict[str, object]) -> None:
-    from pssh.clients import ParallelSSHClient
-
-    hosts = list(spec["hosts"])  # type: ignore[call-overload]
-    client = ParallelSSHClient(
-        hosts, user=str(spec["user"]), port=int(spec["port"]), pkey=str(spec["key"]),  # type: ignore[call-overload]
-        pool_size=PARALLEL, timeout=60, num_retries=1,
-    )  # fmt: skip
-    output = client.run_command(f"python3 -c '{WORK}'", stop_on_errors=False)
-    client.join(output)
-    ok = sum(1 for host in output if host.exception is None and list(host.stdout) and host.exit_code == 0)
-    print(json.dumps({"ok": ok, "failed": [str(h.exception) for h in output if h.exception][:3]}))
-
-
-WORKERS = {"trainprobe": worker_trainprobe, "pssh": worker_pssh}
 
 
 # --- measuring one tool ---
@@ -183,8 +156,8 @@ class Bench:
 
     def worker(self, tool: str, spec: dict[str, object], expect: int, **env: str) -> Sample:
         path = self.work / f"{tool}-spec.json"
-        path.write_text(json.dumps(spec))
-        argv = [sys.executable, __file__, "--worker", tool, str(path)]
+        path.write_text(json.dumps({**spec, "work": WORK, "parallel": PARALLEL}))
+        argv = [sys.executable, str(ROOT / "benchmarks" / "_fanout_worker.py"), tool, str(path)]
         return measure(argv, self.env(**env), expect, json_ok, self.groups[tool], self.groups["sshd"])
 
     def trainprobe(self, hosts: list[str], control: str) -> Sample:
@@ -307,11 +280,7 @@ def main() -> None:
     parser.add_argument("--kex", help=kex + " the cost beyond the key exchange; default: OpenSSH's own")
     parser.add_argument("--busy", type=int, default=0, help="busy loops to run beside the tools (e.g. 2)")
     parser.add_argument("--tools", default=",".join(TOOLS), help=f"which to run, of {','.join(TOOLS)}")
-    parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     options = parser.parse_args()
-    if options.worker:
-        WORKERS[options.worker[0]](json.loads(Path(options.worker[1]).read_text()))
-        return
     if os.geteuid() != 0:
         sys.exit("needs root (it starts sshd and adds a test user)")
     if not shutil.which("pdsh"):
