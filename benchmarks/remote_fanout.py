@@ -12,7 +12,8 @@ Same targets, same work (the far side's ``python3`` prints its host name), the s
 Goals (ratios to pdsh in the same run, issue 25): cold ≤ 0.9×, warm ≤ 0.35×, on a quiet machine and with
 ``--busy 2`` (two busy loops beside the tools, each in a session of its own as another user's work would be,
 killed at the end); trainprobe's peak RSS ≤ 64 MB and it works under ``ulimit -n 1024`` (each tool runs under
-that limit; peak open files are sampled from /proc). The load average is printed before and after. Besides
+that limit; peak open files are sampled from /proc). The load average is printed before and after. The
+package is byte-compiled first, as an installed one is (``benchmarks/remote.py`` does the same). Besides
 wall time, the CPU each tool cost is reported, client side (the tool and its ssh processes, ControlMasters
 included) and server side (sshd and everything under it: login shells, Pythons), each from a cgroup of its
 own: on a shared machine wall times move with everybody else's load, CPU time much less.
@@ -27,6 +28,7 @@ user's login shell is dash. Needs root; apt ``pdsh`` and the ``bench`` extra (``
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import resource
@@ -285,6 +287,9 @@ def main() -> None:
         sys.exit("needs root (it starts sshd and adds a test user)")
     if not shutil.which("pdsh"):
         sys.exit("needs pdsh: apt-get install pdsh")
+    # as an installed package has them (and remote.py does): without .pyc files (PYTHONDONTWRITEBYTECODE)
+    # every trainprobe process would compile its modules from source first
+    compileall.compile_dir(ROOT / "src" / "trainprobe", quiet=1)
     sizes = sorted(int(n) for n in options.sizes.split(","))
     tools = ["pdsh", *(t for t in options.tools.split(",") if t != "pdsh")]
     if unknown := [t for t in tools if t not in TOOLS]:
