@@ -351,3 +351,15 @@ def test_a_jsonl_value_given_as_its_statistics_is_its_mean(tmp_path: Path) -> No
     assert "Loss/G/loss/std" not in run.columns
     assert "opt/lr" in run.columns
     assert "opt/betas/b1" in run.columns
+
+
+def test_a_rate_after_a_number_is_its_unit_not_prose(tmp_path: Path) -> None:
+    """Caffe's solver line: ``Iteration 100 (4.71 iter/s, 21.2s/100 iters), loss = 0.22``."""
+    lines = [
+        f"I0728 23:55:39.066728  4259 solver.cpp:218] Iteration {i} ({4 + i / 1000:.4f} iter/s, "
+        f"21.213s/100 iters), loss = {1 / (1 + i):.5f}"
+        for i in range(0, 1000, 100)
+    ]
+    (run,) = read_logs(_write(tmp_path / "train.log", lines))
+    assert run.columns["loss"][-1] == pytest.approx(1 / 901, rel=1e-3)
+    assert run.steps[-1] == 900

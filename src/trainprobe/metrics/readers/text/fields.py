@@ -36,6 +36,7 @@ from trainprobe.metrics.readers.text.tokens import (
     UNITS,
     WORD,
     Token,
+    is_unit,
     to_float,
     tokenize,
 )
@@ -303,6 +304,9 @@ class _Scan(TokenCursor):
                 or (self.text(before) in ("[", "(", "|") and closing in ("]", ")", "|", ""))
             )
             words = [self.text(t) for t in run]
+            if len(run) == 1 and self.kind(before) == NUMBER and is_unit(words[0]):
+                i = k  # ``4.71 iter/s``: the number's unit, with a space between; no prose
+                continue
             if is_label:
                 out.labels.append(" ".join(w.strip("'\"") for w in words) + (" " + group if group else ""))
             else:

@@ -80,6 +80,13 @@ UNITS = frozenset(
 )
 
 NON_FINITE_WORDS = frozenset({"nan", "inf", "infinity"})
+# a rate or a time per thing, whatever it counts (``iter/s``, ``images/sec``, ``s/batch``)
+_RATE = re.compile(r"[A-Za-z]{1,16}/(?:s|sec|step|it|iter|batch)|(?:s|ms|us|sec)/[A-Za-z]{1,16}")
+
+
+def is_unit(word: str) -> bool:
+    """Whether ``word`` is a unit: one of :data:`UNITS`, or a rate (``iter/s``, ``s/100`` is none)."""
+    return word in UNITS or _RATE.fullmatch(word) is not None
 
 
 def tokenize(message: str) -> list[Token]:
@@ -134,6 +141,7 @@ __all__ = [
     "WORD",
     "Token",
     "is_number_text",
+    "is_unit",
     "to_float",
     "tokenize",
 ]
