@@ -247,7 +247,7 @@ class Case:
     diff: int | None = None  # None: scan's (diff judges each unit as scan does: one answer)
     says: str = ""  # in scan's output (stdout and stderr)
     globals: tuple[str, ...] = ()  # suspicious globals scan must name
-    seconds: float = 30.0  # wall-clock per command (start-up included; the machine is shared)
+    seconds: float = 30.0  # CPU seconds per command, start-up included (a busy machine does not stretch it)
     max_rss_mb: float = 400.0
     # The data a command must hold beyond the file's bytes, where the format makes it build more (say why in
     # ``notes["kept"]``): peak RSS is held to the command's baseline + 2 x (file bytes + this).

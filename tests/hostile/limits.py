@@ -22,6 +22,10 @@ from pathlib import Path
 ADDRESS_SPACE = 2 << 30
 #: CPU seconds a single command may use (the wall-clock timeout is looser: the machine is shared).
 CPU_SECONDS = 60
+#: Wall-clock seconds after which a command is taken to hang and killed. A hang uses no CPU, so only the wall
+#: clock tells it; a command's own cost is held to a budget in CPU seconds (``Outcome.cpu_seconds``), which a
+#: busy machine does not stretch. Generous: a command that ends never waits for it.
+HANG_GUARD_S = 180.0
 
 
 def limit_resources(address_space: int = ADDRESS_SPACE, cpu_seconds: int = CPU_SECONDS) -> None:
@@ -37,10 +41,15 @@ class Outcome:
     code: int | None  # None: killed (timeout or a signal)
     stdout: str
     stderr: str
-    seconds: float
+    seconds: float  # wall clock: how long it took on this machine, at its load
     max_rss_mb: float
     signal: int | None = None
     timed_out: bool = False
+    cpu_seconds: float = 0.0  # user + system time of the command: its own cost, whatever the load
+
+    def within(self, seconds: float) -> bool:
+        """The command ended by itself and cost at most ``seconds`` of CPU time."""
+        return not self.timed_out and self.cpu_seconds <= seconds
 
     @property
     def traceback(self) -> bool:
@@ -55,7 +64,8 @@ class Outcome:
             else f"exit {self.code}"
         )
         return (
-            f"trainprobe {' '.join(self.argv)}: {how} after {self.seconds:.1f}s, {self.max_rss_mb:.0f} MB\n"
+            f"trainprobe {' '.join(self.argv)}: {how} after {self.seconds:.1f}s "
+            f"({self.cpu_seconds:.1f}s CPU), {self.max_rss_mb:.0f} MB\n"
             f"stdout: {self.stdout[-1500:]}\nstderr: {self.stderr[-3000:]}"
         )
 
@@ -73,7 +83,7 @@ if pid == 0:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     os.execv(cmd[0], cmd)
 _, status, usage = os.wait4(pid, 0)
-os.write(fd, str(usage.ru_maxrss).encode())
+os.write(fd, f"{usage.ru_maxrss} {usage.ru_utime + usage.ru_stime}".encode())
 code = os.waitstatus_to_exitcode(status)
 if code < 0:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -85,7 +95,7 @@ os._exit(code)
 def run_trainprobe(
     argv: list[str],
     *,
-    timeout: float = 90.0,
+    timeout: float = HANG_GUARD_S,
     cwd: Path | None = None,
     address_space: int = ADDRESS_SPACE,
     env: dict[str, str] | None = None,
@@ -128,15 +138,17 @@ def run_trainprobe(
         stderr = err.read().decode("utf-8", "replace")
     code = proc.returncode
     sig = -code if code < 0 else None
+    rss_kb, cpu = [*reported.split(), b"0", b"0"][:2]  # nothing reported: the launcher itself was killed
     return Outcome(
         argv,
         None if sig else code,
         stdout,
         stderr,
         seconds,
-        int(reported or 0) / 1024,
+        int(rss_kb) / 1024,
         signal=sig,
         timed_out=timed_out.is_set(),
+        cpu_seconds=float(cpu),
     )
 
 
