@@ -24,6 +24,7 @@ from trainprobe.checkpoint.scanning.report import FileReport, UnitReport
 from trainprobe.checkpoint.units.discover import Unit
 from trainprobe.checkpoint.units.facts import PartFacts
 from trainprobe.checkpoint.units.frameworks import Framework, framework_named
+from trainprobe.checkpoint.units.rates import rate_evidence
 from trainprobe.checkpoint.units.steps import (
     StepSource,
     chosen_step,
@@ -109,11 +110,14 @@ def unit_evidence(
     alone: bool | None = None,
 ) -> list[Evidence]:
     """What a unit says as a whole, the same for ``scan``, ``check`` and ``diff``: whether its step sources
-    agree (:func:`trainprobe.checkpoint.units.steps.judge_steps`) and what its framework knows about its parts
-    (a DeepSpeed rank's optimizer partition missing). ``alone``: the unit is one file given by itself
-    (default: ``unit.framework == "file"``); what its framework says of the other parts is then a note."""
+    agree (:func:`trainprobe.checkpoint.units.steps.judge_steps`), whether its scheduler's last learning rate
+    is its optimizer's (:func:`trainprobe.checkpoint.units.rates.rate_evidence`) and what its framework knows
+    about its parts (a DeepSpeed rank's optimizer partition missing). ``alone``: the unit is one file given
+    by itself (default: ``unit.framework == "file"``); what its framework says of the other parts is then a
+    note."""
     scaler = has_grad_scaler([p.path for p in unit.parts], facts)
     out = judge_steps(sources, framework, scaler=scaler, skipped=skipped_steps(facts))
+    out.extend(rate_evidence(facts))
     whole = framework.parts_evidence(unit.parts, facts)
     if alone is None:
         alone = unit.framework == "file"

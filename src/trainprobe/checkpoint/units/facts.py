@@ -18,6 +18,7 @@ from trainprobe.checkpoint.reading.skeleton import fields_of, find_optimizer_sta
 from trainprobe.checkpoint.units.frameworks import FRAMEWORKS, Framework, Role
 from trainprobe.checkpoint.units.frameworks.base import EPOCHS, OPTIMIZER_STEPS
 from trainprobe.checkpoint.units.manifest import read_manifest
+from trainprobe.checkpoint.units.rates import optimizer_rates, rates_of
 from trainprobe.errors import CheckpointError
 
 #: The step-like fields writers record in the saved object, under their own names, and what each counts: one
@@ -37,6 +38,8 @@ STEP_KEYS: dict[str, str] = {
     "total_steps": OPTIMIZER_STEPS,
     "train_steps": OPTIMIZER_STEPS,
     "step_count": OPTIMIZER_STEPS,
+    "optimization_step": OPTIMIZER_STEPS,  # diffusers' EMAModel (its state_dict, its config.json)
+    "updates": OPTIMIZER_STEPS,  # YOLOv5 / ultralytics: their ModelEMA's updates, one per optimizer step
     "epoch": EPOCHS,
     "epochs": EPOCHS,
     "current_epoch": EPOCHS,
@@ -97,10 +100,12 @@ def step_field(objects: Any) -> tuple[str, int] | None:
     return next((f for f in step_fields(objects) if counts_of_field(f[0]) == OPTIMIZER_STEPS), None)
 
 
-def _scheduler_epoch(objects: Any, role: Role) -> tuple[str, int] | None:
+def _schedulers(objects: Any, role: Role) -> list[tuple[str, dict[str, Any]]]:
+    """The scheduler state dicts of a saved object (a scheduler part itself, or under ``lr_scheduler(s)`` /
+    ``scheduler``, one or a list): (where, the dict)."""
     objects = fields_of(objects)
     if not isinstance(objects, dict):
-        return None
+        return []
     candidates: list[tuple[str, Any]] = []
     if role == "scheduler":
         candidates.append(("last_epoch", objects))
@@ -110,13 +115,27 @@ def _scheduler_epoch(objects: Any, role: Role) -> tuple[str, int] | None:
             candidates.extend((f"{key}.{i}.last_epoch", v) for i, v in enumerate(value))
         else:
             candidates.append((f"{key}.last_epoch", value))
-    for where, cand in candidates:
-        cand = fields_of(cand)
-        if isinstance(cand, dict):
-            value = integer(cand.get("last_epoch"))
-            if value is not None:
-                return where, value
+    return [
+        (where, cand) for where, cand in ((w, fields_of(c)) for w, c in candidates) if isinstance(cand, dict)
+    ]
+
+
+def _scheduler_epoch(schedulers: list[tuple[str, dict[str, Any]]]) -> tuple[str, int] | None:
+    for where, cand in schedulers:
+        value = integer(cand.get("last_epoch"))
+        if value is not None:
+            return where, value
     return None
+
+
+def _scheduler_rates(schedulers: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, list[float]]]:
+    """Each scheduler's last learning rates (torch's ``_last_lr``): (where, the rates)."""
+    out = []
+    for where, cand in schedulers:
+        rates = rates_of(cand.get("_last_lr"))
+        if rates is not None:
+            out.append((where.removesuffix("last_epoch").rstrip("."), rates))
+    return out
 
 
 def optimizer_counters(objects: Any) -> dict[str, dict[float, list[str]]]:
@@ -157,6 +176,9 @@ class PartFacts:
     skipped_steps: int = 0
     framework: str | None = None  # the framework that knows this part's object (a Lightning .ckpt)
     extra: dict[str, Any] = field(default_factory=dict)
+    # (where, rates): each scheduler's last learning rates, each optimizer's param-group rates (.rates)
+    scheduler_lrs: list[tuple[str, list[float]]] = field(default_factory=list)
+    optimizer_lrs: list[tuple[str, list[float]]] = field(default_factory=list)
 
     @classmethod
     def of(cls, path: str, role: Role, ckpt: Checkpoint, framework: Framework) -> PartFacts:
@@ -166,7 +188,10 @@ class PartFacts:
         # A step field of an RNG or config file counts something else (accelerate's random_states "step");
         # a metadata part is the loop's own state saved beside the model (accelerate's custom_checkpoint_N).
         facts.step_fields = step_fields(top) if role in ("weights", "optimizer", "state", "metadata") else []
-        facts.scheduler = _scheduler_epoch(top, role)
+        schedulers = _schedulers(top, role)
+        facts.scheduler = _scheduler_epoch(schedulers)
+        facts.scheduler_lrs = _scheduler_rates(schedulers)
+        facts.optimizer_lrs = optimizer_rates(top)
         facts.counters = optimizer_counters(top)
         if os.path.isfile(path):
             try:
@@ -200,6 +225,8 @@ class PartFacts:
             self.skipped_steps or other.skipped_steps,
             self.framework or other.framework,
             {**other.extra, **self.extra},
+            self.scheduler_lrs or other.scheduler_lrs,
+            self.optimizer_lrs or other.optimizer_lrs,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -216,6 +243,8 @@ class PartFacts:
             "skipped_steps": self.skipped_steps,
             "framework": self.framework,
             "extra": self.extra,
+            "scheduler_lrs": [[w, r] for w, r in self.scheduler_lrs],
+            "optimizer_lrs": [[w, r] for w, r in self.optimizer_lrs],
         }
 
     @classmethod
@@ -234,4 +263,6 @@ class PartFacts:
             int(d.get("skipped_steps") or 0),
             d.get("framework"),
             dict(d.get("extra") or {}),
+            [(str(w), [float(x) for x in r]) for w, r in d.get("scheduler_lrs") or []],
+            [(str(w), [float(x) for x in r]) for w, r in d.get("optimizer_lrs") or []],
         )

@@ -5,7 +5,8 @@ Step sources: the unit's ``name`` (``checkpoint-500``, ``global_step500``, ``ste
 ``directory`` (a file inside ``step_500/``), which are labels; and what the save itself wrote:
 ``trainer_state.json``'s ``global_step``, every ``step field`` of the saved object (the writer's own keys, one
 table: :data:`.facts.STEP_KEYS` — ``step``, ``global_step``, ``iteration``, ``iter_num``, ``num_updates``,
-``epoch``, ... at the top or in a progress dict such as ``train_state`` or ``meta``), the ``scheduler``'s
+``epoch``, ... at the top or in a progress dict such as ``train_state`` or ``meta``; or in a JSON file beside
+the weights: :data:`.sidefiles.SIDE_STEP_FIELDS`, diffusers' EMA ``optimization_step``), the ``scheduler``'s
 ``last_epoch``, the CheckpointWriter ``manifest`` and the ``optimizer counters`` (the per-parameter ``step``
 of an optimizer's state, one source per optimizer whose counters all agree). Each is kept with what it counts
 (the framework says); the unit's step is the most trustworthy source's — what the unit records before what its
@@ -31,20 +32,19 @@ Stdlib + numpy only (shipped with ``trainprobe.checkpoint``).
 
 from __future__ import annotations
 
-import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.evidence import Evidence
-from trainprobe.checkpoint.safe_io import read_side
 from trainprobe.checkpoint.units.facts import PartFacts, counts_of_field
 from trainprobe.checkpoint.units.frameworks import Framework
 from trainprobe.checkpoint.units.frameworks.base import EPOCHS, OPTIMIZER_STEPS, UNKNOWN_COUNT
+from trainprobe.checkpoint.units.sidefiles import side_step_fields, trainer_state_step
 from trainprobe.conventions import step_in_name
 
 _SCALER = re.compile(r"(?i)^scaler(_\d+)?\.(pt|pth|bin)$")
@@ -94,16 +94,6 @@ class StepSource:
 # -- reading the sources ---------------------------------------------------------------------------
 
 
-def trainer_state_step(unit_path: str) -> int | None:
-    """``global_step`` of the ``trainer_state.json`` beside a unit's files (HF Trainer), or None."""
-    folder = unit_path if os.path.isdir(unit_path) else os.path.dirname(unit_path)
-    try:
-        value = json.loads(read_side(os.path.join(folder, "trainer_state.json"))).get("global_step")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def collect_step_sources(
     unit_path: str,
     framework: Framework,
@@ -129,13 +119,14 @@ def collect_step_sources(
         trainer_state = trainer_state_step(unit_path)
     if trainer_state is not None:
         out.append(StepSource("trainer_state.json", trainer_state, OPTIMIZER_STEPS, "trainer_state.json"))
+    if is_file is None:  # the unit is on this machine: its side files are beside it
+        for side, key, number in side_step_fields(unit_path):
+            out.append(StepSource("step field", number, _field_counts(key, counts), f"{side}: {key}", side))
     for part in facts:
         rel = "" if part.path == unit_path else os.path.relpath(part.path, unit_path)
         name = os.path.basename(part.path)
         for key, field_value in part.step_fields:
-            what = counts_of_field(key)
-            if what == OPTIMIZER_STEPS:
-                what = counts.get("step field", UNKNOWN_COUNT)
+            what = _field_counts(key, counts)
             out.append(StepSource("step field", field_value, what, f"{name}: {key}", rel))
         if part.scheduler is not None:
             what = counts.get("scheduler", UNKNOWN_COUNT)
@@ -149,6 +140,13 @@ def collect_step_sources(
         if part.manifest is not None:
             out.append(StepSource("manifest", part.manifest[1], OPTIMIZER_STEPS, part.manifest[0]))
     return out
+
+
+def _field_counts(key: str, counts: Mapping[str, str]) -> str:
+    """What a step field counts: its key's (:data:`.facts.STEP_KEYS`), the framework's word for an
+    optimizer-step field."""
+    what = counts_of_field(key)
+    return counts.get("step field", UNKNOWN_COUNT) if what == OPTIMIZER_STEPS else what
 
 
 def chosen_step(sources: Sequence[StepSource]) -> tuple[int | None, str]:
