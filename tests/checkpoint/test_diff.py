@@ -199,3 +199,35 @@ def test_tied_embeddings_are_mapped_and_a_tear_found(tmp_path: Path) -> None:
     assert "model.embed.weight (step 1 -> 2, weights identical)" in report.step_without_weights
     assert report.verdict == "torn"
     assert not [n for n in report.notes if n.kind == "same-run-not-run"]
+
+
+def test_each_side_shows_checks_verdict(tmp_path: Path) -> None:
+    """Issue 23: where diff shows a unit's verdict it is check's (one rule), not scan's "clean": a unit whose
+    optimizer counters disagree (a save that raced a step) is torn on its side, and so is the diff."""
+    from trainprobe.checkpoint.check import check_paths
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(3):
+        opt.zero_grad()
+        model(torch.randn(2, 4)).pow(2).mean().backward()
+        opt.step()
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 3}, tmp_path / "a.pt")
+    torn = {"model": model.state_dict(), "optimizer": copy.deepcopy(opt.state_dict()), "step": 3}
+    torn["optimizer"]["state"][0]["step"] = torch.tensor(4.0)  # one parameter's state written a step later
+    torch.save(torn, tmp_path / "b.pt")
+    document = diff_paths(str(tmp_path / "a.pt"), str(tmp_path / "b.pt")).to_json()
+    checked = {
+        r.path: r.verdict for r in check_paths([str(tmp_path / "a.pt"), str(tmp_path / "b.pt")]).results
+    }
+    assert (
+        (document["units"]["a"]["verdict"], document["units"]["b"]["verdict"])
+        == (
+            checked[str(tmp_path / "a.pt")],
+            checked[str(tmp_path / "b.pt")],
+        )
+        == ("consistent", "torn")
+    )
+    assert document["verdict"] == "torn"
+    assert document["exit_code"] == 1

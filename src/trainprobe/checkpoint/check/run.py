@@ -35,7 +35,13 @@ def check_paths(paths: Sequence[str]) -> CheckReport:
     CheckpointWriter directory means all its checkpoints, ``checkpoint-N/`` one), and quoted globs."""
     if not paths:
         raise UsageError("nothing to check: give at least one checkpoint file, directory or glob")
-    results = [check_unit(u) for u in discover_units(list(paths))]
+    return check_units(discover_units(list(paths)))
+
+
+def check_units(units: Sequence[Unit]) -> CheckReport:
+    """Check each of ``units``, then the evidence between them (copies, an earlier unit's moments under a
+    later step): what ``check`` gives for them, and ``diff`` for its two sides."""
+    results = [check_unit(u) for u in units]
     mark_identical(results)
     cross_unit_evidence(results)
     for r in results:

@@ -7,9 +7,10 @@ parameters whose optimizer step counter moved while the weights stayed identical
 while the counter did not) — the trace of a save that mixed model and optimizer from different steps, or of a
 parameter the optimizer does not actually update.
 
-Each unit is also judged as ``scan`` judges it (the one rule of :mod:`trainprobe.checkpoint.verdict`): a NaN,
-a suspicious global, a truncated file, step sources that disagree make the diff's verdict and exit code what
-``scan`` and ``check`` give that unit; a unit that cannot be opened is reported, never raised.
+Each unit is also judged as ``check A B`` judges it (:func:`trainprobe.checkpoint.check.run.check_units`, the
+one rule of :mod:`trainprobe.checkpoint.verdict`): the verdict shown for each side is check's, and a finding
+in either (a NaN, a suspicious global, a truncated file, a torn unit) makes the diff's verdict and exit code
+what check gives that unit; a unit that cannot be opened is reported, never raised.
 
 Imports only the standard library, numpy and trainprobe.checkpoint (shipped to remote hosts).
 """
@@ -23,13 +24,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainprobe.checkpoint import verdict as V
+from trainprobe.checkpoint.check.report import CheckResult
+from trainprobe.checkpoint.check.run import check_units
 from trainprobe.checkpoint.diff.same_run import same_run, settings_changed
 from trainprobe.checkpoint.diff.tensors import TensorDiff, diff_tensor, json_float, logical_tensors
 from trainprobe.checkpoint.reading.base import Checkpoint, Note
 from trainprobe.checkpoint.reading.formats import open_file
 from trainprobe.checkpoint.reading.pickle.unpickler import SUSPICIOUS
-from trainprobe.checkpoint.scanning.report import UnitReport
-from trainprobe.checkpoint.scanning.run import scan_units
 from trainprobe.checkpoint.units.discover import Unit, discover_units
 from trainprobe.errors import CheckpointError
 
@@ -79,8 +80,8 @@ class DiffReport:
     # the dtype's resolution, a note (not the trace of a tear).
     below_resolution: list[str] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
-    # Each unit as scan judges it (None when the report was built from two opened checkpoints).
-    units: tuple[UnitReport | None, UnitReport | None] = (None, None)
+    # Each unit as check judges it (None when the report was built from two opened checkpoints).
+    units: tuple[CheckResult | None, CheckResult | None] = (None, None)
     # Why a unit could not be compared (it could not be opened): side -> the reason.
     not_compared: dict[str, str] = field(default_factory=dict)
 
@@ -124,10 +125,15 @@ class DiffReport:
 
     @property
     def verdict(self) -> str:
-        """The worst of: each unit's verdict as ``scan`` gives it (non-finite, suspicious, corrupt, torn step
-        sources, unreadable), ``suspicious`` when a pickle of either names a global that would run code,
-        ``torn`` when the optimizer's steps and the weights disagree about what moved; else ``clean``."""
-        found = [u.verdict for u in self.units if u is not None]
+        """The worst of: each unit's verdict as ``check`` gives it where it is a finding or unreadable
+        (non-finite, suspicious, corrupt, torn, unreadable), ``suspicious`` when a pickle of either names a
+        global that would run code, ``torn`` when the optimizer's steps and the weights disagree about what
+        moved; else ``clean`` (each side's own consistent / unknown is in ``units``)."""
+        found = [
+            u.verdict
+            for u in self.units
+            if u is not None and (V.is_finding(u.verdict) or u.verdict == V.UNREADABLE)
+        ]
         if self.suspicious:
             found.append(V.SUSPICIOUS)
         if self.step_without_weights or self.weights_without_step:
@@ -164,22 +170,24 @@ class DiffReport:
         }
 
 
-def _unit_json(u: UnitReport) -> dict[str, Any]:
-    """A unit as scan judged it, without timings (two diffs of the same files give the same document)."""
+def _unit_json(u: CheckResult) -> dict[str, Any]:
+    """A unit as check judged it (its verdict and why, its step, errors, NaN/Inf, failed evidence and
+    notes), without timings (two diffs of the same files give the same document)."""
     bad = [
-        {"file": f.path, "name": t.name, "param_name": t.param_name, "nan": t.nan, "posinf": t.posinf,
-         "neginf": t.neginf}
-        for f in u.files
-        for t in f.bad_tensors
+        {"file": u.path, "name": t["name"], "param_name": t.get("param_name"), "nan": t["nan"],
+         "posinf": t["posinf"], "neginf": t["neginf"]}
+        for t in u.nonfinite
     ]  # fmt: skip
+    read = any(f.get("format") for f in u.files)
     return {
         "path": u.path,
         "framework": u.framework,
         "verdict": u.verdict,
+        "reason": u.reason,
         "step": u.step,
         "step_source": u.step_source,
-        "problem": u.problem,
-        "errors": [{"file": f.path, "error": f.error} for f in u.files if f.error],
+        "problem": None if read or u.verdict != V.UNREADABLE else u.reason,
+        "errors": [{"file": f["path"], "error": f["error"]} for f in u.files if f.get("error")],
         "unread": list(u.unread),
         "nonfinite": bad,
         "evidence": [e.to_json() for e in u.evidence if e.outcome in ("fail", "note")],
@@ -220,14 +228,14 @@ def open_unit(path: str | Unit) -> Checkpoint:
 
 def diff_paths(a: str, b: str) -> DiffReport:
     """Compare unit ``a`` (the reference) with ``b`` (files or directory units of any kind). Each unit is
-    judged as ``scan`` judges it; one that cannot be opened (truncated, a part missing) is reported in
+    judged as ``check a b`` judges it; one that cannot be opened (truncated, a part missing) is reported in
     ``not_compared``. Raises CheckpointError only for a path that names no checkpoint at all."""
     ua, ub = (_first_unit(p) for p in (a, b))
     for unit in (ua, ub):
         if unit.problem is not None:
             raise CheckpointError(unit.path, unit.problem)
-    judged = scan_units([ua, ub])
-    units = (judged.units[0], judged.units[1])
+    judged = check_units([ua, ub])
+    units = (judged.results[0], judged.results[1])
     opened: dict[str, Checkpoint] = {}
     problems: dict[str, str] = {}
     try:
