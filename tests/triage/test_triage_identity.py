@@ -142,3 +142,19 @@ def test_duplicates_name_each_other(tmp_path: Path) -> None:
     (dup,) = report.duplicates
     assert (sorted(dup.units), dup.bytes) == (["best.pt", "step_100.pt"], True)
     assert "byte-identical copies: " in "\n".join(report.answers["broken"]["lines"])
+
+
+def test_resume_prefers_the_unit_whose_name_agrees_and_names_the_misleading_copy() -> None:
+    """Issue 23: step_3000 whose step field says 1000 holds the bytes of step_1000 (saved later): resume from
+    step_1000, and say step_3000 is the same bytes under a misleading name."""
+    units = [
+        _unit("step_1000", 1000, name_step=1000, mtime=1.0),
+        _unit("step_3000", 1000, name_step=3000, mtime=2.0),
+    ]
+    units[0].update(identical_to=["step_3000"], byte_identical_to=["step_3000"])
+    units[1].update(identical_to=["step_1000"], byte_identical_to=["step_1000"])
+    report = conclude(_doc(units, []))
+    assert report.resume_from is not None
+    assert report.resume_from.relpath == "step_1000"
+    (line,) = report.answers["resume"]["lines"]
+    assert "step_3000 is the same bytes under a misleading name (it says step 3000" in line, line

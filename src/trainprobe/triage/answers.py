@@ -19,15 +19,32 @@ from trainprobe.triage.model import (
     anomaly_json,
 )
 
+_LABELS = ("name", "directory")
+
+
+def label_step(unit: CheckpointInfo) -> int | None:
+    """The step a unit's name (or its folder's) says, when the unit records another one itself: the name is
+    then misleading (a relabelled copy, an epoch number). None when the name agrees, says nothing, or is all
+    the unit has."""
+    if unit.step is None or unit.step_source in _LABELS:
+        return None
+    said = [s.get("value") for s in unit.step_sources if s.get("source") in _LABELS]
+    return next((v for v in said if isinstance(v, int) and v != unit.step), None)
+
 
 def resume_from(
     units: list[CheckpointInfo], conclusions: list[Conclusion]
 ) -> tuple[CheckpointInfo | None, str]:
     """The latest healthy unit (check's verdict: finite and not torn) from before the first lasting anomaly's
-    conclusion, and why. A climb into a NaN counts from the NaN (its conclusion's step)."""
+    conclusion, and why. A climb into a NaN counts from the NaN (its conclusion's step). Of units at the same
+    step, one whose name agrees with its content is preferred to one whose name says another step; a copy of
+    the pick under a misleading name is said."""
     lasting = [c.step for c in conclusions if any(a.lasting for a in c.anomalies)]
     bad_from = min(lasting, default=None)
-    ordered = sorted(units, key=lambda c: (c.step if c.step is not None else -1, c.mtime or 0))
+    ordered = sorted(
+        units,
+        key=lambda c: (c.step if c.step is not None else -1, label_step(c) is None, c.mtime or 0),
+    )
     healthy = [c for c in ordered if c.healthy]
     if bad_from is not None:
         healthy = [c for c in healthy if c.step is not None and c.step < bad_from]
@@ -51,9 +68,27 @@ def resume_from(
     skipped = [c for c in ordered if not c.healthy and (c.step or -1) > (best.step or -1)]
     if skipped:
         why += f"; later ones are not healthy ({', '.join(f'{c.relpath}: {c.verdict}' for c in skipped[:4])})"
-    if best.identical_to:
-        why += f"; it holds the same tensors as {', '.join(best.identical_to)}"
-    return best, why
+    return best, why + _copies(best, units)
+
+
+def _copies(best: CheckpointInfo, units: list[CheckpointInfo]) -> str:
+    """What the resume advice says of the pick's copies: those under a misleading name by name, the rest as
+    the same tensors."""
+    by_rel = {u.relpath: u for u in units}
+    misnamed = [
+        (rel, said)
+        for rel in best.identical_to
+        if rel in by_rel and (said := label_step(by_rel[rel])) is not None
+    ]
+    out = "".join(
+        f"; {rel} is the same {'bytes' if rel in best.byte_identical_to else 'tensors'} under a misleading "
+        f"name (it says step {said}, its contents step {step_text(by_rel[rel].step)})"
+        for rel, said in misnamed
+    )
+    others = [rel for rel in best.identical_to if rel not in dict(misnamed)]
+    if others:
+        out += f"; it holds the same tensors as {', '.join(others)}"
+    return out
 
 
 def _broken(
