@@ -232,3 +232,23 @@ def test_framework_csvs(tmp_path: Path, name: str, text: str, fmt: str, step_of_
         assert run.wall is not None  # time: elapsed seconds that count up
     if fmt == "timm":
         assert run.role("eval_top5") == "counter"  # 100.0 on every epoch (two classes): nothing to watch
+
+
+def test_yolo_results_txt_reads_as_its_results_csv_names(tmp_path: Path) -> None:
+    """YOLOv5/v7 results.txt: no header, 15 whitespace-aligned columns; a wide value touches the one before
+    it ("640 0.0001716"), the label count and image size are no series, the epoch its axis."""
+    rows = [
+        f"{e:>6}/9 {0.4 + e / 10:8.3g}G {0.07 - e / 1000:9.4g} {0.23:9.4g} {0.025:9.4g} {0.33:9.4g}"
+        f" {84 - e:9d} {640:9d}{1.7e-4 * (e + 1):10.4g}{0.002:10.4g}{1.7e-6:10.4g}{2.5e-7:10.4g}"
+        f"{0.085:10.4g}{0.116:10.4g}{0.0179:10.4g}"
+        for e in range(10)
+    ]
+    path = tmp_path / "results.txt"
+    path.write_text("\n".join(rows) + "\n")
+    (run,) = read_logs(path)
+    assert run.format == "yolo-results"
+    assert run.steps.tolist() == list(range(10))
+    assert run.columns["train/box_loss"][0] == pytest.approx(0.07)
+    assert run.columns["metrics/precision"][-1] == pytest.approx(1.7e-3)
+    assert run.columns["val/cls_loss"][0] == pytest.approx(0.0179)
+    assert not {"labels", "img_size", "gpu_mem"} & set(run.metrics)

@@ -18,6 +18,7 @@ from trainprobe.metrics.readers.text import TextReader
 from trainprobe.metrics.readers.trainer_state import TrainerStateReader
 from trainprobe.metrics.readers.wandb_dir import WandbDirReader
 from trainprobe.metrics.readers.wandb_records import WandbRecordsReader
+from trainprobe.metrics.readers.yolo_results import YoloResultsReader
 
 READERS: tuple[LogReader, ...] = (
     TensorBoardReader(),
@@ -30,6 +31,7 @@ READERS: tuple[LogReader, ...] = (
     KerasCsvReader(),
     UltralyticsReader(),
     TimmSummaryReader(),
+    YoloResultsReader(),
     CsvReader(),
     TextReader(),
 )
