@@ -107,37 +107,46 @@ def conda_envs(homes: "list[str]") -> "list[str]":
     return found
 
 
-def running_pythons() -> "list[str]":
-    """Interpreters of the login user's running Python processes: argv[0] if absolute (keeps venv paths),
-    else the executable. Other users' processes are not candidates (their interpreters are theirs)."""
-    found: list[str] = []
-    me = str(os.getpid())
+def running_pythons() -> "Iterator[str]":
+    """Interpreters of the login user's running Python processes, lowest process id first: argv[0] if
+    absolute (keeps venv paths), else the executable. Other users' processes are not candidates (their
+    interpreters are theirs).
+
+    Lazy: discovery wants the first acceptable one, and every process costs system calls (measured
+    ≈ 4 µs a process, ≈ 11 µs one of the login user's: on a host with thousands, tens of milliseconds of
+    every run), so the scan stops there. One stat for a process that is not a Python of ours, the command
+    line read only for one that is; names relative to one ``/proc`` descriptor (no path walk each)."""
     try:
-        pids = sorted((p for p in os.listdir("/proc") if p.isdigit() and p != me), key=int)
+        proc = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
-        return found
-    for pid in pids:
-        # Two system calls for a process that is not a Python of ours, and the command line read only for
-        # one that is: a host with many processes of the login user's (a fleet's sessions, a job's
-        # workers) pays this on every run.
-        try:
-            if os.stat("/proc/" + pid).st_uid != UID:
+        return
+    try:
+        me = str(os.getpid())
+        pids = [p for p in os.listdir(proc) if p.isdigit() and p != me]
+        pids.sort(key=int)  # the kernel lists them in order already: a check, not a sort
+        for pid in pids:
+            try:
+                if os.stat(pid, dir_fd=proc).st_uid != UID:
+                    continue
+                exe = os.readlink(pid + "/exe", dir_fd=proc)
+                if not os.path.basename(exe).startswith("python"):
+                    continue
+                cmdline = os.open(pid + "/cmdline", os.O_RDONLY, dir_fd=proc)
+                try:
+                    argv = os.read(cmdline, 1 << 16).split(b"\0")
+                finally:
+                    os.close(cmdline)
+            except OSError:
                 continue
-            exe = os.readlink("/proc/" + pid + "/exe")
-            if not os.path.basename(exe).startswith("python"):
+            if OUR_BOOT in b"".join(argv[:3]):
                 continue
-            with open("/proc/" + pid + "/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if OUR_BOOT in b"".join(argv[:3]):
-            continue
-        first = argv[0].decode(errors="replace")
-        found.append(first if first.startswith("/") and os.path.basename(first).startswith("python") else exe)
-    return found
+            first = argv[0].decode(errors="replace")
+            yield first if first.startswith("/") and os.path.basename(first).startswith("python") else exe
+    finally:
+        os.close(proc)
 
 
-def candidate_groups() -> "Iterator[tuple[list[str], bool]]":
+def candidate_groups() -> "Iterator[tuple[Iterable[str], bool]]":
     """(candidates, whether each must pass :func:`trusted_env`) in discovery order, group by group, so a
     caller that needs only the first stops early. The environment and PATH are the login user's own
     choice; what is found by looking around the file system is checked."""
