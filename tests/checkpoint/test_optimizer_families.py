@@ -103,3 +103,22 @@ def test_a_torn_torch_adam_is_still_torn(tmp_path: Path) -> None:
     verdict, by_check = _evidence(path)
     assert verdict == "torn"
     assert by_check["adam-bound"][0].outcome == "fail"
+
+
+def test_a_step_counted_per_param_group_is_held_against_the_recorded_step(tmp_path: Path) -> None:
+    """pytorch-optimizer keeps its step in each param group, not per parameter: a counter all the same. Equal
+    to the step the file records: consistent, though the family is unknown (its checks stay skipped); the
+    optimizer of two steps later under that step: torn."""
+    path = _save(tmp_path / "adopt.pt", lambda p: pytorch_optimizer.ADOPT(p, lr=1e-2))
+    verdict, by_check = _evidence(path)
+    assert verdict == "consistent"
+    (counters,) = by_check["step-counters"]
+    assert "param_groups' step" in counters.message
+    assert "= the checkpoint's step 3" in counters.message
+    assert by_check["optimizer-family"][0].outcome == "skip"
+    saved = torch.load(path, weights_only=True)
+    saved["step"] = 1
+    torch.save(saved, path)
+    verdict, by_check = _evidence(path)
+    assert verdict == "torn"
+    assert "written 2 steps after the rest" in by_check["step-counters"][0].message

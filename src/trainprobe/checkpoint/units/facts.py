@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainprobe.checkpoint.reading.base import Checkpoint, TensorRecord
-from trainprobe.checkpoint.reading.skeleton import fields_of, find_optimizer_states, label_of, scalar
+from trainprobe.checkpoint.reading.skeleton import (
+    fields_of,
+    find_optimizer_states,
+    find_optimizers,
+    label_of,
+    scalar,
+)
 from trainprobe.checkpoint.units.frameworks import FRAMEWORKS, Framework, Role
 from trainprobe.checkpoint.units.frameworks.base import EPOCHS, OPTIMIZER_STEPS
 from trainprobe.checkpoint.units.manifest import read_manifest
@@ -138,9 +144,31 @@ def _scheduler_rates(schedulers: list[tuple[str, dict[str, Any]]]) -> list[tuple
     return out
 
 
+def _group_counters(optimizer: dict[str, Any] | None) -> dict[float, list[str]]:
+    """The step an optimizer keeps per param group (``param_groups[i]["step"]``: pytorch-optimizer's
+    optimizers, DeepSpeed's and apex's fused Adam) when all its groups agree: value -> one label. One label,
+    not one per group: the groups' numbers were pickled at one moment, so their agreement is no evidence of
+    its own (only against a step recorded elsewhere)."""
+    groups = [fields_of(g) for g in (optimizer or {}).get("param_groups", [])]
+    values = set()
+    for group in groups:
+        try:
+            value = scalar(group.get("step")) if isinstance(group, dict) else None
+        except (ValueError, TypeError, CheckpointError):
+            value = None
+        if value is None:
+            return {}
+        values.add(value)
+    if len(values) != 1:
+        return {}
+    return {values.pop(): [f"param_groups' step ({len(groups)} group(s))"]}
+
+
 def optimizer_counters(objects: Any) -> dict[str, dict[float, list[str]]]:
-    """Per optimizer: its label -> counter value -> the parameters whose ``step`` says so."""
+    """Per optimizer: its label -> counter value -> the parameters whose ``step`` says so (or, for an
+    optimizer that counts per param group, :func:`_group_counters`)."""
     out: dict[str, dict[float, list[str]]] = {}
+    optimizers = dict(find_optimizers(objects))
     for label, state in find_optimizer_states(objects):
         counters: dict[float, list[str]] = {}
         for pid, entry in state.items():
@@ -153,6 +181,7 @@ def optimizer_counters(objects: Any) -> dict[str, dict[float, list[str]]]:
                 value = None
             if value is not None:
                 counters.setdefault(value, []).append(label_of(pid, entry))
+        counters = counters or _group_counters(optimizers.get(label))
         if counters:
             out[label] = counters
     return out

@@ -65,6 +65,7 @@ _SAME_SAVE = ("trainer_state.json", "step field", "scheduler")
 _RECORDED = ("manifest", *_SAME_SAVE)
 _NAMES = ("name", "directory")
 COUNTERS = "optimizer counters"
+_GROUPS = "param_groups' step"  # counters kept per param group (facts._group_counters)
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ def collect_step_sources(
             if len(counters) == 1:  # counters that disagree are check's step-counters evidence (torn)
                 ((value, params),) = counters.items()
                 if float(value).is_integer():
-                    where = f"{name}: {label}"
+                    where = f"{name}: {label}" + (f" ({params[0]})" if _GROUPS in params[0] else "")
                     out.append(StepSource(COUNTERS, int(value), OPTIMIZER_STEPS, where, rel, len(params)))
         if part.manifest is not None:
             out.append(StepSource("manifest", part.manifest[1], OPTIMIZER_STEPS, part.manifest[0]))
@@ -311,9 +312,12 @@ def _counters_evidence(
     """One optimizer's counters (all equal) against the step the save states."""
     label = counter.where.split(": ", 1)[-1]  # its part is the evidence's file
     n, value = counter.count, counter.value
+    all_n, equal, say = (
+        (f"all {n} step counters", "equal", "say") if n > 1 else ("its step counter", "equals", "says")
+    )
     e = Evidence("step-counters", "pass", "", file=counter.file, values={"counter": float(value)})
     if stated is None:
-        e.message = f"{label}: all {n} step counters equal ({value})"
+        e.message = f"{label}: {all_n} {equal} ({value})"
         e.values["decisive"] = n > 1
         return e
     step = stated.value - skipped
@@ -324,40 +328,39 @@ def _counters_evidence(
         # leaves the counters *ahead* of it.
         e.outcome, e.indicates = "fail", V.TORN
         e.message = (
-            f"{label}: all {n} step counters say {value} but the checkpoint's step is {step} ({where}) — the "
+            f"{label}: {all_n} {say} {value} but the checkpoint's step is {step} ({where}) — the "
             f"optimizer state was written {value - step} steps after the rest: they come from different steps"
         )
     elif value == step + 1:
         e.outcome = "skip"
         e.values["ambiguous"] = True
         e.message = (
-            f"{label}: all {n} step counters say {value}, one ahead of the checkpoint's step {step} "
+            f"{label}: {all_n} {say} {value}, one ahead of the checkpoint's step {step} "
             f"({where}): either the {stated.source} counts from 0, or the optimizer state was written one "
             "step after the model (a tear); one file cannot tell which"
         )
     elif value < step and stale_if_behind:
         e.outcome, e.indicates = "fail", V.TORN
         e.message = (
-            f"{label}: all {n} step counters say {value} but the checkpoint's step is {step} ({where}): the "
+            f"{label}: {all_n} {say} {value} but the checkpoint's step is {step} ({where}): the "
             f"optimizer state is {step - value} steps older than the rest (a stale optimizer file)"
         )
     elif value < step and behind is not None:
         e.values["decisive"] = n > 1
         e.message = (
-            f"{label}: all {n} step counters equal ({value}); behind the checkpoint's step {step} ({where}): "
-            f"{behind}"
+            f"{label}: {all_n} {equal} ({value}); behind the checkpoint's step {step} ({where}): {behind}"
         )
     elif value < step:
         e.outcome = "skip"
         e.values["ambiguous"] = True
         e.message = (
-            f"{label}: all {n} step counters say {value}, behind the checkpoint's step {step} ({where}): a "
+            f"{label}: {all_n} {say} {value}, behind the checkpoint's step {step} ({where}): a "
             "step that counts micro-batches, skipped AMP steps (no grad scaler is saved), or an optimizer "
             "state older than the rest; nothing in the checkpoint tells which"
         )
     else:
         e.values["decisive"] = True
-        e.message = f"{label}: all {n} step counters equal ({value} = the checkpoint's step {step})"
+        e.message = f"{label}: {all_n} {equal} ({value} = the checkpoint's step {step})"
     return e
 
 
