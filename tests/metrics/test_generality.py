@@ -363,3 +363,29 @@ def test_a_rate_after_a_number_is_its_unit_not_prose(tmp_path: Path) -> None:
     (run,) = read_logs(_write(tmp_path / "train.log", lines))
     assert run.columns["loss"][-1] == pytest.approx(1 / 901, rel=1e-3)
     assert run.steps[-1] == 900
+
+
+def test_mlperf_event_records_in_a_text_log_are_rows_at_their_counter(tmp_path: Path) -> None:
+    """``:::MLLOG {json}``: the value under its key at the metadata's epoch_num, the clock from time_ms; a
+    record without a counter (a hyper-parameter, a marker) is read but is no row, and one at another
+    counter than the log's series (a summary at ``step``) is left out."""
+
+    def rec(key: str, value: object, **meta: object) -> str:
+        doc = {"time_ms": 1621532993063 + 6000 * len(lines), "event_type": "POINT_IN_TIME", "key": key}
+        return ":::MLLOG " + json.dumps({**doc, "value": value, "metadata": {"lineno": 9, **meta}})
+
+    lines: list[str] = []
+    lines.append(rec("global_batch_size", 55296))
+    lines.append(rec("run_start", None))
+    for i in range(12):
+        lines.append(rec("eval_accuracy", 0.77 + i / 1000, epoch_num=1.05 + i / 20))
+    lines.append(rec("tracked_stats", {"throughput": 3.2e7}, step=0.9))
+    report = analyze(_write(tmp_path / "result_0.txt", lines))
+    (run,) = report.runs
+    assert run.metrics == ["eval_accuracy"]
+    assert run.steps[0] == pytest.approx(1.05)
+    assert run.wall is not None
+    assert run.wall[0] == pytest.approx(1621532993.063 + 12)
+    assert run.coverage is not None
+    assert run.coverage.row_lines == len(lines)
+    assert report.partly_read == []

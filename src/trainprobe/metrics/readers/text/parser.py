@@ -33,6 +33,7 @@ from trainprobe.metrics.readers.text.rows import (
     units_of,
     why_not_metrics,
 )
+from trainprobe.metrics.readers.text.tagged_json import TaggedJson
 from trainprobe.metrics.readers.text.template import Template, learn_template
 from trainprobe.metrics.readers.text.tokens import to_float
 from trainprobe.metrics.splits import is_epoch_key, is_step_key
@@ -85,6 +86,7 @@ class LineParser:
         self._bulk_flags: tuple[int, bytearray] = (0, bytearray())
         self._header: tuple[list[str], int] | None = None
         self.shapes = ShapeCounter()  # what was and was not read, by line shape (RunLog.coverage)
+        self._tagged = TaggedJson()  # lines of a tag and a JSON object (``:::MLLOG {...}``)
 
     # -- one line ------------------------------------------------------------------------------------------
     def feed_line(self, line: str) -> None:
@@ -115,8 +117,9 @@ class LineParser:
         if stamp is not None and stamp.kind == "hms":
             self._hms = True
         body = text[prefix.body_start :]
-        names = header_names(body)
-        if names is not None:
+        if self._tagged_row(body, order, wall):
+            return
+        if (names := header_names(body)) is not None:
             self._header = (names, order)  # the line is read as any other too (it may be an event)
         fields = read_fields(body)
         why = why_not_metrics(fields, body)
@@ -150,6 +153,17 @@ class LineParser:
         if has_digit(body):
             self.shapes.unread(body, order + 1)
         self._skip(order, text, why)
+
+    def _tagged_row(self, body: str, order: int, wall: float) -> bool:
+        """Whether the line is a tag and a JSON object (read: a row, or a record that is no row)."""
+        if (got := self._tagged.read(body)) is None:
+            return False
+        self.shapes.read(1)
+        if got[0]:
+            self._close_record()
+            self._last_row = order
+            self.builder.add_row(got[0], order=order, wall=got[1] if got[1] == got[1] else wall)
+        return True
 
     def _read_with_pattern(self, text: str, order: int) -> None:
         assert self._line_pattern is not None
