@@ -4,13 +4,15 @@ A tensor whose bytes the container already checksums (a torch zip record's store
 that CRC and the view's geometry: free. Any other tensor (safetensors, legacy files) gets the CRC32 of its
 elements in C order, chunk by chunk as the NaN pass reads them: zlib-ng's CRC32 when installed (measured at
 memory speed, about the cost of the NaN check itself), else the standard library's (the same values, a few
-times slower), so a far machine with only numpy fingerprints exactly as this one does. A fingerprint is a
-string; two tensors are identical (as far as a 32-bit CRC and the size can tell) when their fingerprints are
-equal. Stdlib + numpy only.
+times slower), so a far machine with only numpy fingerprints exactly as this one does. A large tensor read
+in pieces by several threads has each piece's CRC32 joined into the whole's (:func:`combine_crc32`): the
+same fingerprint as one pass. A fingerprint is a string; two tensors are identical (as far as a 32-bit CRC
+and the size can tell) when their fingerprints are equal. Stdlib + numpy only.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Iterable, Sequence
@@ -38,8 +40,70 @@ class Fingerprinter:
         self._bytes += raw.size
         self._crc = default_crc32(raw, self._crc)
 
+    def state(self) -> tuple[int, int]:
+        """(CRC32, bytes) so far: a piece's, for :func:`combine_crc32`."""
+        return self._crc, self._bytes
+
     def digest(self) -> str:
-        return f"crc32:{self._crc:08x}:{self._bytes}"
+        return crc_digest(self._crc, self._bytes)
+
+
+def crc_digest(crc: int, nbytes: int) -> str:
+    """The fingerprint of ``nbytes`` bytes whose CRC32 is ``crc``."""
+    return f"crc32:{crc:08x}:{nbytes}"
+
+
+def combine_crc32(pieces: Iterable[tuple[int, int]]) -> tuple[int, int]:
+    """(CRC32, bytes) of consecutive pieces given as their own (CRC32, bytes), in order: the CRC32 of their
+    bytes one after the other, as one pass over them would compute it."""
+    crc = total = 0
+    for piece_crc, nbytes in pieces:
+        crc = crc32_combine(crc, piece_crc, nbytes) if total else piece_crc
+        total += nbytes
+    return crc, total
+
+
+# crc32_combine as zlib computes it (crc32.c, 1.2.12 on): the CRC of A+B is the CRC of A multiplied by x^(8
+# len(B)) modulo the CRC polynomial, plus the CRC of B. zlib-ng's Python module has it, the standard
+# library's zlib not, so a far machine with only numpy uses this (the same values): the operator of a
+# length is computed once (every piece but a tensor's last has the same length), then one product each.
+_POLY = 0xEDB88320
+
+
+def _multmodp(a: int, b: int) -> int:
+    m, p = 1 << 31, 0
+    while True:
+        if a & m:
+            p ^= b
+            if (a & (m - 1)) == 0:
+                return p
+        m >>= 1
+        b = (b >> 1) ^ _POLY if b & 1 else b >> 1
+
+
+@functools.cache
+def _powers() -> list[int]:
+    table = [1 << 30]  # x^1; entry k is x^(2^k) modulo the polynomial
+    for _ in range(31):
+        table.append(_multmodp(table[-1], table[-1]))
+    return table
+
+
+@functools.lru_cache(maxsize=64)
+def _shift(nbytes: int) -> int:
+    """x^(8 nbytes) modulo the polynomial."""
+    p, n, k = 1 << 31, nbytes, 3  # x^0
+    while n:
+        if n & 1:
+            p = _multmodp(_powers()[k & 31], p)
+        n >>= 1
+        k += 1
+    return p
+
+
+def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
+    """The CRC32 of A+B from A's CRC32 ``crc1``, B's ``crc2`` and B's length ``len2``."""
+    return _multmodp(_shift(len2), crc1) ^ crc2
 
 
 def stored_fingerprint(record: TensorRecord) -> str | None:

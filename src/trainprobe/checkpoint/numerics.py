@@ -1,20 +1,18 @@
 """Exact NaN / +Inf / −Inf counts and summary statistics for one tensor, in bounded memory.
 
 The fast path is one chunked pass that only asks "is every element finite?" (a bit mask for bfloat16 and
-float8); exact counts and the first bad index are computed only for the chunks that fail it.
+float8: :mod:`trainprobe.checkpoint.bits` has the rules per dtype); exact counts and the first bad index are
+computed only for the chunks that fail it. A large tensor is cut into pieces of :data:`PIECE_BYTES`, each a
+job for any thread (:mod:`trainprobe.checkpoint.threads`); what they find is combined in piece order (counts
+added, the first bad index of the first piece that has one, CRC32s joined), so the answer is the same
+whatever the number of threads.
 
-Per-dtype rules:
-- float64/32/16: IEEE 754.
-- bfloat16: IEEE-like; exponent bits 0x7F80 all set is Inf (mantissa 0) or NaN.
-- float8_e5m2: IEEE-like; 0x7C/0xFC are ±Inf, exponent all ones with a mantissa is NaN.
-- float8_e4m3fn: no Inf; only S.1111.111 (0x7F, 0xFF) is NaN.
-- float8_e4m3fnuz, float8_e5m2fnuz: no Inf, no −0; only 0x80 is NaN.
-- float8_e8m0fnu: an exponent only; 0xFF is NaN.
-- complex: an element is bad if either part is; it counts as NaN if either part is NaN, else as +Inf if
+Complex: an element is bad if either part is; it counts as NaN if either part is NaN, else as +Inf if
 either part is +Inf, else as −Inf."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,14 +20,19 @@ from typing import Any
 
 import numpy as np
 
-from trainprobe.checkpoint.fingerprint import Fingerprinter, stored_fingerprint
+from trainprobe.checkpoint.bits import all_finite, bad_mask, classify, f8_lookup
+from trainprobe.checkpoint.fingerprint import Fingerprinter, combine_crc32, crc_digest, stored_fingerprint
 from trainprobe.checkpoint.reading.base import TensorRecord
 from trainprobe.checkpoint.reading.mapping import page_releaser
+from trainprobe.checkpoint.threads import Plan
 
 # Per chunk: at most 8 MiB of data and 2 Mi elements, so the temporaries (a bool mask, a masked copy of the
 # bits) stay a few MiB per thread; measured no slower than 16 MiB chunks.
 CHUNK_BYTES = 8 << 20
 CHUNK_ELEMS = 2 << 20
+#: A tensor larger than this is read in pieces of this size, each a job for any thread: one tensor keeps
+#: every core busy. A constant (never from the number of threads), so the pieces are the same for any.
+PIECE_BYTES = 16 << 20
 
 Array = np.ndarray[Any, Any]
 
@@ -80,57 +83,6 @@ def blocks(arr: Array, max_elems: int) -> Iterator[tuple[int, Array]]:
             yield i * row + start, sub
 
 
-# Masks over the raw bits of the dtypes numpy lacks: (value & exp_mask) == exp_mask marks "not finite", then
-# NaN/+Inf/−Inf are told apart by exact patterns.
-_BITS: dict[str, tuple[int, int, int | None, int | None]] = {
-    # dtype: (exp_mask, sign_mask, +inf pattern, -inf pattern)
-    "bfloat16": (0x7F80, 0x8000, 0x7F80, 0xFF80),
-    "float8_e5m2": (0x7C, 0x80, 0x7C, 0xFC),
-    "float8_e4m3fn": (0x7F, 0x80, None, None),
-}
-_SINGLE_NAN: dict[str, int] = {"float8_e4m3fnuz": 0x80, "float8_e5m2fnuz": 0x80, "float8_e8m0fnu": 0xFF}
-
-
-def bad_mask(dtype: str, block: Array) -> Array:
-    if dtype in _SINGLE_NAN:
-        mask: Array = block == _SINGLE_NAN[dtype]
-        return mask
-    if dtype in _BITS:
-        exp = _BITS[dtype][0]
-        bits: Array = (block & exp) == exp
-        return bits
-    finite: Array = np.isfinite(block)
-    return ~finite
-
-
-def all_finite(dtype: str, block: Array) -> bool:
-    if dtype in _SINGLE_NAN:
-        return not bool((block == _SINGLE_NAN[dtype]).any())
-    if dtype in _BITS:
-        exp = _BITS[dtype][0]
-        return not bool(((block & exp) == exp).any())
-    return bool(np.isfinite(block).all())
-
-
-def classify(dtype: str, block: Array) -> tuple[int, int, int]:
-    if dtype in _SINGLE_NAN:
-        return int(np.count_nonzero(block == _SINGLE_NAN[dtype])), 0, 0
-    if dtype in _BITS:
-        exp, _sign, pinf, ninf = _BITS[dtype]
-        bad = (block & exp) == exp
-        n_bad = int(np.count_nonzero(bad))
-        if pinf is None or ninf is None:
-            return n_bad, 0, 0
-        p = int(np.count_nonzero(block == pinf))
-        n = int(np.count_nonzero(block == ninf))
-        return n_bad - p - n, p, n
-    return (
-        int(np.count_nonzero(np.isnan(block))),
-        int(np.count_nonzero(np.isposinf(block))),
-        int(np.count_nonzero(np.isneginf(block))),
-    )
-
-
 def _complex_parts(arr: Array, dtype: str) -> tuple[Array, Array]:
     if dtype == "complex32":  # float16 pairs on a trailing axis
         return arr[..., 0], arr[..., 1]
@@ -156,16 +108,37 @@ def block_releaser(record: TensorRecord, arr: Array) -> Callable[[int, int], Non
     return release
 
 
-def stable_blocks(record: TensorRecord, arr: Array, max_elems: int) -> Iterator[tuple[int, Array]]:
-    """:func:`blocks` of a tensor, read so that a file truncated meanwhile is an error, never a SIGBUS
-    (:mod:`trainprobe.checkpoint.stable_read`)."""
-    from trainprobe.checkpoint.stable_read import read_blocks
+def stable_blocks(
+    record: TensorRecord, arr: Array, max_elems: int, first: int = 0, *, threaded: bool = False
+) -> Iterator[tuple[int, Array]]:
+    """:func:`blocks` of a tensor (``arr``: its elements from flat index ``first`` on), read so that a file
+    truncated meanwhile is an error, never a SIGBUS (:mod:`trainprobe.checkpoint.stable_read`); ``threaded``:
+    read beside other threads (larger reads)."""
+    from trainprobe.checkpoint.stable_read import PREAD_BLOCK, THREADED_PREAD_BLOCK, read_blocks
 
-    return read_blocks(record, arr, max_elems, blocks)
+    block = THREADED_PREAD_BLOCK if threaded else PREAD_BLOCK
+    return read_blocks(record, arr, max_elems, blocks, first, pread_block=block)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """What one piece of a tensor holds: its NaN/+Inf/−Inf counts, the flat index of its first bad element,
+    and the CRC32 of its bytes with their count (when fingerprinted here)."""
+
+    nan: int = 0
+    posinf: int = 0
+    neginf: int = 0
+    first: int | None = None
+    crc: int = 0
+    nbytes: int = 0
 
 
 def count_nonfinite(
-    record: TensorRecord, chunk_bytes: int = CHUNK_BYTES, *, fingerprint: bool = False
+    record: TensorRecord,
+    chunk_bytes: int = CHUNK_BYTES,
+    *,
+    fingerprint: bool = False,
+    workers: int | None = None,
 ) -> NonFinite:
     """Exact NaN/+Inf/−Inf counts and the first bad index of a floating tensor (zeros for other dtypes).
 
@@ -174,57 +147,99 @@ def count_nonfinite(
     elements takes microseconds; a NaN in it counts 10^15 times and its first bad index is the first place
     it shows). ``fingerprint``: also the tensor's fingerprint (:mod:`trainprobe.checkpoint.fingerprint`), from
     the container's stored CRC32 when it has one, else computed on the blocks this pass reads anyway (for an
-    expanded tensor: its stored values, and its shape)."""
+    expanded tensor: its stored values, and its shape). A tensor of more than :data:`PIECE_BYTES` is read
+    in pieces by several threads (``workers``; 1: in this thread), with the same answer."""
+    plan = plan_nonfinite(record, chunk_bytes, fingerprint=fingerprint, threaded=workers != 1)
+    return plan.run(workers)
+
+
+def plan_nonfinite(
+    record: TensorRecord, chunk_bytes: int = CHUNK_BYTES, *, fingerprint: bool = False, threaded: bool = False
+) -> Plan[Piece, NonFinite]:
+    """:func:`count_nonfinite` as a :class:`~trainprobe.checkpoint.threads.Plan`: one job per piece of the
+    tensor (pieces of :data:`PIECE_BYTES`, whatever the threads), combined in order; ``threaded``: its jobs
+    run beside other threads (they read larger blocks; the answer is the same). Raises as the tensor's view
+    does (a damaged shape) when it is made."""
     stored = stored_fingerprint(record) if fingerprint else None
-    hasher = Fingerprinter() if fingerprint and stored is None else None
+    hashing = fingerprint and stored is None
     view, repeats = record.collapsed()
-    found = _count_stored(view, chunk_bytes, hasher) if record.numel else NonFinite()
-    digest = stored
-    if hasher is not None:
-        digest = hasher.digest() if repeats == 1 else f"{hasher.digest()}:expanded{list(record.shape)}"
-    return NonFinite(
-        found.nan * repeats, found.posinf * repeats, found.neginf * repeats, found.first_bad_index, digest
+
+    def finish(pieces: list[Piece]) -> NonFinite:
+        first = next((p.first for p in pieces if p.first is not None), None)
+        index = None if first is None else tuple(int(i) for i in np.unravel_index(first, view.shape))
+        digest = stored
+        if hashing:
+            digest = crc_digest(*combine_crc32([(p.crc, p.nbytes) for p in pieces]))
+            digest = digest if repeats == 1 else f"{digest}:expanded{list(record.shape)}"
+        nan, pinf, ninf = (
+            sum(p.nan for p in pieces),
+            sum(p.posinf for p in pieces),
+            sum(p.neginf for p in pieces),
+        )
+        return NonFinite(nan * repeats, pinf * repeats, ninf * repeats, index, digest)
+
+    info = view.dtype_info
+    floating = info is not None and info.is_floating
+    if not record.numel or not (floating or hashing):
+        return Plan([], finish)
+    arr = view.array()
+    if info is not None and info.kind == "complex":
+        return Plan([functools.partial(_count_complex, arr, view.dtype, chunk_bytes, hashing)], finish)
+    itemsize = max(1, arr.dtype.itemsize)
+    max_elems = max(1, min(chunk_bytes // itemsize, CHUNK_ELEMS) if floating else chunk_bytes // itemsize)
+    release = block_releaser(view, arr)
+    if arr.flags.c_contiguous and arr.nbytes > PIECE_BYTES:
+        flat, step = arr.reshape(-1), max(1, PIECE_BYTES // itemsize)
+        pieces = [(start, flat[start : start + step]) for start in range(0, flat.size, step)]
+    else:  # a strided view is one piece (read from the map; rare, and never large in practice)
+        pieces = [(0, arr)]
+    return Plan(
+        [
+            functools.partial(
+                _count_piece, view, piece, start, max_elems, (floating, hashing, threaded), release
+            )
+            for start, piece in pieces
+        ],
+        finish,
     )
 
 
-def _count_stored(record: TensorRecord, chunk_bytes: int, hasher: Fingerprinter | None) -> NonFinite:
-    info = record.dtype_info
-    if info is None or not info.is_floating:
-        if hasher is not None:
-            arr = record.array()
-            release = block_releaser(record, arr)
-            for start, block in stable_blocks(record, arr, max(1, chunk_bytes // max(1, arr.dtype.itemsize))):
-                hasher.update(block)
-                release(start, block.size)
-        return NonFinite()
-    arr = record.array()
+def _count_piece(
+    record: TensorRecord,
+    arr: Array,
+    first: int,
+    max_elems: int,
+    how: tuple[bool, bool, bool],
+    release: Callable[[int, int], None],
+) -> Piece:
+    """One piece of a tensor: ``arr``, its elements from flat index ``first`` on; ``how``: whether it is
+    floating (counted), hashed (fingerprinted here) and read beside other threads."""
+    floating, hashing, threaded = how
+    hasher = Fingerprinter() if hashing else None
     dtype = record.dtype
-    if info.kind == "complex":
-        return _count_complex(arr, dtype, chunk_bytes, hasher)
-    max_elems = max(1, min(chunk_bytes // arr.dtype.itemsize, CHUNK_ELEMS))
     nan = pinf = ninf = 0
-    first: int | None = None
-    release = block_releaser(record, arr)
-    for start, block in stable_blocks(record, arr, max_elems):
-        finite = all_finite(dtype, block)
+    bad: int | None = None
+    for start, block in stable_blocks(record, arr, max_elems, first, threaded=threaded):
+        finite = not floating or all_finite(dtype, block)
         if hasher is not None:
             hasher.update(block)
-        release(start, block.size)
+        release(first + start, block.size)
         if finite:
             continue
         a, b, c = classify(dtype, block)
         nan, pinf, ninf = nan + a, pinf + b, ninf + c
-        if first is None:
-            first = start + int(np.flatnonzero(bad_mask(dtype, block))[0])
-    index = tuple(int(i) for i in np.unravel_index(first, record.shape)) if first is not None else None
-    return NonFinite(nan, pinf, ninf, index)
+        if bad is None:
+            bad = first + start + int(np.flatnonzero(bad_mask(dtype, block))[0])
+    crc, nbytes = hasher.state() if hasher is not None else (0, 0)
+    return Piece(nan, pinf, ninf, bad, crc, nbytes)
 
 
-def _count_complex(arr: Array, dtype: str, chunk_bytes: int, hasher: Fingerprinter | None) -> NonFinite:
+def _count_complex(arr: Array, dtype: str, chunk_bytes: int, hashing: bool) -> Piece:
     real, imag = _complex_parts(arr, dtype)
     max_elems = max(1, min(chunk_bytes // (2 * real.dtype.itemsize), CHUNK_ELEMS))
     nan = pinf = ninf = 0
     first: int | None = None
+    hasher = Fingerprinter() if hashing else None
     if hasher is not None:
         for _start, block in blocks(arr, max(1, min(chunk_bytes // arr.dtype.itemsize, CHUNK_ELEMS))):
             hasher.update(block)
@@ -239,48 +254,8 @@ def _count_complex(arr: Array, dtype: str, chunk_bytes: int, hasher: Fingerprint
         ninf += int(np.count_nonzero(is_ninf))
         if first is None:
             first = start + int(np.flatnonzero(is_nan | is_pinf | is_ninf)[0])
-    index = tuple(int(i) for i in np.unravel_index(first, real.shape)) if first is not None else None
-    return NonFinite(nan, pinf, ninf, index)
-
-
-def _f8_table(exp_bits: int, man_bits: int, bias: int, kind: str) -> Array:
-    """float32 values of all 256 bit patterns of a float8 format (NaN where the format has NaN/Inf
-    patterns)."""
-    codes = np.arange(256, dtype=np.int64)
-    sign = np.where(codes & 0x80, -1.0, 1.0)
-    exp = (codes >> man_bits) & ((1 << exp_bits) - 1)
-    man = codes & ((1 << man_bits) - 1)
-    normal = (1 + man / (1 << man_bits)) * np.exp2(exp - bias)
-    sub = (man / (1 << man_bits)) * np.exp2(1 - bias)
-    values = sign * np.where(exp == 0, sub, normal)
-    if kind == "fn":
-        values[(codes & 0x7F) == 0x7F] = np.nan
-    elif kind == "ieee":
-        values[exp == (1 << exp_bits) - 1] = np.nan
-    elif kind == "fnuz":
-        values[codes == 0x80] = np.nan
-    table: Array = values.astype(np.float32)
-    return table
-
-
-_F8_TABLES: dict[str, Array] = {}
-
-
-def _f8_lookup(dtype: str) -> Array:
-    if dtype not in _F8_TABLES:
-        if dtype == "float8_e4m3fn":
-            table = _f8_table(4, 3, 7, "fn")
-        elif dtype == "float8_e5m2":
-            table = _f8_table(5, 2, 15, "ieee")
-        elif dtype == "float8_e4m3fnuz":
-            table = _f8_table(4, 3, 8, "fnuz")
-        elif dtype == "float8_e5m2fnuz":
-            table = _f8_table(5, 2, 16, "fnuz")
-        else:  # float8_e8m0fnu: 2**(code-127), 0xFF NaN
-            table = np.exp2(np.arange(256, dtype=np.float64) - 127).astype(np.float32)
-            table[255] = np.nan
-        _F8_TABLES[dtype] = table
-    return _F8_TABLES[dtype]
+    crc, nbytes = hasher.state() if hasher is not None else (0, 0)
+    return Piece(nan, pinf, ninf, first, crc, nbytes)
 
 
 def as_float(dtype: str, block: Array) -> Array:
@@ -289,39 +264,72 @@ def as_float(dtype: str, block: Array) -> Array:
         out: Array = (block.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
         return out
     if dtype.startswith("float8"):
-        return _f8_lookup(dtype)[block].astype(np.float64)
+        return f8_lookup(dtype)[block].astype(np.float64)
     if np.iscomplexobj(block):
         return np.abs(block).astype(np.float64)
     return block.astype(np.float64)
 
 
-def compute_stats(record: TensorRecord, chunk_elems: int = 1 << 20) -> Stats | None:
+def compute_stats(
+    record: TensorRecord, chunk_elems: int = 1 << 20, *, workers: int | None = None
+) -> Stats | None:
     """min, max, mean, std, absmax, L2 norm and zero fraction over the finite elements (complex:
-    magnitudes)."""
+    magnitudes); a large tensor's blocks summed by several threads (``workers``), combined in block order,
+    so the floating sums are the same whatever the threads."""
+    return plan_stats(record, chunk_elems).run(workers)
+
+
+# Per block of a tensor: finite elements, zeros among them, their sum, sum of squares, min, max, absmax.
+_Moments = tuple[int, int, float, float, float, float, float]
+
+
+def plan_stats(record: TensorRecord, chunk_elems: int = 1 << 20) -> Plan[list[_Moments], Stats | None]:
+    """:func:`compute_stats` as a :class:`~trainprobe.checkpoint.threads.Plan`: a job per run of whole blocks
+    (about :data:`PIECE_BYTES`), each block's sums kept apart, added up in block order by ``finish``."""
     info = record.dtype_info
     if info is None or info.kind == "opaque" or record.numel == 0:
-        return None
+        return Plan([], lambda _parts: None)
     # An expanded tensor's repeated values weigh as often as they show: mean, std and extremes are those
     # of its stored values, the L2 norm grows with the square root of the repeats.
     record, repeats = record.collapsed()
     arr = record.array()
     if record.dtype == "complex32":
         arr = arr.astype(np.float32).view(np.complex64)[..., 0]
+    chunks = [block for _start, block in blocks(arr, chunk_elems)]
+    per = max(1, PIECE_BYTES // max(1, chunk_elems * arr.dtype.itemsize))
+    jobs = [
+        functools.partial(_moments, record.dtype, chunks[i : i + per]) for i in range(0, len(chunks), per)
+    ]
+    return Plan(jobs, functools.partial(_stats_of, repeats))
+
+
+def _moments(dtype: str, chunks: list[Array]) -> list[_Moments]:
+    out: list[_Moments] = []
+    for block in chunks:
+        values = as_float(dtype, block).ravel()
+        values = values[np.isfinite(values)]
+        if values.size:
+            out.append(
+                (
+                    int(values.size),
+                    int(np.count_nonzero(values == 0)),
+                    float(values.sum()),
+                    float(np.dot(values, values)),
+                    float(values.min()),
+                    float(values.max()),
+                    float(np.abs(values).max()),
+                )
+            )
+    return out
+
+
+def _stats_of(repeats: int, parts: list[list[_Moments]]) -> Stats:
     count = zeros = 0
     total = sq = 0.0
     lo, hi, amax = math.inf, -math.inf, 0.0
-    for _start, block in blocks(arr, chunk_elems):
-        values = as_float(record.dtype, block).ravel()
-        values = values[np.isfinite(values)]
-        if values.size == 0:
-            continue
-        count += values.size
-        zeros += int(np.count_nonzero(values == 0))
-        total += float(values.sum())
-        sq += float(np.dot(values, values))
-        lo = min(lo, float(values.min()))
-        hi = max(hi, float(values.max()))
-        amax = max(amax, float(np.abs(values).max()))
+    for c, z, s, q, low, high, peak in (m for part in parts for m in part):
+        count, zeros, total, sq = count + c, zeros + z, total + s, sq + q
+        lo, hi, amax = min(lo, low), max(hi, high), max(amax, peak)
     if count == 0:
         return Stats(None, None, None, None, None, None, None)
     mean = total / count

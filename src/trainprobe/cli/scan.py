@@ -196,7 +196,13 @@ def add_arguments(parser: CommandParser) -> None:
     options.add_argument(
         "--verify", action="store_true", help="Check zip CRC32s and storage sizes against element counts."
     )
-    options.add_argument("--workers", type=at_least(1), metavar="N", help="Threads for checking tensors.")
+    options.add_argument(
+        "--workers",
+        type=at_least(1),
+        metavar="N",
+        help="Threads reading tensors (default: the usable cores, at most 32; 1: no threads). The report is "
+        "the same whatever the number.",
+    )
     add_sharded_option(
         parser.group(_REMOTE.heading),
         "each target scans the files it holds (shared ones split by size), and one report comes back, as a "

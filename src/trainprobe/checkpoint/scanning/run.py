@@ -1,23 +1,25 @@
 """``scan``: find NaN/Inf in checkpoints, safely, without torch, in bounded memory; one verdict per unit.
 
 Paths become units (:mod:`trainprobe.checkpoint.units.discover`); every part of every unit is opened (pickles
-read with the safe unpickler, data memory-mapped), then every tensor is checked in a thread pool (numpy
-releases the GIL in its loops), its fingerprint taken in the same pass. Non-finite values count only in
+read with the safe unpickler, data memory-mapped), then every tensor is checked by a pool of threads, a large
+one in pieces (numpy releases the GIL in its loops; the report is the same whatever the threads), its
+fingerprint taken in the same pass. Non-finite values count only in
 weights and optimizer state; in metadata (a callback's ``inf`` score) they are notes. The result is a
 :class:`ScanReport` whose JSON form (``to_json``/``from_json``) is the documented, versioned schema
 ``trainprobe scan --json`` prints and the remote scan ships back."""
 
 from __future__ import annotations
 
+import collections
+import functools
 import os
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from trainprobe.checkpoint.fingerprint import mark_identical
-from trainprobe.checkpoint.numerics import NonFinite, Stats, compute_stats, count_nonfinite
+from trainprobe.checkpoint.numerics import NonFinite, Piece, Stats, plan_nonfinite, plan_stats
 from trainprobe.checkpoint.reading.base import Checkpoint, TensorRecord
 from trainprobe.checkpoint.scanning.judge import PartRead, judge_unit
 from trainprobe.checkpoint.scanning.report import (
@@ -25,9 +27,10 @@ from trainprobe.checkpoint.scanning.report import (
     ScanReport,
     TensorResult,
 )
+from trainprobe.checkpoint.threads import Plan, default_workers, in_order
 from trainprobe.checkpoint.units.discover import Unit, discover_units
 from trainprobe.checkpoint.units.facts import PartFacts
-from trainprobe.checkpoint.units.frameworks import Part
+from trainprobe.checkpoint.units.frameworks import Part, TensorRole
 from trainprobe.checkpoint.units.open import framework_of, open_part, part_role, reason_of
 from trainprobe.checkpoint.units.roles import tensor_roles
 from trainprobe.errors import CheckpointError, UsageError
@@ -49,31 +52,6 @@ def _stats_dict(stats: Stats | None) -> dict[str, float | None] | None:
     }
 
 
-def _check_tensor(record: TensorRecord, stats: bool, role: str, part: str = "") -> TensorResult:
-    result = TensorResult(
-        name=record.name,
-        param_name=record.param_name,
-        dtype=record.dtype,
-        shape=list(record.shape),
-        numel=record.numel,
-        bytes=record.nbytes,
-        role=role,
-        file=record.file if record.file and record.file != part else None,
-    )
-    try:
-        found: NonFinite = count_nonfinite(record, fingerprint=True)
-        result.nan, result.posinf, result.neginf = found.nan, found.posinf, found.neginf
-        result.first_bad_index = list(found.first_bad_index) if found.first_bad_index is not None else None
-        result.fingerprint = found.fingerprint
-        if stats:
-            result.stats = _stats_dict(compute_stats(record))
-    except CheckpointError as exc:
-        result.error = reason_of(exc)
-    except (ValueError, TypeError, OverflowError, MemoryError) as exc:  # shapes a damaged pickle made up
-        result.error = f"cannot be checked ({type(exc).__name__}: {exc})"
-    return result
-
-
 def scan(
     paths: Sequence[str],
     *,
@@ -84,7 +62,8 @@ def scan(
 ) -> ScanReport:
     """Scan checkpoint files, directories (searched recursively for units) and globs for NaN/+Inf/−Inf.
 
-    ``stats`` adds per-tensor statistics; ``verify`` checks zip CRC32s and storage sizes. ``progress`` is
+    ``stats`` adds per-tensor statistics; ``verify`` checks zip CRC32s and storage sizes. ``workers``:
+    threads reading tensors (default: the usable cores, see :func:`read_parts`; 1: none). ``progress`` is
     called with fractions of the total work (they add up to 1.0). Unreadable files are reported in the result,
     never raised; only a call that names nothing to scan raises UsageError."""
     if not paths:
@@ -125,29 +104,84 @@ class PartRequest:
     description: bytes | None = None
 
 
-class _Inline:
-    """Runs each job at once, in this thread: for a small scan a thread pool costs more than it saves (its
-    import alone, concurrent.futures with logging, is a few ms of an agent's every call)."""
-
-    def __enter__(self) -> _Inline:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> _Done:
-        return _Done(fn(*args))
+_KNOWN = (CheckpointError, ValueError, TypeError, OverflowError, MemoryError)
 
 
-class _Done:
-    def __init__(self, value: Any) -> None:
-        self.value = value
+class _Failed:
+    """A job of a tensor's check that could not be done: the sentence its tensor reports."""
 
-    def result(self) -> Any:
-        return self.value
+    def __init__(self, exc: Exception) -> None:
+        if isinstance(exc, CheckpointError):
+            self.reason = reason_of(exc)
+        else:  # shapes a damaged pickle made up
+            self.reason = f"cannot be checked ({type(exc).__name__}: {exc})"
 
 
-_SMALL = 64 << 20  # bytes of checkpoint below which one thread does it all
+def _guarded(job: Callable[[], Any]) -> Callable[[], tuple[Any, float]]:
+    """``job`` as one of a tensor's: what it gives (:class:`_Failed` when it could not) and its seconds."""
+
+    def run() -> tuple[Any, float]:
+        t0 = time.perf_counter()
+        try:
+            value = job()
+        except _KNOWN as exc:
+            value = _Failed(exc)
+        return value, time.perf_counter() - t0
+
+    return run
+
+
+class _TensorCheck:
+    """One tensor's check as jobs for any thread (its NaN/Inf pieces, then its statistics' pieces) and the
+    :class:`TensorResult` they make, finished in the jobs' order by the thread that collects them."""
+
+    def __init__(self, record: TensorRecord, stats: bool, role: str, part: str, threaded: bool) -> None:
+        self.result = TensorResult(
+            name=record.name,
+            param_name=record.param_name,
+            dtype=record.dtype,
+            shape=list(record.shape),
+            numel=record.numel,
+            bytes=record.nbytes,
+            role=role,
+            file=record.file if record.file and record.file != part else None,
+        )
+        self.count: Plan[Piece, NonFinite] | None = None
+        self.stats: Plan[Any, Stats | None] | None = None
+        self.failed: _Failed | None = None  # a plan that could not be made
+        try:
+            self.count = plan_nonfinite(record, fingerprint=True, threaded=threaded)
+            if stats:
+                self.stats = plan_stats(record)
+        except _KNOWN as exc:
+            self.failed = _Failed(exc)
+        plans = [plan for plan in (self.count, self.stats) if plan is not None]
+        # At least one job: a tensor is finished in its place, after the tensors before it.
+        self.jobs = [_guarded(job) for plan in plans for job in plan.jobs] or [_guarded(lambda: None)]
+
+    def finish(self, done: list[Any]) -> TensorResult:
+        result = self.result
+        if self.count is None:
+            result.error = self.failed.reason if self.failed is not None else None
+            return result
+        counted, summed = done[: len(self.count.jobs)], done[len(self.count.jobs) :]
+        failed = next((d for d in counted if isinstance(d, _Failed)), None)
+        if failed is not None:
+            result.error = failed.reason
+            return result
+        found = self.count.finish(counted)
+        result.nan, result.posinf, result.neginf = found.nan, found.posinf, found.neginf
+        result.first_bad_index = list(found.first_bad_index) if found.first_bad_index is not None else None
+        result.fingerprint = found.fingerprint
+        failed = next((d for d in summed if isinstance(d, _Failed)), None) or self.failed
+        if failed is not None:
+            result.error = failed.reason
+        elif self.stats is not None:
+            result.stats = _stats_dict(self.stats.finish(summed))
+        return result
+
+
+_SMALL = 64 << 20  # bytes of checkpoint below which one thread does it all: a pool costs more than it saves
 
 
 def _bytes_of(path: str) -> int:
@@ -171,10 +205,15 @@ def read_parts(
     workers: int | None = None,
     progress: Callable[[float], None] | None = None,
 ) -> list[PartRead]:
-    """Read each requested part where it is: open it, check every tensor (a thread pool for large work),
-    take its facts. One :class:`PartRead` per request, in order; never raises for a bad file."""
+    """Read each requested part where it is: open it, check every tensor, take its facts. One
+    :class:`PartRead` per request, in order; never raises for a bad file.
+
+    The tensors' pieces (:func:`~trainprobe.checkpoint.numerics.plan_nonfinite`) of all parts are jobs for
+    ``workers`` threads (default: :func:`~trainprobe.checkpoint.threads.default_workers`; one thread for a
+    scan under 64 MB, and for ``workers=1``: the sequential path, no pool), a window of them in flight,
+    their results collected in order: the report is the same whatever the threads."""
     small = workers is None and sum(_bytes_of(r.part.path) for r in requests) < _SMALL
-    workers = workers or min(8, (os.cpu_count() or 2) + 2)
+    workers = 1 if small else workers or default_workers()
     files = [FileReport(r.part.path, None, role=r.part.role, unit=r.unit) for r in requests]
 
     def open_one(i: int) -> Checkpoint | None:
@@ -189,54 +228,75 @@ def read_parts(
             file.notes.extend(ckpt.notes)
         return ckpt
 
-    pool: Any
-    if small:
-        pool = _Inline()
-    else:
+    pool: Any = None
+    if workers > 1:
         from concurrent.futures import ThreadPoolExecutor
 
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trainprobe-scan")
-    reads: list[PartRead] = []
-    with pool:
-        opened = [pool.submit(open_one, i) for i in range(len(requests))]
-        checkpoints = [f.result() for f in opened]
-        total_bytes = sum(r.nbytes for c in checkpoints if c is not None for r in c.records) or 1
-        lock = threading.Lock()
-
-        def run(record: TensorRecord, role: str, part: str) -> tuple[TensorResult, float]:
-            t0 = time.perf_counter()
-            result = _check_tensor(record, stats, role, part)
-            elapsed = time.perf_counter() - t0
-            if progress is not None:
-                with lock:
-                    progress(record.nbytes / total_bytes)
-            return result, elapsed
-
-        jobs: list[tuple[FileReport, list[Any]]] = []
-        facts: list[PartFacts | None] = []
-        for request, file, ckpt in zip(requests, files, checkpoints, strict=True):
-            if ckpt is None:
-                facts.append(None)
-                continue
-            framework = framework_of(request.framework, ckpt)
-            role = part_role(file.role)
-            facts.append(PartFacts.of(file.path, role, ckpt, framework))
-            roles = tensor_roles(ckpt, role, framework)
-            futures = [pool.submit(run, r, tr, file.path) for r, tr in zip(ckpt.records, roles, strict=True)]
-            jobs.append((file, futures))
-            if verify:
-                jobs.append((file, [pool.submit(ckpt.verify)]))
-        for file, futures in jobs:
-            for fut in futures:
-                value = fut.result()
-                if isinstance(value, list):
-                    file.problems.extend(value)
-                else:
-                    result, elapsed = value
-                    file.tensors.append(result)
-                    file.seconds += elapsed
-    for file, fact, ckpt in zip(files, facts, checkpoints, strict=True):
-        reads.append(PartRead(file, fact))
+    try:
+        opens = [functools.partial(open_one, i) for i in range(len(requests))]
+        checkpoints = list(in_order(opens, pool, workers, window=len(opens)))
+        facts = _check_all(requests, files, checkpoints, pool, workers, stats, verify, progress)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    reads = [PartRead(file, fact) for file, fact in zip(files, facts, strict=True)]
+    for ckpt in checkpoints:
         if ckpt is not None:
             ckpt.close()
     return reads
+
+
+def _check_all(
+    requests: Sequence[PartRequest],
+    files: list[FileReport],
+    checkpoints: list[Checkpoint | None],
+    pool: Any,
+    workers: int,
+    stats: bool,
+    verify: bool,
+    progress: Callable[[float], None] | None,
+) -> list[PartFacts | None]:
+    """Every tensor of every opened part checked (and each part verified), into its file's report; the facts
+    of each part (None where it did not open)."""
+    total_bytes = sum(r.nbytes for c in checkpoints if c is not None for r in c.records) or 1
+    facts: list[PartFacts | None] = []
+    opened: list[tuple[FileReport, Checkpoint, list[TensorRole]]] = []
+    for request, file, ckpt in zip(requests, files, checkpoints, strict=True):
+        if ckpt is None:
+            facts.append(None)
+            continue
+        framework = framework_of(request.framework, ckpt)
+        role = part_role(file.role)
+        facts.append(PartFacts.of(file.path, role, ckpt, framework))
+        opened.append((file, ckpt, list(tensor_roles(ckpt, role, framework))))
+    # What is asked, in order: a tensor's check, or a part's verify (None) with its jobs. A tensor's plan is
+    # made when the window of jobs in flight reaches it.
+    asked: collections.deque[tuple[FileReport, _TensorCheck | None, int]] = collections.deque()
+
+    def jobs() -> Iterator[Callable[[], Any]]:
+        for file, ckpt, roles in opened:
+            for record, tensor_role in zip(ckpt.records, roles, strict=True):
+                check = _TensorCheck(record, stats, tensor_role, file.path, pool is not None)
+                asked.append((file, check, len(check.jobs)))
+                yield from check.jobs
+            if verify:
+                asked.append((file, None, 1))
+                yield ckpt.verify
+
+    done: list[Any] = []
+    for value in in_order(jobs(), pool, workers):
+        done.append(value)
+        file, check, count = asked[0]
+        if len(done) < count:
+            continue
+        asked.popleft()
+        if check is None:
+            file.problems.extend(done[0])
+        else:
+            file.tensors.append(check.finish([v for v, _seconds in done]))
+            file.seconds += sum(seconds for _v, seconds in done)
+            if progress is not None:
+                progress(check.result.bytes / total_bytes)
+        done = []
+    return facts
