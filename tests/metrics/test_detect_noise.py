@@ -162,3 +162,18 @@ def test_short_starts_of_a_term_that_hops_from_line_to_line_are_no_spikes() -> N
     pasted = [2.0, 2.1, 2.0, 1.9, 2.0, 1.95, 5.0, 2.0, 1.9]  # a few pasted lines: the short rule holds
     rows = [{"step": float(i), "loss": v} for i, v in enumerate(pasted)]
     assert [f.step for f in analyze([rows]).findings if f.kind == SPIKE] == [6.0]
+
+
+def test_an_evaluation_that_holds_up_training_is_a_stall_of_its_step() -> None:
+    """Marian: the eval lines of update 5000 come 53 minutes after its train line, the next train line a
+    minute later: the time the step's lines took counts (another line shape, not the step written again)."""
+    rows: list[dict[str, float]] = []
+    t = 0.0
+    for k in range(1, 31):
+        t += 80.0
+        rows.append({"step": 500.0 * k, "time": t, "cost": 190.0 - k})
+        if k == 10:
+            t += 3200.0
+            rows.append({"step": 500.0 * k, "time": t, "eval_bleu": 0.44})
+    (stall,) = [f for f in analyze([rows]).findings if f.kind == "stall"]
+    assert (stall.step, stall.end_step) == (5000.0, 5500.0)

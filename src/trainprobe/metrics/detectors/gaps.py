@@ -161,8 +161,8 @@ def row_gaps(run: RunLog) -> tuple[np.ndarray, np.ndarray]:
 
     One wall time per step: the values of one step come at one moment (a TensorBoard event per tag, an
     actor and a critic line), so their microsecond gaps are no baseline. A step that goes back is a new run
-    or a resume: the time before it is no gap of this run; nor is the time before a step written again (a
-    restart that began where the last run did): gaps are measured from the last line of a step.
+    or a resume: the time before it is no gap of this run; nor is the time before a step's line written
+    again (a restart that began where the last run did).
     """
     rows, gaps, _dsteps = _step_gaps(run)
     return rows, gaps
@@ -181,17 +181,25 @@ def _step_gaps_by_start(run: RunLog) -> tuple[np.ndarray, np.ndarray, np.ndarray
     if rows.size < 2:
         return np.empty(0, dtype=np.int64), np.empty(0), np.empty(0), np.empty(0, dtype=np.int64)
     steps = run.steps[rows]
-    first = np.concatenate(([True], steps[1:] != steps[:-1]))
-    last = np.concatenate((steps[1:] != steps[:-1], [True]))
-    # a gap runs from the last line of one step to the first of the next: a step written again after a
-    # restart (a run appended to the file that gets no further than the step the last one began with)
-    # starts the clock anew, the wall-clock time between the two runs is no stall
-    firsts, lasts = rows[first], rows[last]
-    gaps = run.wall[firsts[1:]] - run.wall[lasts[:-1]]
+    shape = _row_shapes(run)[rows]
+    # a step's lines begin where the step changes, or where the line its step already had comes again (a
+    # restart that writes the step the last run ended at: the time between the two runs is no stall); an
+    # eval line of the step (another shape) belongs to it, and the time it took counts
+    first = np.concatenate(([True], (steps[1:] != steps[:-1]) | (shape[1:] == shape[:-1])))
+    firsts = rows[first]
+    gaps = np.diff(run.wall[firsts])
     dsteps = np.diff(steps[first])
     forward = dsteps > 0
     starts = np.cumsum(~forward)
     return firsts[1:][forward], gaps[forward], dsteps[forward], starts[forward]
+
+
+def _row_shapes(run: RunLog) -> np.ndarray:
+    """A number per row that says which metrics it holds (its line shape)."""
+    bits = np.zeros(len(run), dtype=np.int64)
+    for j, name in enumerate(run.metrics[:62]):
+        bits |= run.mask(name).astype(np.int64) << j
+    return bits
 
 
 def detect_stalls(

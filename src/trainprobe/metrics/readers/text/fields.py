@@ -307,6 +307,9 @@ class _Scan(TokenCursor):
             if len(run) == 1 and self.kind(before) == NUMBER and is_unit(words[0]):
                 i = k  # ``4.71 iter/s``: the number's unit, with a space between; no prose
                 continue
+            if after >= self.n and len(run) <= 3 and self.text(before) in (":", "|", ";") and out.slots:
+                i = k  # ``… : 2.18815 : new best``: a remark on the record after its last field; no prose
+                continue
             if is_label:
                 out.labels.append(" ".join(w.strip("'\"") for w in words) + (" " + group if group else ""))
             else:

@@ -16,6 +16,11 @@ ONE_FIELD = "one field"
 _UNNAMED = "numbers"
 _TIME_UNITS = frozenset({"ms", "s", "sec", "secs", "us", "min", "h"})
 _WORD_SPLIT = re.compile(r"[\s_\-/()]+")
+# labels that say the line is part of a configuration dump (Marian's ``[config] beam-size: 6``, ``args:``,
+# ``hparams:``): settings, never a metric row nor a record's next line, however many numbers it holds
+_CONFIG_LABELS = frozenset(
+    {"config", "configs", "configuration", "args", "arguments", "hparams", "hyperparameters", "options"}
+)
 
 
 # What a line needs to be anything but prose: a digit (a value, a step), or a word of a NaN report, a save,
@@ -37,6 +42,8 @@ def may_matter(raw: bytes) -> bool:
 def why_not_metrics(fields: Fields, body: str) -> str | None:
     """None for a metric row; else why the message is not one."""
     values = {k: v for k, v in fields.values.items() if not k.startswith("#") or k == COUNTER_KEY}
+    if any(label.strip().lower() in _CONFIG_LABELS for label in fields.labels):
+        return f"a configuration line (labelled {fields.labels[0]!r}): settings, not metrics"
     if not values:
         if not any(c.isdigit() for c in body):
             return "no numbers"
