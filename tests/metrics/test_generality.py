@@ -389,3 +389,18 @@ def test_mlperf_event_records_in_a_text_log_are_rows_at_their_counter(tmp_path: 
     assert run.coverage is not None
     assert run.coverage.row_lines == len(lines)
     assert report.partly_read == []
+
+
+def test_a_config_dump_is_no_records_and_a_remark_after_the_last_field_is_no_prose(tmp_path: Path) -> None:
+    """Marian: ``[config] beam-size: 6`` lines before the training lines are settings; a validation line
+    ending in ``: new best`` is a row."""
+    lines = [f"[2019-03-25 21:15:43] [config] setting-{chr(97 + i)}: {i}" for i in range(20)]
+    for k in range(1, 21):
+        lines.append(f"[2019-03-25 21:{20 + k}:00] Ep. 1 : Up. {500 * k} : Cost {3.5 - k / 100:.4f}")
+        if k % 5 == 0:
+            valid = f"[valid] Ep. 1 : Up. {500 * k} : perplexity : 8.9 : new best"
+            lines.append(f"[2019-03-25 21:{20 + k}:10] {valid}")
+    (run,) = read_logs(_write(tmp_path / "train.log", lines))
+    assert not [c for c in run.columns if "setting" in c]
+    assert run.step_key == "Up"
+    assert int(run.mask("eval/perplexity").sum()) == 4
