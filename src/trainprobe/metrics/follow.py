@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 from trainprobe.errors import LogError
 from trainprobe.metrics.analyze import LogReport, Options, analyze
 from trainprobe.metrics.findings import CLIFF, SPIKE, Finding
-from trainprobe.metrics.readers.jsonl import flatten
+from trainprobe.metrics.readers.json_values import flatten
 from trainprobe.metrics.readers.text import LineParser
 from trainprobe.metrics.table import RunLog
 from trainprobe.metrics.user_regex import compile_user_regex

@@ -18,15 +18,22 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.reading.skeleton import fields_of, find_optimizers, scalar
 from trainprobe.errors import CheckpointError
 
-if TYPE_CHECKING:
-    from trainprobe.checkpoint.units.facts import PartFacts
+
+class PartFacts(Protocol):
+    """What the rule reads of one part's facts (:class:`trainprobe.checkpoint.units.facts.PartFacts`, which
+    imports this module's readers: a protocol keeps the two apart)."""
+
+    path: str
+    scheduler_lrs: list[tuple[str, list[float]]]
+    optimizer_lrs: list[tuple[str, list[float]]]
+
 
 # float32 lr tensors (a capturable optimizer's) against the float64 the scheduler kept
 _REL_TOL = 1e-6

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from trainprobe.metrics.readers.base import ReadOptions
-from trainprobe.metrics.readers.jsonl import Row, flatten, head_object, read_json_lines
+from trainprobe.metrics.readers.json_values import Row, flatten
+from trainprobe.metrics.readers.jsonl import head_object, read_json_lines
 from trainprobe.metrics.splits import EVAL_PREFIX
 from trainprobe.metrics.table import RunLog
 

@@ -13,7 +13,7 @@ from trainprobe.errors import LogError
 from trainprobe.metrics.axis import finish_run
 from trainprobe.metrics.events import CHECKPOINT_SAVE, Event
 from trainprobe.metrics.readers.base import ReadOptions
-from trainprobe.metrics.readers.jsonl import flatten
+from trainprobe.metrics.readers.json_values import flatten
 from trainprobe.metrics.table import ColumnBuilder, RunLog
 
 

@@ -22,6 +22,8 @@ import math
 import re
 from typing import Any
 
+from trainprobe.metrics.readers.json_values import flatten
+
 _TAGGED = re.compile(r"\s*(?:[^\s{]+\s+){0,3}?(\{.*\})\s*")
 # the counters of an MLPerf event's metadata, and the column each becomes
 _COUNTERS = (("epoch_num", "epoch"), ("step_num", "step"), ("step", "step"), ("iteration", "iteration"))
@@ -67,8 +69,6 @@ class TaggedJson:
             return {}, wall
         row: dict[str, float] = {}
         if isinstance(value, dict):
-            from trainprobe.metrics.readers.jsonl import flatten
-
             row = flatten(value, key + "/")
         elif _is_number(value):
             row = {key: float(value)}
