@@ -21,8 +21,22 @@ anonymous memory (sampled from /proc):
 
 Goals: (c) >= 20x faster than (a), >= 5x faster than (b); the scan itself within 1.5x of (d).
 
+Part 3, every core (issue 25): one fp32 model + AdamW checkpoint of ``--size-mb`` (600 MB) and a directory
+of ``--files`` (8) copies of it, page cache warm; interleaved, ``--cores-repeat`` times (medians), each
+method its own process:
+
+  trainprobe scan --json FILE (default workers; and --workers 1)   vs  the one-core floor: python, import
+  trainprobe scan --json DIR  (default workers; and --workers 1)       numpy and one chunked np.isfinite pass
+                                                                       over each memory-mapped file
+  cat FILES > /dev/null: a plain sequential read of the same bytes (GB/s)
+
+Goals, the scan itself (its JSON totals.seconds) against the floor's pass (as part 2 compares them; the
+whole processes are printed too: there the start-up of each weighs in): the single file <= 0.65x the
+floor, the directory <= 0.6x, on 2 cores; on 16 cores the directory's GB/s >= 70% of the plain read's.
+
 Usage: python benchmarks/scan.py [--size-gb 1.0] [--keep DIR] [--repeat 21] [--large-repeat 3]
-                                 [--only startup|large]
+                                 [--size-mb 600] [--files 8] [--cores-repeat 5] [--baseline SRC]
+                                 [--only startup|large|cores]
 """
 
 from __future__ import annotations
@@ -90,6 +104,22 @@ if dtype == np.uint16:  # bfloat16 bits
     for i in range(0, arr.size, chunk):
         ok &= not bool(((arr[i : i + chunk] & 0x7F80) == 0x7F80).any())
 else:
+    for i in range(0, arr.size, chunk):
+        ok &= bool(np.isfinite(arr[i : i + chunk]).all())
+print(time.perf_counter() - t0)
+"""
+
+
+FLOOR_FILES = r"""
+import mmap, sys, time
+import numpy as np
+t0 = time.perf_counter()
+chunk = (16 << 20) // 4
+ok = True
+for path in sys.argv[1:]:
+    with open(path, "rb") as fh:
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    arr = np.frombuffer(mm, dtype="<f4", count=len(mm) // 4)
     for i in range(0, arr.size, chunk):
         ok &= bool(np.isfinite(arr[i : i + chunk]).all())
 print(time.perf_counter() - t0)
@@ -302,6 +332,126 @@ def bench_startup(tmp: Path, repeat: int) -> dict[str, float]:
     return ratios
 
 
+def bench_cores(tmp: Path, size_mb: float, files: int, repeat: int, baseline: str | None) -> dict[str, float]:
+    """Part 3: the scan of one file and of a directory of ``files`` files against the one-core floor over the
+    same files and a plain sequential read of them, interleaved, medians of ``repeat``; ``baseline``: a
+    source tree (``src`` of another checkout) whose scans are measured beside."""
+    single = tmp / "cores" / "model.pt"
+    folder = tmp / "cores" / "dir"
+    folder.mkdir(parents=True, exist_ok=True)
+    copies = [folder / f"model-{i}.pt" for i in range(files)]
+    made = tmp / "cores" / "written.txt"  # what a --keep directory holds already: written once
+    if not made.exists() or made.read_text() != f"{size_mb} {files}":
+        t0 = time.perf_counter()
+        subprocess.run(
+            [sys.executable, __file__, "--write", str(single), "float32", str(size_mb / 1000)],
+            check=True,
+            capture_output=True,
+        )
+        for copy in copies:
+            shutil.copyfile(single, copy)
+        made.write_text(f"{size_mb} {files}")
+        print(
+            f"\nwrote {single.name} ({single.stat().st_size / 1e6:.0f} MB) and {files} copies in "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
+    for path in (single, *copies):
+        warm(path)
+    py = sys.executable
+    commands = {
+        "file": [TRAINPROBE, "scan", "--json", str(single)],
+        "file-1": [TRAINPROBE, "scan", "--json", "--workers", "1", str(single)],
+        "file-floor": [py, "-c", FLOOR_FILES, str(single)],
+        "file-cat": ["cat", str(single)],
+        "dir": [TRAINPROBE, "scan", "--json", str(folder)],
+        "dir-1": [TRAINPROBE, "scan", "--json", "--workers", "1", str(folder)],
+        "dir-floor": [py, "-c", FLOOR_FILES, *map(str, copies)],
+        "dir-cat": ["cat", *map(str, copies)],
+    }
+    if baseline:  # the same scans by another source tree (before a change), in the same run
+        commands = {
+            **{k: v for k, v in commands.items() if k.startswith("file")},
+            "file-base": ["env", f"PYTHONPATH={baseline}", *commands["file"]],
+            **{k: v for k, v in commands.items() if k.startswith("dir")},
+            "dir-base": ["env", f"PYTHONPATH={baseline}", *commands["dir"]],
+        }
+    load_before = os.getloadavg()
+    wall: dict[str, list[float]] = {key: [] for key in commands}
+    inner: dict[str, list[float]] = {key: [] for key in commands}
+    anon: dict[str, list[float]] = {key: [] for key in commands}
+    for _ in range(repeat):
+        for key, argv in commands.items():
+            w, _rss, a, out = measure(argv) if not key.endswith("cat") else (*_cat(argv), "")
+            wall[key].append(w)
+            anon[key].append(a)
+            if key.endswith("floor"):
+                inner[key].append(float(out))
+            elif not key.endswith("cat"):
+                inner[key].append(json.loads(out)["totals"]["seconds"])
+    med = {key: statistics.median(v) for key, v in wall.items()}
+    med_inner = {key: statistics.median(v) for key, v in inner.items() if v}
+    load_after = os.getloadavg()
+    print(
+        f"every core: {os.cpu_count()} cpus ({len(os.sched_getaffinity(0))} usable), page cache warm, "
+        f"medians of {repeat}, interleaved; load average {load_before[0]:.2f} before, "
+        f"{load_after[0]:.2f} after"
+    )
+    print(f"  {'process':<58} {'wall s':>7} {'itself s':>9} {'GB/s':>6} {'anon MiB':>9}")
+    sizes = {"file": single.stat().st_size, "dir": sum(c.stat().st_size for c in copies)}
+    names = {
+        "file": f"trainprobe scan FILE ({sizes['file'] / 1e6:.0f} MB)",
+        "file-1": "trainprobe scan --workers 1 FILE",
+        "file-floor": "floor: one chunked np.isfinite pass over FILE",
+        "file-cat": "cat FILE > /dev/null",
+        "dir": f"trainprobe scan DIR ({files} files, {sizes['dir'] / 1e9:.1f} GB)",
+        "dir-1": "trainprobe scan --workers 1 DIR",
+        "dir-floor": f"floor: one chunked np.isfinite pass over the {files} files",
+        "dir-cat": f"cat the {files} files > /dev/null",
+        "file-base": f"baseline ({baseline}): trainprobe scan FILE",
+        "dir-base": f"baseline ({baseline}): trainprobe scan DIR",
+    }
+    for key in commands:
+        size = sizes[key.split("-")[0]]
+        itself = f"{med_inner[key]:>9.3f}" if key in med_inner else f"{'':>9}"
+        print(
+            f"  {names[key]:<58} {med[key]:>7.3f} {itself} {size / med[key] / 1e9:>6.2f} "
+            f"{statistics.median(anon[key]):>9.0f}"
+        )
+    ratios = {
+        "file/floor": med_inner["file"] / med_inner["file-floor"],
+        "dir/floor": med_inner["dir"] / med_inner["dir-floor"],
+        "file/floor whole": med["file"] / med["file-floor"],
+        "dir/floor whole": med["dir"] / med["dir-floor"],
+        "file/one-worker": med_inner["file"] / med_inner["file-1"],
+        "dir/one-worker": med_inner["dir"] / med_inner["dir-1"],
+        "dir/cat": med["dir-cat"] / med_inner["dir"],
+    }
+    for key, label, goal in (("file", "single file", 0.65), ("dir", "directory  ", 0.6)):
+        print(
+            f"  {label}: the scan itself {ratios[f'{key}/floor']:.2f}x the floor pass's time "
+            f"(goal <= {goal}x on 2 cores; whole processes {ratios[f'{key}/floor whole']:.2f}x); "
+            f"{ratios[f'{key}/one-worker']:.2f}x its own --workers 1"
+        )
+    print(
+        f"  directory:   the scan itself at {ratios['dir/cat']:.0%} of the plain sequential read's GB/s "
+        "(goal >= 70% on 16 cores)"
+    )
+    if baseline:
+        for key in ("file", "dir"):
+            ratios[f"{key}/baseline"] = med_inner[key] / med_inner[f"{key}-base"]
+            print(
+                f"  {key:<4} the scan itself {ratios[f'{key}/baseline']:.2f}x the baseline's "
+                f"(floor: the baseline {med_inner[f'{key}-base'] / med_inner[f'{key}-floor']:.2f}x)"
+            )
+    return ratios
+
+
+def _cat(argv: list[str]) -> tuple[float, float, float]:
+    t0 = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - t0, 0.0, 0.0
+
+
 def main() -> None:
     if len(sys.argv) == 5 and sys.argv[1] == "--write":
         # A child of the benchmark: torch's memory must not inflate the parent the measured processes
@@ -317,15 +467,23 @@ def main() -> None:
     parser.add_argument(
         "--large-repeat", type=int, default=3, help="runs per method on the large checkpoint (default 3)"
     )
-    parser.add_argument("--only", choices=("startup", "large"), help="one part only")
+    parser.add_argument("--size-mb", type=float, default=600, help="part 3's file size (default 600)")
+    parser.add_argument("--files", type=int, default=8, help="part 3's files in the directory (default 8)")
+    parser.add_argument("--cores-repeat", type=int, default=5, help="part 3's runs per method (default 5)")
+    parser.add_argument(
+        "--baseline", metavar="SRC", help="part 3: also scan with this source tree first on PYTHONPATH"
+    )
+    parser.add_argument("--only", choices=("startup", "large", "cores"), help="one part only")
     args = parser.parse_args()
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="trainprobe-bench-"))
     tmp.mkdir(parents=True, exist_ok=True)
     try:
         print(f"cpus: {os.cpu_count()}, python {sys.version.split()[0]}")
-        if args.only != "large":
+        if args.only in (None, "startup"):
             bench_startup(tmp, args.repeat)
-        if args.only == "startup":
+        if args.only in (None, "cores"):
+            bench_cores(tmp, args.size_mb, args.files, args.cores_repeat, args.baseline)
+        if args.only in ("startup", "cores"):
             return
         for dtype_name, np_dtype in (("float32", "<f4"), ("bfloat16", "<u2")):
             path = tmp / f"model-adamw-{dtype_name}.pt"
