@@ -7,8 +7,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from trainprobe.metrics.readers.text.clock import match_stamp
-
 WALL_KEYS = ("_timestamp", "timestamp", "time", "wall_time", "walltime")
 _MAX_DEPTH = 8
 
@@ -36,6 +34,9 @@ def flatten(obj: dict[str, Any], prefix: str = "", depth: int = 0) -> Row:
             else:
                 out.update(flatten(value, name + "/", depth + 1))
         elif isinstance(value, str) and name in WALL_KEYS:
+            # here, not at the top: the text package imports this module (its tagged JSON records)
+            from trainprobe.metrics.readers.text.clock import match_stamp
+
             stamp = match_stamp(value.strip())
             if stamp is not None and stamp.seconds is not None:
                 out[name] = stamp.seconds
