@@ -134,3 +134,14 @@ def _remove_bottom_up(top: Path) -> None:
         here = inner
     for level in reversed(levels):
         os.rmdir(level)
+
+
+@pytest.fixture(autouse=True)
+def sigint_restored() -> Iterator[None]:
+    """Each test ends with this process's SIGINT handler as it found it. Something in the suite leaves SIGINT
+    ignored, and every child started afterwards inherits that: `watch` and `run` then never see the Ctrl-C a
+    later test sends (they passed alone and hung in the full suite, on a quiet machine too)."""
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    if before is not None and signal.getsignal(signal.SIGINT) is not before:
+        signal.signal(signal.SIGINT, before)
