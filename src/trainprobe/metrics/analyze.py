@@ -31,6 +31,7 @@ from trainprobe.metrics.findings import (
 from trainprobe.metrics.reading import no_rows_error, read_logs
 from trainprobe.metrics.roles import metric_kind
 from trainprobe.metrics.series import downsample
+from trainprobe.metrics.split_files import pair_split_files
 
 __all__ = [
     "SCHEMA_VERSION", "LogReport", "Options", "analyze", "analyze_json",
@@ -41,6 +42,8 @@ from trainprobe.metrics.table import ColumnBuilder, RunLog
 from trainprobe.metrics.user_regex import compile_user_regex
 from trainprobe.metrics.walk import NotRead
 
+# a spike this many times its baseline inside a divergence is the divergence's onset, told of its own
+_ONSET_JUMP = 100.0
 SCHEMA_VERSION = 3  # the shared contract of docs/json.md (2 was skipped: one number for all)
 
 
@@ -224,7 +227,7 @@ def analyze(
             runs.append(rows_to_run(src, name=f"run{len(runs)}"))
     if not runs or all(len(r) == 0 or not r.metrics for r in runs):
         raise no_rows_error(runs)
-    runs = [r for r in runs if len(r)]
+    runs = pair_split_files([r for r in runs if len(r)])
     if options.step is not None and not any(r.step_key == options.step for r in runs):
         raise UsageError(
             f"--step {options.step}: no log read has a column of that name",
@@ -277,10 +280,17 @@ def _detect(run: RunLog, events: list[Event], options: Options) -> list[Finding]
         found.extend(det.detect_nonfinite(run, metric))
         diverging = det.detect_divergence(run, metric)
         found.extend(diverging)
+        onset_told: set[int] = set()
         for f in det.detect_spikes(
             run, metric, threshold=options.threshold, window=options.window, suspect=suspect
         ):
-            if not any(d.step <= f.step <= d.end_step for d in diverging):
+            inside = [i for i, d in enumerate(diverging) if d.step <= f.step <= d.end_step]
+            # a jump of orders of magnitude inside a divergence is where it broke (a critic loss ×5700
+            # over its median in one epoch): told once, the first one; smaller ones are part of the trend
+            if inside and (f.magnitude or 0.0) >= _ONSET_JUMP and inside[0] not in onset_told:
+                onset_told.add(inside[0])
+                found.append(f)
+            elif not inside:
                 found.append(f)
         found.extend(det.detect_early_explosion(run, metric))
     found.extend(det.detect_overfitting(run))

@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from trainprobe.metrics.roles import metric_kind
 from trainprobe.metrics.splits import base_name, is_epoch_key, is_step_key
 from trainprobe.metrics.table import INTERNAL, TOTAL_PREFIX, Table, is_absent
 
@@ -181,15 +182,31 @@ def _counts_up(values: np.ndarray) -> bool:
     )
 
 
-def counter_by_evidence(cols: Columns, *, named: bool = True, finer_than: int = 0) -> str | None:
+def _regular_stride(values: np.ndarray, above: float) -> bool:
+    """Counts up on every row by about the same stride, to beyond ``above``: a count of units that go
+    by several per row (Spinning Up's ``TotalEnvInteracts`` 2999, 5999, … beside ``Epoch`` 1, 2, …)."""
+    d = np.diff(values)
+    if not d.size or not bool(np.all(d > 0)) or float(values.max()) <= above:
+        return False
+    stride = float(np.median(d))
+    return stride > 1 and bool(np.count_nonzero(np.abs(d - stride) <= 0.5 * stride) >= 0.9 * d.size)
+
+
+def counter_by_evidence(
+    cols: Columns, *, named: bool = True, finer_than: int = 0, coarse_max: float | None = None
+) -> str | None:
     """A column no step name marks but whose values show it counts: whole numbers counting up on most
-    rows, more distinct ones than ``finer_than``. ``named``: only a name that says it counts
-    (``current_steps``, ``env_step``, ``n_iter``, ``frames``); else any (Marian's ``Up.`` beside ``Ep.``).
-    Among such, the finest (the most distinct values; then the smallest: updates before sentences seen)."""
+    rows, more distinct ones than ``finer_than`` — or as many, when the coarse counter (largest value
+    ``coarse_max``) moves by one a row and this one by a steady stride of several. ``named``: only a name
+    that says it counts (``current_steps``, ``env_step``, ``n_iter``, ``frames``); else any (Marian's ``Up.``
+    beside ``Ep.``). Among such, the finest (the most distinct values; then the smallest: updates before
+    sentences seen)."""
     best: tuple[int, float, str] | None = None
     for key, have in cols.have.items():
         if key.startswith(INTERNAL) or is_epoch_key(key) or (named and not _COUNTER_NAME.search(key)):
             continue
+        if not named and metric_kind(key) in ("time", "loss", "accuracy", "lr"):
+            continue  # a clock in whole seconds counts up too, and so may a score: neither is a step
         if np.count_nonzero(have) < max(3, cols.n // 2):
             continue
         values = cols.cols[key][have]
@@ -197,7 +214,10 @@ def counter_by_evidence(cols: Columns, *, named: bool = True, finer_than: int = 
             continue
         distinct = int(np.unique(values).size)
         rank = (distinct, -float(values.max()), key)
-        if distinct > finer_than and (best is None or rank[:2] > best[:2]):
+        finer = distinct > finer_than or (
+            coarse_max is not None and distinct == finer_than and _regular_stride(values, coarse_max)
+        )
+        if finer and (best is None or rank[:2] > best[:2]):
             best = rank
     return None if best is None else best[2]
 
@@ -235,8 +255,10 @@ def step_axis(cols: Columns, forced: str | None = None) -> tuple[np.ndarray, np.
         found = counter_by_evidence(cols)
         epochs = [k for k in keys if is_epoch_key(k) and not k.startswith(INTERNAL)]
         if found is None and epochs and COUNTER_KEY not in cols.cols:
-            coarse = int(np.unique(cols.cols[epochs[0]][cols.have[epochs[0]]]).size)
-            found = counter_by_evidence(cols, named=False, finer_than=coarse)
+            epoch_values = cols.cols[epochs[0]][cols.have[epochs[0]]]
+            coarse = int(np.unique(epoch_values).size)
+            top = float(np.max(epoch_values)) if epoch_values.size else 0.0
+            found = counter_by_evidence(cols, named=False, finer_than=coarse, coarse_max=top)
         if found is not None:
             step_keys = [found]
             cols.axis_why = f"{found}: counts up in whole numbers on most rows, finer than any epoch"

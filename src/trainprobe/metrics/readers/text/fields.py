@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from trainprobe.metrics.readers.text.cursor import KEY_PUNCT_SEPS, TokenCursor, clean_key
+from trainprobe.metrics.readers.text.cursor import KEY_PUNCT_SEPS, SPLIT_LABELS, TokenCursor, clean_key
 from trainprobe.metrics.readers.text.tokens import (
     NON_FINITE_WORDS,
     NUMBER,
@@ -298,10 +298,15 @@ class _Scan(TokenCursor):
                         self.used[t] = True
                     after = self.skip_space(close + 1, 1)
             closing = self.text(after)
-            is_label = len(run) <= 3 and (
-                closing in (":", "|", "]", ")", "-", ">")
-                or (after >= self.n and before < 0)
-                or (self.text(before) in ("[", "(", "|") and closing in ("]", ")", "|", ""))
+            # a split word that leads the message names its split (``Validation Step 1000, Total Loss: …``)
+            leads = len(run) == 1 and before < 0 and self.text(i).lower() in SPLIT_LABELS
+            is_label = leads or (
+                len(run) <= 3
+                and (
+                    closing in (":", "|", "]", ")", "-", ">")
+                    or (after >= self.n and before < 0)
+                    or (self.text(before) in ("[", "(", "|") and closing in ("]", ")", "|", ""))
+                )
             )
             words = [self.text(t) for t in run]
             if len(run) == 1 and self.kind(before) == NUMBER and is_unit(words[0]):

@@ -83,9 +83,9 @@ def is_eval_banner(fields: Fields) -> bool:
 
 def column_names(fields: Fields, *, eval_context: bool = False) -> dict[str, str]:
     """Column name of each field. The fields of an eval line (labelled ``Test set:``, ``Epoch(val)``,
-    ``| valid |``, with a step key ``validation loss at iteration``, or right under an ``Evaluating …``
-    banner) get an ``eval/`` prefix, those of a line labelled ``train`` a ``train/`` one, unless their own
-    name says a split."""
+    ``| valid |``, led by ``Validation``, with a step key ``validation loss at iteration``, or right under
+    an ``Evaluating …`` banner) get an ``eval/`` prefix, those of a line labelled ``train`` a ``train/`` one,
+    unless their own name says a split."""
     words = {w.lower() for label in fields.labels for w in _WORD_SPLIT.split(label)}
     context = {
         w.lower() for k in fields.values if is_step_key(k) or is_epoch_key(k) for w in _WORD_SPLIT.split(k)
