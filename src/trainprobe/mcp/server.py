@@ -31,9 +31,11 @@ def _target_help() -> str:
         "targets file ($TRAINPROBE_CONFIG or ~/.config/trainprobe/targets.toml) works too. The far side "
         "needs only Python (and numpy for checkpoints and logs); nothing is installed there, no shell "
         "quoting is involved, and paths and globs are the far side's (relative to its login directory or "
-        "cd=). The read-only tools (all but `run`) refuse `python=`, `venv=`, `conda=` and `env=` unless "
-        "the server was started with --allow-interpreters: leave them out and discovery picks the "
-        "interpreter."
+        "cd=). `~`, `~/x`, `$HOME/x` and `${HOME}/x` are the home of the user the work runs as there (after "
+        "`sudo=USER`: that user's), in every path argument and in `python=`, `venv=`, `conda=` and `cd=`: "
+        "`ssh=gpu07//venv=~/venv` with the path `~/runs/exp3` works as written. The read-only tools (all "
+        "but `run`) refuse `python=`, `venv=`, `conda=` and `env=` unless the server was started with "
+        "--allow-interpreters: leave them out and discovery picks the interpreter."
     )
 
 

@@ -15,11 +15,17 @@ login user or root and be writable by no one else (its root, ``bin``, ``pyvenv.c
 site-packages, and the interpreter it runs): another local user's ``.pth`` file would otherwise run as whoever
 connects. Other users' homes are never searched (name their venv with ``venv=``); other users' running
 Pythons are not candidates.
+
+The far side's one notion of home lives here too (:func:`home`, :func:`expand_home`): discovery searches it,
+``python=``/``venv=``/``conda=`` expand ``~`` and ``$HOME`` with it, and the forked script gets this module
+(shipped as ``trainprobe_discovery``) for ``cd=`` and the path arguments of ``scan``/``check``/``diff``/
+``logs``/``triage``/``watch`` ``--on``. Paths never meet a shell; the expansion is this Python's.
 """
 
 import binascii
 import marshal
 import os
+import pwd
 import sys
 
 TYPE_CHECKING = False
@@ -33,6 +39,39 @@ NEED_CHECK = "import importlib.util as u,sys;print(sys.version.split()[0]);print
 HOME_VENV_DIRS = ("envs", "venvs", ".venvs", ".virtualenvs", ".pyenv/versions")
 CONDA_DIRS = ("miniconda3", "anaconda3", "miniforge3", "mambaforge", ".conda", "conda")
 UID = os.getuid()
+
+
+#: the words that name the home of the user the code runs as, at the start of a path, alone or before a ``/``
+HOME_WORDS = ("~", "$HOME", "${HOME}")
+
+
+def home() -> str:
+    """The home directory of the user this process runs as (after a ``sudo`` hop or in a container, that
+    user's, whatever ``HOME`` it inherited): its passwd entry, else ``$HOME`` (a container user without one),
+    else ""."""
+    try:
+        return pwd.getpwuid(UID).pw_dir or os.environ.get("HOME", "")
+    except KeyError:
+        return os.environ.get("HOME", "")
+
+
+def names_home(path: str) -> bool:
+    """``path`` starts with ``~`` (``~``, ``~/x``, ``~user/x``), ``$HOME`` or ``${HOME}``: only the far side
+    knows what it is (the local side asks this to keep such a path out of the command line)."""
+    return path.startswith("~") or any(path == w or path.startswith(w + "/") for w in HOME_WORDS[1:])
+
+
+def expand_home(path: str) -> str:
+    """``path`` with its leading ``~``, ``$HOME`` or ``${HOME}`` (alone or before ``/``) replaced by
+    :func:`home`, and ``~user`` by that user's home (``os.path.expanduser``); every other path, and one whose
+    home is unknown, as given."""
+    for word in HOME_WORDS:
+        if path == word or path.startswith(word + "/"):
+            base, rest = home(), path[len(word) :]
+            if not base:
+                return path
+            return base.rstrip("/") + rest if rest else base
+    return os.path.expanduser(path) if path.startswith("~") else path
 
 
 def executable(path: str) -> bool:
@@ -158,10 +197,9 @@ def candidate_groups() -> "Iterator[tuple[Iterable[str], bool]]":
         [os.path.join(env[var], "bin", "python") for var in ("VIRTUAL_ENV", "CONDA_PREFIX") if env.get(var)],
         False,
     )
-    home = os.path.expanduser("~")
-    yield venvs_under(home), True
+    yield venvs_under(home()), True
     yield venvs_under("/opt"), True
-    yield conda_envs([home]), True
+    yield conda_envs([home()]), True
     yield running_pythons(), True
     yield [path for path in (which("python3"), which("python")) if path], False
 
@@ -218,7 +256,7 @@ def which(name: str) -> str:
 def conda_python(name: str) -> str:
     if "/" in name:
         return os.path.join(name, "bin", "python")
-    for base in conda_bases([os.path.expanduser("~")]):
+    for base in conda_bases([home()]):
         if name == "base":
             return os.path.join(base, "bin", "python")
         path = os.path.join(base, "envs", name, "bin", "python")
@@ -257,11 +295,11 @@ def choose(cfg: dict) -> str:  # type: ignore[type-arg]
     need = cfg.get("need") or []
     if cfg.get("python") or cfg.get("venv") or cfg.get("conda"):
         if cfg.get("python"):
-            path, what = cfg["python"], "python=" + cfg["python"]
+            path, what = expand_home(cfg["python"]), "python=" + cfg["python"]
         elif cfg.get("venv"):
-            path, what = os.path.join(cfg["venv"], "bin", "python"), "venv=" + cfg["venv"]
+            path, what = os.path.join(expand_home(cfg["venv"]), "bin", "python"), "venv=" + cfg["venv"]
         else:
-            path, what = conda_python(cfg["conda"]), "conda=" + cfg["conda"]
+            path, what = conda_python(expand_home(cfg["conda"])), "conda=" + cfg["conda"]
         if not path or not executable(path):
             raise NoInterpreter(what + " has no Python interpreter" + (" at " + path if path else ""), [])
         candidates: Iterable[str] = [path]

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 RESULT_NAME = "__trainprobe_result__"
+#: the shipped discovery module (:data:`trainprobe.remote.session.DISCOVERY_MODULE`): the far side's home
+DISCOVERY = "trainprobe_discovery"
 MODULE_TYPE = type(sys)
 
 
@@ -112,6 +114,17 @@ def prepare(source: bytes, filename: str) -> "tuple[types.CodeType, bool]":
     return compile(tree, filename, "exec", dont_inherit=True), defines_main and not guarded
 
 
+def change_directory(given: str, home_known: bool) -> None:
+    """``cd=``: a path under ``~`` or ``$HOME`` is expanded by the shipped discovery (the far side's one home,
+    shipped whenever ``cd=`` names it); a directory that is not there is named as given and as expanded."""
+    path = __import__(DISCOVERY).expand_home(given) if home_known else given
+    try:
+        os.chdir(path)
+    except OSError as exc:
+        shown = given if path == given else given + " (" + path + ")"
+        raise type(exc)("cd=" + shown + ": " + (exc.strerror or str(exc))) from None
+
+
 def run_user(
     cfg: "dict[str, Any]",
     script: bytes,
@@ -128,12 +141,12 @@ def run_user(
         for stream in (sys.stdout, sys.stderr):
             stream.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # live, line by line
         os.environ.update(cfg.get("env") or {})
-        if cfg.get("cwd"):
-            os.chdir(os.path.expanduser(cfg["cwd"]))
         if modules:
             import importlib.util  # before the finder is in place, which would otherwise be asked for it  # noqa: F401
 
             sys.meta_path.insert(0, MemoryImporter(modules, codes))
+        if cfg.get("cwd"):
+            change_directory(cfg["cwd"], DISCOVERY in modules)
         sys.argv = [filename, *cfg.get("args", [])]
         sys.path[0] = os.getcwd()
         module = MODULE_TYPE("__main__")

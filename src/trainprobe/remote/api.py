@@ -129,6 +129,7 @@ def call(
     connect_timeout: float = CONNECT_TIMEOUT_S,
     need: Sequence[str] = (),
     modules: Sequence[str] = (),
+    far_paths: Sequence[str] = (),
     **kwargs: Any,
 ) -> Any:
     """Call ``function(*args, **kwargs)`` on ``target`` and return its value.
@@ -137,14 +138,16 @@ def call(
     memory on the far side, so nothing needs to be installed there but Python (and numpy, for trainprobe's
     checkpoint readers). ``modules`` names more modules or packages to ship, for a function that imports
     beyond its own subpackage (``modules=["trainprobe.checkpoint", "trainprobe.metrics"]``; see
-    :func:`~trainprobe.remote.shipping.modules_named`). Arguments and the return value travel as JSON; a
+    :func:`~trainprobe.remote.shipping.modules_named`). ``far_paths`` names the arguments that are paths on
+    the far side (``"0"``, a keyword, ``"1.checkpoints"``): their ``~`` and ``$HOME`` expand there (see
+    :func:`~trainprobe.remote.shipping.call_argv`). Arguments and the return value travel as JSON; a
     return value with a ``to_json()`` method comes back as what that returns. Raises the run's RemoteError
     (RemoteExceptionError carries the remote traceback).
     """
     from trainprobe.errors import RemoteError
     from trainprobe.remote.shipping import CALL_DRIVER, call_argv
 
-    argv, shipped = call_argv(function, args, kwargs, modules)
+    argv, shipped = call_argv(function, args, kwargs, modules, far_paths)
     outcome = run(
         target,
         CALL_DRIVER,

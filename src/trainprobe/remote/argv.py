@@ -2,7 +2,8 @@
 bootstrap's failures mean.
 
 Innermost is the bootstrap: ``PY -c BOOT STAGE1 CONFIG`` when ``python=``/``venv=`` names the interpreter,
-else ``sh -c 'for p in python3 python; ...'`` which starts the first Python on PATH to run discovery. Every
+else (or when that path starts with ``~`` or ``$HOME``, which only the far side can expand) ``sh -c 'for p in
+python3 python; ...'`` which starts the first Python on PATH to run discovery. Every
 word is in the safe alphabet. Then each wrapping hop, innermost first, wraps it; adjacent ssh hops fold into
 one ``ssh -J``.
 """
@@ -16,6 +17,7 @@ import zlib
 from collections.abc import Sequence
 
 from trainprobe.errors import InterpreterNotFoundError
+from trainprobe.remote._discovery import names_home
 from trainprobe.remote._record import replace
 from trainprobe.remote.hops.base import line_with, printable
 from trainprobe.remote.hops.records import EXIT_NO_PROGRAM, FarSettings, HopFailure
@@ -62,9 +64,11 @@ def stage1_config(settings: FarSettings, need: Sequence[str]) -> str:
 def bootstrap_argv(settings: FarSettings, need: Sequence[str]) -> list[str]:
     """The innermost command: start Python with stage 1."""
     tail = [BOOT, stage1_word(), stage1_config(settings, need)]
-    if settings.python:
+    # A path under ``~`` or ``$HOME`` means nothing to exec (no shell expands it, by design): the first Python
+    # on PATH starts stage 1, whose discovery expands the path and ``exec``-s the interpreter it names.
+    if settings.python and not names_home(settings.python):
         return [settings.python, "-c", *tail]
-    if settings.venv:
+    if settings.venv and not names_home(settings.venv):
         return [settings.venv.rstrip("/") + "/bin/python", "-c", *tail]
     script = (
         'for p in python3 python; do command -v "$p" >/dev/null 2>&1 && exec "$p" -c "$0" "$@"; done; '

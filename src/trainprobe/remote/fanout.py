@@ -174,14 +174,16 @@ def call_fleet(
     on_done: Callable[[Outcome], None] | None = None,
     log_dir: str | Path | None = None,
     modules: Sequence[str] = (),
+    far_paths: Sequence[str] = (),
     **kwargs: Any,
 ) -> FleetResult:
     """:func:`trainprobe.remote.call` on every target: ``function(*args, **kwargs)`` runs on each (its module
     and ``modules`` shipped, see :func:`trainprobe.remote.shipping.modules_for`) and each outcome's ``result``
-    is its value (or what its ``to_json()`` returns). This is how ``scan --on`` reaches a fleet."""
+    is its value (or what its ``to_json()`` returns; ``far_paths`` as :func:`~trainprobe.remote.call` takes
+    it). This is how ``scan --on`` reaches a fleet."""
     from trainprobe.remote.shipping import CALL_DRIVER, call_argv
 
-    argv, shipped = call_argv(function, args, kwargs, modules)
+    argv, shipped = call_argv(function, args, kwargs, modules, far_paths)
     return run_fleet(
         targets, CALL_DRIVER, argv, parallel=parallel, timeout=timeout, connect_timeout=connect_timeout,
         need=need, on_done=on_done, log_dir=log_dir, modules=shipped,

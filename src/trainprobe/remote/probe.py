@@ -10,7 +10,7 @@ from typing import Any
 from trainprobe.remote.api import run
 from trainprobe.remote.fanout import run_fleet
 from trainprobe.remote.fleet_result import DEFAULT_PARALLEL, FleetResult, Outcome
-from trainprobe.remote.session import CONNECT_TIMEOUT_S, Module
+from trainprobe.remote.session import CONNECT_TIMEOUT_S, Module, with_discovery
 from trainprobe.remote.target import Target
 
 _HERE = Path(__file__).resolve().parent
@@ -19,8 +19,7 @@ SCRIPT = _HERE / "_probe_script.py"
 
 def _stage1() -> list[Module]:
     """The probe script asks the far side's discovery for its order: it ships as a module."""
-    discovery = _HERE / "_discovery.py"
-    return [Module("trainprobe_discovery", str(discovery), discovery.read_bytes())]
+    return with_discovery([])
 
 
 def probe(

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from trainprobe.errors import RemoteError, RemoteExceptionError, UsageError
 from trainprobe.remote import frames, run_errors
+from trainprobe.remote._discovery import names_home
 from trainprobe.remote._record import field, record
 from trainprobe.remote.far_code import LOCAL_MAGIC, module_code, program_frame
 from trainprobe.remote.frames import EXIT, HELLO, NOT_FOUND, READY, STDERR, STDOUT, Feeder, FrameParser, frame
@@ -71,6 +72,21 @@ class Module:
         code = zlib.compress(module_code(self.filename, self.source), 6) if far_magic == LOCAL_MAGIC else b""
         head = b"\0".join([self.name.encode(), self.filename.encode(), flag, b""])
         return head + LOCAL_MAGIC + len(code).to_bytes(4, "big") + code + zlib.compress(self.source)
+
+
+#: the far side's discovery, as ``probe``'s script and every script that expands ``~`` import it there
+DISCOVERY_MODULE = "trainprobe_discovery"
+
+
+def with_discovery(modules: Sequence[Module]) -> list[Module]:
+    """``modules`` and :mod:`trainprobe.remote._discovery` as :data:`DISCOVERY_MODULE`: ``probe`` lists the
+    discovery order with it, and the forked script expands ``~`` and ``$HOME`` with its ``expand_home``
+    (``cd=``, the path arguments of a task), the one home of the far side."""
+    if any(m.name == DISCOVERY_MODULE for m in modules):
+        return list(modules)
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_discovery.py")
+    with open(path, "rb") as f:
+        return [*modules, Module(DISCOVERY_MODULE, path, f.read())]
 
 
 @record()
@@ -209,6 +225,8 @@ def execute(
         except OSError as exc:
             raise UsageError(f"cannot create the log directory {run_dir}: {exc.strerror}") from None
     settings = target.settings
+    if settings.cwd and names_home(settings.cwd):  # expanded by the script's side with discovery's home
+        modules = with_discovery(modules)
     config = {"args": list(args), "filename": filename, "timeout": timeout, "env": dict(settings.env),
               "cwd": settings.cwd, "heartbeat": run_errors.LINK_LOST_S}  # fmt: skip
 

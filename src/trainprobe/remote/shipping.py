@@ -16,21 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from trainprobe.errors import UsageError
-from trainprobe.remote.session import Module
+from trainprobe.remote.session import Module, with_discovery
 
-CALL_DRIVER = """\
-import importlib, json, sys
-
-
-def main():
-    spec = json.loads(sys.argv[1])
-    value = importlib.import_module(spec["module"])
-    for part in spec["qualname"].split("."):
-        value = getattr(value, part)
-    value = value(*spec["args"], **spec["kwargs"])
-    to_json = getattr(value, "to_json", None)
-    return to_json() if callable(to_json) else value
-"""
+#: the script that makes a call on the far side (:mod:`trainprobe.remote._call_driver`), as source text
+CALL_DRIVER = (Path(__file__).parent / "_call_driver.py").read_text(encoding="utf-8")
 
 
 def modules_for(function: Callable[..., Any], extra: Sequence[str] = ()) -> tuple[str, list[Module]]:
@@ -111,11 +100,25 @@ def _unique(modules: Sequence[Module]) -> list[Module]:
 
 
 def call_argv(
-    function: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], modules: Sequence[str] = ()
+    function: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    modules: Sequence[str] = (),
+    far_paths: Sequence[str] = (),
 ) -> tuple[list[str], list[Module]]:
-    """(argv for :data:`CALL_DRIVER`, modules to ship) that call ``function(*args, **kwargs)`` far side."""
+    """(argv for :data:`CALL_DRIVER`, modules to ship) that call ``function(*args, **kwargs)`` far side.
+
+    ``far_paths`` names the arguments that are paths there (``"0"``, a keyword's name, ``"1.checkpoints"``
+    for a key of a dict argument; each a path or a list of paths): the driver expands their ``~`` and
+    ``$HOME`` with the far side's home before the call, and a trainprobe error the call raises about such a
+    path that is not there names it as given and as expanded."""
     module_name, shipped = modules_for(function, modules)
-    spec = {"module": module_name, "qualname": function.__qualname__, "args": list(args), "kwargs": kwargs}
+    spec: dict[str, Any] = {
+        "module": module_name, "qualname": function.__qualname__, "args": list(args), "kwargs": kwargs,
+    }  # fmt: skip
+    if far_paths:
+        spec["paths"] = list(far_paths)
+        shipped = with_discovery(shipped)
     try:
         encoded = json.dumps(spec)
     except (TypeError, ValueError) as exc:

@@ -1,10 +1,11 @@
 """Far-side follower for ``trainprobe watch TARGET PATH``: stdlib only, sent as a script by the remote engine.
 
-argv: PATH IDENT OFFSET INTERVAL, where IDENT is ``dev:ino`` of the file the last run was reading (or ``-``)
-and OFFSET the byte after the last line received. Prints one line per complete log line: ``dev:ino END TEXT``
-(END is the byte offset just after that line; a first line ``#pid N`` names the follower's process), so a
-reconnect resumes exactly where the local side stopped: if the file was rotated in between, the old file is
-found again by its inode in the same directory and finished first.
+argv: PATH IDENT OFFSET INTERVAL (PATH's ``~`` or ``$HOME`` expanded by the shipped discovery's
+``expand_home``, the far side's one home), where IDENT is ``dev:ino`` of the file the last run was reading
+(or ``-``) and OFFSET the byte after the last line received. Prints one line per complete log line:
+``dev:ino END TEXT`` (END is the byte offset just after that line; a first line ``#pid N`` names the
+follower's process), so a reconnect resumes exactly where the local side stopped: if the file was rotated in
+between, the old file is found again by its inode in the same directory and finished first.
 """
 
 import os
@@ -68,7 +69,9 @@ def _open(path: str, offset: int) -> "Optional[_Reader]":  # noqa: UP045
 
 
 def main() -> None:
-    path, want, offset, interval = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+    from trainprobe_discovery import expand_home  # type: ignore[import-not-found]  # shipped by watch_on
+
+    path, want, offset, interval = expand_home(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     sys.stdout.write(f"#pid {os.getpid()}\n")
     sys.stdout.flush()
     reader: Optional[_Reader] = None  # noqa: UP045

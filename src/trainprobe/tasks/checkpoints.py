@@ -1,7 +1,8 @@
 """``scan`` and ``check`` where the checkpoints are (``scan --on``, ``check --on``).
 
 ``trainprobe.checkpoint`` (stdlib + numpy) is shipped; the far side needs only Python and numpy. Globs expand
-there and relative paths are relative to the remote login directory (or ``cd=``). Each report is the one the
+there, relative paths are relative to the remote login directory (or ``cd=``), and ``~``, ``~/x``, ``$HOME/x``
+are the home of the user the scan runs as there. Each report is the one the
 local function gives: a :class:`~trainprobe.checkpoint.scanning.report.ScanReport`, the ``check --json``
 document.
 """
@@ -27,14 +28,14 @@ def scan_task() -> RemoteTask[ScanReport]:
     from trainprobe.checkpoint.scanning.report import ScanReport
     from trainprobe.checkpoint.scanning.run import scan
 
-    return RemoteTask("scan", scan, ScanReport.from_json)
+    return RemoteTask("scan", scan, ScanReport.from_json, far_paths=("0",))
 
 
 def check_task() -> RemoteTask[dict[str, Any]]:
     """The check as a task; its report is the ``check --json`` document."""
     from trainprobe.checkpoint.check import check_paths_json
 
-    return RemoteTask("check", check_paths_json, document_with("units"))
+    return RemoteTask("check", check_paths_json, document_with("units"), far_paths=("0",))
 
 
 def scan_on(

@@ -24,7 +24,7 @@ def diff_task() -> RemoteTask[dict[str, Any]]:
     """The diff as a task; its report is the ``diff --json`` document."""
     from trainprobe.checkpoint.diff import diff_paths_json
 
-    return RemoteTask("diff", diff_paths_json, document_with("tensors", "verdict"))
+    return RemoteTask("diff", diff_paths_json, document_with("tensors", "verdict"), far_paths=("0", "1"))
 
 
 def diff_on(target: str | Target, a: str, b: str, **limits: Unpack[Limits]) -> dict[str, Any]:

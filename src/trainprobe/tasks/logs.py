@@ -1,7 +1,8 @@
 """``logs`` where the logs are (``logs --on``): :func:`trainprobe.metrics.analyze` run on a target or a fleet.
 
 ``trainprobe.metrics`` (stdlib + numpy) is shipped; the far side needs only Python and numpy. Paths (and
-``Options.checkpoints``) are paths there, relative to the remote login directory (or ``cd=``). The far side
+``Options.checkpoints``) are paths there, relative to the remote login directory (or ``cd=``); ``~`` and
+``$HOME`` are the home of the user the analysis runs as there. The far side
 answers with every value of each run it read (:meth:`~trainprobe.metrics.LogReport.to_json` with
 ``data=True``, zlib-compressed: a fraction of the log's size), so the :class:`~trainprobe.metrics.LogReport`
 rebuilt here is the one a local analysis gives: the same terminal report, JSON, ``--html`` and ``--png``. The
@@ -28,7 +29,7 @@ def logs_task() -> RemoteTask[LogReport]:
     """The log analysis as a task (built on call: importing trainprobe.metrics costs numpy's import)."""
     from trainprobe.metrics.analyze import LogReport, analyze_json
 
-    return RemoteTask("logs", analyze_json, LogReport.from_json)
+    return RemoteTask("logs", analyze_json, LogReport.from_json, far_paths=("0", "1.checkpoints"))
 
 
 def _options(options: Options | None) -> dict[str, object]:

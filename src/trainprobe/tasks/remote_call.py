@@ -93,13 +93,16 @@ def _report_json(report: Any) -> Any:
 class RemoteTask(Generic[R]):
     """``function`` run on the far side (its package and ``modules`` shipped, imported from memory there),
     its JSON return value turned into ``R`` by ``decode``; ``need`` names the modules the far-side
-    interpreter must have (discovery picks one that has them); ``what`` names the task in errors."""
+    interpreter must have (discovery picks one that has them); ``what`` names the task in errors;
+    ``far_paths`` the arguments that are paths on the far side (``"0"``, a keyword, ``"1.checkpoints"``),
+    whose ``~`` and ``$HOME`` expand there as the home of the user the task runs as."""
 
     what: str
     function: Callable[..., Any]
     decode: Callable[[Any], R]
     need: tuple[str, ...] = ("numpy",)
     modules: tuple[str, ...] = ()
+    far_paths: tuple[str, ...] = ()
 
     def on(
         self, target: str | Target, *args: Any, timeout: float | None = None,
@@ -113,7 +116,7 @@ class RemoteTask(Generic[R]):
         try:
             data = call(
                 target, self.function, *args, timeout=timeout, connect_timeout=connect_timeout,
-                need=self.need, modules=self.modules, **kwargs,
+                need=self.need, modules=self.modules, far_paths=self.far_paths, **kwargs,
             )  # fmt: skip
         except RemoteExceptionError as exc:
             raise (raised_far_side(exc) or exc) from None
@@ -137,7 +140,7 @@ class RemoteTask(Generic[R]):
         fleet = call_fleet(
             targets, self.function, *args, parallel=parallel, timeout=timeout,
             connect_timeout=connect_timeout, need=self.need, on_done=on_done, log_dir=log_dir,
-            modules=self.modules, **kwargs,
+            modules=self.modules, far_paths=self.far_paths, **kwargs,
         )  # fmt: skip
         reports: dict[str, R] = {}
         for outcome in fleet.outcomes:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainprobe.errors import UsageError
 from trainprobe.remote.fleet_result import DEFAULT_PARALLEL
 from trainprobe.remote.session import CONNECT_TIMEOUT_S
 from trainprobe.tasks.remote_call import Limits, RemoteTask
@@ -104,7 +105,7 @@ def scan_sharded(
     rounds = _Rounds(**limits)
     root = rounds.root("sharded")
     inventories, failed = _inventories(targets, path, rounds, root)
-    plan = plan_shards(path, inventories)
+    plan = plan_shards(_unit_path(path, inventories), inventories)
     results, lost = _run_shares(
         plan, scan_share, {"stats": stats, "verify": verify}, "reads", rounds, root / "scan"
     )
@@ -130,7 +131,7 @@ def check_sharded(
     rounds = _Rounds(**limits)
     root = rounds.root("check-sharded")
     inventories, failed = _inventories(targets, path, rounds, root)
-    plan = plan_shards(path, inventories, whole=True)
+    plan = plan_shards(_unit_path(path, inventories), inventories, whole=True)
     results, lost = _run_shares(plan, check_share, {}, "checks", rounds, root / "check")
     failed.update(lost)
     return merge_check_shards(plan, results, failed)
@@ -148,12 +149,25 @@ def _inventories(
     """Round one: what each target has of ``path`` (the directories), and the targets that failed."""
     from trainprobe.checkpoint.sharded.inventory import inventory
 
-    found = RemoteTask("inventory", inventory, _inventory_report).on_fleet(
+    found = RemoteTask("inventory", inventory, _inventory_report, far_paths=("0",)).on_fleet(
         targets, path, parallel=rounds.parallel, timeout=rounds.timeout,
         connect_timeout=rounds.connect_timeout, log_dir=root / "inventory",
     )  # fmt: skip
     failed = {o.target: o.summary or o.status for o in found.fleet.outcomes if o.target not in found.reports}
     return {t: inv for t, inv in found.reports.items() if inv.get("kind") == "dir"}, failed
+
+
+def _unit_path(path: str, inventories: Mapping[str, dict[str, Any]]) -> str:
+    """The unit's path on every target: ``path`` as each inventory found it (``~`` and ``$HOME`` expanded
+    there), which the shares then read. A path that expands to different directories on different targets
+    (other users, other homes) names no one unit: a UsageError."""
+    found = sorted({str(inv.get("path") or path) for inv in inventories.values()})
+    if len(found) > 1:
+        raise UsageError(
+            f"{path} is {' or '.join(found)} on different targets, so it names no one unit",
+            hint="give the unit's absolute path",
+        )
+    return found[0] if found else path
 
 
 def _run_shares(

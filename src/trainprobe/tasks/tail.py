@@ -39,7 +39,7 @@ def tail_task() -> RemoteTask[dict[str, Any]]:
     """The tail's findings as a task (built on call: importing trainprobe.metrics costs numpy's import)."""
     from trainprobe.metrics.follow import tail_findings
 
-    return RemoteTask("tail", tail_findings, _tail_report)
+    return RemoteTask("tail", tail_findings, _tail_report, far_paths=("0",))
 
 
 def tail_on(

@@ -22,7 +22,7 @@ def collect_task() -> RemoteTask[dict[str, Any]]:
 
     return RemoteTask(
         "triage", collect, document_with("run_dir", "units"),
-        modules=("trainprobe.checkpoint", "trainprobe.metrics"),
+        modules=("trainprobe.checkpoint", "trainprobe.metrics"), far_paths=("0",),
     )  # fmt: skip
 
 

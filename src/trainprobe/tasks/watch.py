@@ -1,8 +1,9 @@
 """``watch`` where the log is (``watch --on TARGET PATH``): the far side follows the file
 (``_follower_script``, stdlib only, sent as a script by the remote engine), lines come back live, and
 :class:`~trainprobe.metrics.follow.OnlineAnalyzer` runs the detectors here as they arrive, as a local
-``watch`` does. A dropped link reconnects and resumes from the last byte offset received, so no line is lost
-or repeated. One target: a fleet's logs are one stream each (run one ``watch`` per target).
+``watch`` does; ``~`` and ``$HOME`` in the path are the home of the user the follower runs as there. A
+dropped link reconnects and resumes from the last byte offset received, so no line is lost or repeated. One
+target: a fleet's logs are one stream each (run one ``watch`` per target).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class RemoteFollower:
 
     def run(self, cancel: threading.Event) -> None:
         from trainprobe import remote
+        from trainprobe.remote.session import with_discovery
 
         failures = 0
         while not cancel.is_set():
@@ -78,6 +80,7 @@ class RemoteFollower:
                 stdout=self._sink,
                 cancel=cancel,
                 connect_timeout=self.connect_timeout,
+                modules=with_discovery([]),  # the far side's home, for a path under ~ or $HOME
             )
             if cancel.is_set():
                 return

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from trainprobe.mcp.answer import Tool, answer
 from trainprobe.mcp.documents import VersionedDocument
-from trainprobe.mcp.parameters import Target, Timeout
+from trainprobe.mcp.parameters import ON_TARGET, Target, Timeout
 from trainprobe.mcp.summary import Summary, counts_text, short, step_text
 from trainprobe.mcp.targets import LOCAL, on, place
 
@@ -31,8 +31,8 @@ class DiffDocument(VersionedDocument, total=False):
 
 
 def diff(
-    a: Annotated[str, Field(description="The reference checkpoint, on the target.")],
-    b: Annotated[str, Field(description="The checkpoint compared with a, on the target.")],
+    a: Annotated[str, Field(description=f"The reference checkpoint, {ON_TARGET}.")],
+    b: Annotated[str, Field(description=f"The checkpoint compared with a, {ON_TARGET}.")],
     target: Target = LOCAL,
     timeout_s: Timeout = 1800,
 ) -> Annotated[CallToolResult, DiffDocument]:

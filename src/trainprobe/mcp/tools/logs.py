@@ -11,7 +11,7 @@ from pydantic import Field
 from trainprobe.errors import UsageError
 from trainprobe.mcp.answer import Tool, answer
 from trainprobe.mcp.documents import VersionedDocument
-from trainprobe.mcp.parameters import Events, Target, Threshold, Timeout
+from trainprobe.mcp.parameters import ON_TARGET, Events, Target, Threshold, Timeout
 from trainprobe.mcp.summary import Summary, counts_text, finding_lines, run_line
 from trainprobe.mcp.targets import LOCAL, on, place
 
@@ -29,7 +29,8 @@ def logs(
     paths: Annotated[
         list[str],
         Field(
-            min_length=1, description="Log files or directories on the target (format detected by content)."
+            min_length=1,
+            description=f"Log files or directories {ON_TARGET}; the format is detected by content.",
         ),
     ],
     target: Target = LOCAL,
@@ -44,7 +45,7 @@ def logs(
     events: Events = (),
     checkpoints: Annotated[
         str | None,
-        Field(description="A checkpoint directory on the target: its files' names/mtimes are save events."),
+        Field(description=f"A checkpoint directory {ON_TARGET}: its files' names/mtimes are save events."),
     ] = None,
     timeout_s: Timeout = 900,
 ) -> Annotated[CallToolResult, LogsDocument]:

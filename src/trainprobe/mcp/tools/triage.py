@@ -10,7 +10,7 @@ from pydantic import Field
 
 from trainprobe.mcp.answer import Tool, answer
 from trainprobe.mcp.documents import VersionedDocument
-from trainprobe.mcp.parameters import Events, Target, Threshold, Timeout
+from trainprobe.mcp.parameters import ON_TARGET, Events, Target, Threshold, Timeout
 from trainprobe.mcp.summary import Summary, counts_text, short, step_text
 from trainprobe.mcp.targets import LOCAL, on, place
 
@@ -27,6 +27,7 @@ class TriageDocument(VersionedDocument, total=False):
     answers: dict[str, Any]
     resume_from: dict[str, Any] | None
     conclusions: list[Any]
+    facts: list[Any]
     units: list[Any]
     saves: list[Any]
     disagreements: list[Any]
@@ -41,7 +42,7 @@ class TriageDocument(VersionedDocument, total=False):
 
 def triage(
     run_dir: Annotated[
-        str, Field(description="The run's directory (its logs and checkpoints), on the target.")
+        str, Field(description=f"The run's directory (its logs and checkpoints), {ON_TARGET}.")
     ],
     target: Target = LOCAL,
     threshold: Threshold = 6.0,

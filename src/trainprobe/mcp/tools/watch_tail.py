@@ -9,7 +9,7 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from trainprobe.mcp.answer import Tool, answer
-from trainprobe.mcp.parameters import Events, Target, Threshold, Timeout
+from trainprobe.mcp.parameters import ON_TARGET, Events, Target, Threshold, Timeout
 from trainprobe.mcp.summary import Summary, counts_text, finding_lines, short, step_text
 from trainprobe.mcp.targets import LOCAL, on, place
 from trainprobe.mcp.tools.logs import LogsDocument
@@ -22,7 +22,7 @@ class WatchTailDocument(LogsDocument, total=False):
 
 
 def watch_tail(
-    path: Annotated[str, Field(description="One growing text or JSONL training log on the target.")],
+    path: Annotated[str, Field(description=f"One growing text or JSONL training log {ON_TARGET}.")],
     target: Target = LOCAL,
     lines: Annotated[
         int, Field(ge=2, le=1_000_000, description="How many of the log's last lines to read.")
