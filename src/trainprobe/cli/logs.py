@@ -53,6 +53,7 @@ _LOGS_EPILOG = (
 def render_report(report: LogReport, console: Console) -> None:
     from trainprobe.cli._plain import Table, escape
     from trainprobe.conventions import step_text
+    from trainprobe.metrics.log_facts import log_facts
 
     for run in report.runs:
         console.print(_run_line(run, step_text, escape))
@@ -67,6 +68,8 @@ def render_report(report: LogReport, console: Console) -> None:
         console.print(
             f"[bold yellow]partly read[/] {escape(run.path or run.name)}: {escape(why)}", soft_wrap=True
         )
+    for fact in log_facts(report.runs):  # the log's own facts (trainprobe.metrics.log_facts)
+        console.print(f"[yellow]fact[/] {escape(fact.text)}", soft_wrap=True)
     if not report.findings:
         if report.not_read or report.partly_read:
             console.print("[yellow]no findings in what was read: the report is incomplete[/]")
