@@ -69,3 +69,9 @@ def test_the_descriptions_teach_it(server: McpSession) -> None:
     for name, parameter in [("scan", "paths"), ("triage", "run_dir"), ("diff", "a"), ("watch_tail", "path")]:
         description = tools[name].input_schema["properties"][parameter]["description"]
         assert "`~/x` and `$HOME/x` are the home of the user the work runs as there" in description, name
+
+
+def test_watch_tail_reads_a_log_under_home(server: McpSession, user: HomeUser) -> None:
+    result = server.call("watch_tail", {"path": "~/run/train.log", "target": user.target("venv=~/venv")})
+    assert not result.is_error, text_of(result)
+    assert result.structured_content["tail"]["path"] == str(user.home / "run" / "train.log")

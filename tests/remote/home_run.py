@@ -67,7 +67,17 @@ def make_numpy_venv(venv: Path) -> None:
 
 def make_home_user(sshd: SshServer) -> HomeUser:
     """The user (login shell zsh), ``~/venv`` with numpy, and ``~/run``: a log and ``step_100`` whose
-    ``layer.weight`` holds a NaN."""
+    ``layer.weight`` holds a NaN. Made once per sshd setup (the tests that use it only read it)."""
+    made = _MADE.get(sshd.setup.root)
+    if made is None:
+        made = _MADE[sshd.setup.root] = _make(sshd)
+    return made
+
+
+_MADE: dict[Path, HomeUser] = {}
+
+
+def _make(sshd: SshServer) -> HomeUser:
     if not Path(SYSTEM_PYTHON).exists():
         pytest.skip("needs /usr/bin/python3")
     assert subprocess.run([SYSTEM_PYTHON, "-c", "import numpy"], capture_output=True).returncode

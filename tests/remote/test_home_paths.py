@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,8 @@ import pytest
 from fixtures.sshd import SshServer
 from trainprobe.errors import InterpreterNotFoundError, RemoteExceptionError
 from trainprobe.remote import run
+from trainprobe.tasks.watch import RemoteFollower
+from waiting import EVENT_DEADLINE_S, wait_for
 
 from .home_run import NAN_TENSOR, HomeUser, make_home_user
 
@@ -112,7 +115,9 @@ def test_a_missing_home_venv_or_cd_names_both(user: HomeUser) -> None:
     result = run(user.target("venv=~/nope"), WHERE)
     assert isinstance(result.error, InterpreterNotFoundError)
     assert result.exit_code == 127
-    assert f"venv=~/nope has no Python interpreter at {user.home}/nope/bin/python" in str(result.error)
+    assert f"venv=~/nope has no Python interpreter at {user.home}/nope/bin/python — check the path" in str(
+        result.error
+    )
     result = run(user.target("cd=~/nope"), WHERE)
     assert isinstance(result.error, RemoteExceptionError)
     assert f"cd=~/nope ({user.home}/nope): No such file or directory" in str(result.error)
@@ -162,3 +167,19 @@ def test_a_local_target_expands_the_same_way(tmp_path: Path) -> None:
     logs = trainprobe("logs", "--on", "local", f"~/{name}")
     assert logs.returncode == 2
     assert f"~/{name} ({own}/{name}): no such file or directory" in said(logs)
+
+
+def test_watch_follows_a_log_under_home(user: HomeUser) -> None:
+    got: list[str] = []
+    follower = RemoteFollower(user.target(), "~/run/train.log", got.extend, interval=0.05)
+    cancel = threading.Event()
+    thread = threading.Thread(target=follower.run, args=(cancel,), daemon=True)
+    thread.start()
+    try:
+        want = (user.home / "run" / "train.log").read_text().splitlines()
+        wait_for(lambda: len(got) >= len(want), what="the log's lines")
+        assert got == want
+    finally:
+        cancel.set()
+        thread.join(EVENT_DEADLINE_S)
+    assert not thread.is_alive()

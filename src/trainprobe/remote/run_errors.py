@@ -150,21 +150,7 @@ def settle(run: RunState, result: RunResult, returncode: int | None, transport_t
             result.error = RemoteError(name, run.failure["message"], hint=_CORRUPT_HINT)
             return
         result.exit_code = EXIT_INTERPRETER
-        if run.failure.get("error") == "old":  # stage 1 ran under a Python older than the agent's floor
-            hint = "install Python 3.7 or newer there, or name one with python=, venv= or conda="
-            result.error = InterpreterNotFoundError(
-                name, f"no usable Python: {run.failure['message']}", hint=hint
-            )
-            return
-        tried = "; ".join(
-            f"{t['python']} ({t.get('version') or '?'}) lacks {', '.join(t['missing'])}"
-            for t in run.failure.get("tried", [])
-        )
-        result.error = InterpreterNotFoundError(
-            name,
-            run.failure["message"] + (f" — tried: {tried}" if tried else ""),
-            hint="install the module into one of them, or name an interpreter with python=, venv= or conda=",
-        )
+        result.error = _no_interpreter(run, run.failure)
         result.extra["tried"] = run.failure.get("tried", [])
         return
     if stopped is not None:
@@ -185,6 +171,28 @@ def settle(run: RunState, result: RunResult, returncode: int | None, transport_t
         result.exit_code = EXIT_CONNECTION
     else:
         result.error, result.exit_code = explain_transport(run.target, returncode, transport_text)
+
+
+def _no_interpreter(run: RunState, failure: dict[str, Any]) -> InterpreterNotFoundError:
+    """Stage 1 found no interpreter to run the agent: its Python is too old, the named one is not there, or
+    none has the ``--need`` modules (each candidate and what it lacked)."""
+    find_one = "install Python 3.7 or newer there, or name one with python=, venv= or conda="
+    if failure.get("error") == "old":  # stage 1 ran under a Python older than the agent's floor
+        return InterpreterNotFoundError(run.name, f"no usable Python: {failure['message']}", hint=find_one)
+    tried = "; ".join(
+        f"{t['python']} ({t.get('version') or '?'}) lacks {', '.join(t['missing'])}"
+        for t in failure.get("tried", [])
+    )
+    settings = run.target.settings
+    if tried:
+        hint = "install the module into one of them, or name an interpreter with python=, venv= or conda="
+    elif settings.python or settings.venv or settings.conda:  # the one named is not there
+        hint = "check the path, or name another interpreter with python=, venv= or conda="
+    else:
+        hint = find_one
+    return InterpreterNotFoundError(
+        run.name, failure["message"] + (f" — tried: {tried}" if tried else ""), hint=hint
+    )
 
 
 _CORRUPT_HINT = "a login script that reads stdin, or an rc file that execs another shell? see transport.log"

@@ -33,9 +33,9 @@ _KIND_ROWS: dict[str, tuple[str, str, str]] = {
     "slurm": ("slurm:SlurmHop", "slurm=JOBID[@NODE]", "a running Slurm job's node (srun --overlap)"),
     # setting hops, after the last wrapping hop
     "python": ("settings:PythonHop", "python=PATH", "the interpreter (default: discovered on the far side)"),
-    "venv": ("settings:VenvHop", "venv=DIR", "the interpreter of a virtual environment"),
+    "venv": ("settings:VenvHop", "venv=DIR", "the interpreter of a virtual environment (venv=~/venv)"),
     "conda": ("settings:CondaHop", "conda=ENV", "the interpreter of a conda environment"),
-    "cd": ("settings:CdHop", "cd=DIR", "the script's working directory"),
+    "cd": ("settings:CdHop", "cd=DIR", "the script's working directory (~ and $HOME: the far side's home)"),
     "env": ("settings:EnvHop", "env=NAME=VALUE", "a variable of the script's environment"),
 }
 
