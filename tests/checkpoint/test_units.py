@@ -304,13 +304,22 @@ def test_diff_of_two_hf_units_and_nan_never_breaks(tmp_path: Path) -> None:
 
 def test_bf16_updates_below_resolution_are_a_note(tmp_path: Path) -> None:
     model, opt, _ = _train(1)
-    low = {k: v.to(torch.bfloat16) for k, v in model.state_dict().items()}
     a, b = tmp_path / "a.pt", tmp_path / "b.pt"
-    torch.save({"model": low, "optimizer": opt.state_dict()}, a)
-    state = opt.state_dict()
-    for s in state["state"].values():
-        s["step"] = s["step"] + 1  # a step whose update did not change any bf16 value
-    torch.save({"model": low, "optimizer": state}, b)
+    torch.save(
+        {
+            "model": {k: v.to(torch.bfloat16) for k, v in model.state_dict().items()},
+            "optimizer": opt.state_dict(),
+        },
+        a,
+    )
+    # A real step whose update did not change any bf16 value (its counters advance and its moments move,
+    # as a step's do: counters advanced over unchanged moments would be a state no step gives).
+    for group in opt.param_groups:
+        group["lr"] = 1e-12
+    model(torch.randn(3, 4)).pow(2).mean().backward()
+    opt.step()
+    low = {k: v.to(torch.bfloat16) for k, v in model.state_dict().items()}
+    torch.save({"model": low, "optimizer": opt.state_dict()}, b)
     report = diff_paths(str(a), str(b))
     assert report.step_without_weights == []
     assert report.below_resolution

@@ -16,7 +16,8 @@ from typing import Any
 from trainprobe.checkpoint import verdict as V
 from trainprobe.checkpoint.check.master import check_master_weights
 from trainprobe.checkpoint.check.optimizers import OPTIMIZERS, families_in
-from trainprobe.checkpoint.check.optimizers.adam import PairResult, adam_pair, plan_adam, report_adam
+from trainprobe.checkpoint.check.optimizers.adam import PairResult, adam_pair, plan_adam
+from trainprobe.checkpoint.check.optimizers.adam_report import report_adam
 from trainprobe.checkpoint.check.report import nonfinite_entries
 from trainprobe.checkpoint.check.state import MAX_NAMES, state_of
 from trainprobe.checkpoint.check.structure import check_optimizer

@@ -5,7 +5,9 @@ Evidence: ``exp_avg_sq >= 0``; ``exp_avg == 0`` wherever ``exp_avg_sq == 0``; an
 ``|m| <= (1-b1) / sqrt((1-b2)(1-b1^2/b2)) * sqrt(v)`` element-wise (Cauchy-Schwarz over the two moving
 averages; 7.27 for betas 0.9/0.999, 1.165 for 0.9/0.95). It holds for every consistent (m, v) pair whatever
 the gradients, clipping or weight decay; an ``m`` one step newer than its ``v`` breaks it by orders of
-magnitude. Each pair is read once: the same pass counts both tensors' NaN/Inf for scan's numbers.
+magnitude. Each pair is read once: the same pass counts both tensors' NaN/Inf for scan's numbers, and keeps
+what :mod:`.adam_history` needs to hold the moments against their step counter (its largest ratio, whether
+``v`` is zero everywhere). The evidence is :mod:`.adam_report`'s.
 
 The family is certain only from its state keys *and* its param_groups' keys: ADOPT and LaProp (and others of
 ``pytorch-optimizer``) keep ``exp_avg``/``exp_avg_sq`` too, but their first moment averages g/sqrt(v), not g,
@@ -22,11 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from trainprobe.checkpoint.check.state import MAX_NAMES
+from trainprobe.checkpoint.check.optimizers.adam_history import (
+    all_zero,
+    one_step_everywhere,
+    one_step_ratio,
+)
 from trainprobe.checkpoint.evidence import Evidence
 from trainprobe.checkpoint.numerics import ChunkReleaser, NonFinite, NonFiniteTally, blocks, flat
 from trainprobe.checkpoint.reading.base import TensorRecord
-from trainprobe.checkpoint.reading.skeleton import as_float32, label_of
+from trainprobe.checkpoint.reading.skeleton import as_float32, label_of, scalar
 
 # Relative slack on the Adam bound for the rounding of m and v as stored (one ulp each, plus the square root).
 _BOUND_RTOL = {"float64": 1e-9, "float32": 1e-4, "float16": 4e-3, "bfloat16": 3e-2}
@@ -83,22 +89,16 @@ def adam_bound(beta1: float, beta2: float) -> float | None:
 
 
 @dataclass
-class AdamTally:
-    checked: int = 0
-    elements: int = 0
-    negative_v: list[str] = field(default_factory=list)
-    m_without_v: list[str] = field(default_factory=list)
-    outside: list[tuple[float, str, int]] = field(default_factory=list)
-    worst: float = 0.0
-    skipped: list[str] = field(default_factory=list)
-
-
-@dataclass
 class AdamPlan:
     """The (m, v) pairs of one optimizer to check, found from the skeleton alone (no tensor data read)."""
 
     label: str
-    jobs: list[tuple[str, TensorRecord, TensorRecord, float | None, float]] = field(default_factory=list)
+    #: (name, m, v, the bound, beta1, beta2, step counter) of each pair: :func:`adam_pair`'s arguments
+    jobs: list[tuple[str, TensorRecord, TensorRecord, float | None, float, float, float | None]] = field(
+        default_factory=list
+    )
+    #: per job: (its parameter, its step counter — the state's, else its param_group's —, K of its betas)
+    counters: list[tuple[str, float | None, float | None]] = field(default_factory=list)
     bounds: set[float] = field(default_factory=set)
     skipped: list[str] = field(default_factory=list)
     results: list[Future[PairResult]] = field(default_factory=list)
@@ -118,13 +118,19 @@ class PairResult:
     worst: float
     m_nonfinite: NonFinite
     v_nonfinite: NonFinite
+    #: m and v exactly zero in every element; |m|/sqrt(v) = (1-b1)/sqrt(1-b2) in every element (adam_history)
+    zero: bool = False
+    one_step: bool = False
 
 
 def plan_adam(label: str, state: dict[Any, dict[str, Any]], owner: dict[str, dict[str, Any]]) -> AdamPlan:
     plan = AdamPlan(label)
     for pid, entry in state.items():
+        group = owner.get(str(pid), {})
+        counter = scalar(entry.get("step", group.get("step")))
         for name, m, v in _pairs(pid, entry):
-            _plan_pair(plan, name, m, v, owner.get(str(pid), {}))
+            if _plan_pair(plan, name, m, v, group, counter):
+                plan.counters.append((label_of(pid, entry), counter, one_step_ratio(*plan.jobs[-1][4:6])))
     return plan
 
 
@@ -142,111 +148,27 @@ def _pairs(pid: Any, entry: dict[str, Any]) -> list[tuple[str, TensorRecord, Ten
     return []
 
 
-def _plan_pair(plan: AdamPlan, name: str, m: TensorRecord, v: TensorRecord, group: dict[str, Any]) -> None:
+def _plan_pair(
+    plan: AdamPlan, name: str, m: TensorRecord, v: TensorRecord, group: dict[str, Any], counter: float | None
+) -> bool:
+    """Whether the pair is a job of ``plan`` (else it is uncertain or skipped, with the reason)."""
     doubt = adam_group_doubt(group)
     if doubt:
         plan.uncertain.append((name, doubt))
-        return
+        return False
     betas = group.get("betas")
     if not (isinstance(betas, (tuple, list)) and len(betas) == 2):
         plan.skipped.append(f"{name}: no betas in its param_group")
-        return
+        return False
     beta1, beta2 = float(betas[0]), float(betas[1])
     bound = adam_bound(beta1, beta2)
     if m.shape != v.shape or m.dtype not in _BOUND_RTOL or v.dtype not in _BOUND_RTOL:
         plan.skipped.append(f"{name}: exp_avg {m.dtype}{list(m.shape)}, exp_avg_sq {v.dtype}{list(v.shape)}")
-        return
+        return False
     if bound is not None:
         plan.bounds.add(round(bound, 4))
-    plan.jobs.append((name, m, v, bound, beta2))
-
-
-def report_adam(plan: AdamPlan, ev: list[Evidence]) -> None:
-    label, bounds = plan.label, plan.bounds
-    if plan.uncertain:
-        ev.append(_unknown_family(label, plan.uncertain))
-    tally = AdamTally(skipped=plan.skipped)
-    for future in plan.results:
-        pair = future.result()
-        tally.checked += 1
-        tally.elements += pair.elements
-        tally.worst = max(tally.worst, pair.worst)
-        if pair.negative:
-            tally.negative_v.append(pair.name)
-        if pair.m_without_v:
-            tally.m_without_v.append(pair.name)
-        if pair.outside:
-            tally.outside.append((pair.worst, pair.name, pair.outside))
-    if not tally.checked:
-        if tally.skipped:
-            ev.append(Evidence("adam-bound", "skip", f"{label}: Adam state not checked: {tally.skipped[0]}"))
-        return
-    where = f"{label}: {tally.checked} Adam state pairs, {tally.elements:,} elements"
-    if tally.negative_v:
-        ev.append(
-            Evidence(
-                "exp-avg-sq-nonnegative",
-                "fail",
-                f"{label}: exp_avg_sq < 0 in {len(tally.negative_v)} tensor(s), e.g. {tally.negative_v[0]} — "
-                "a squared-gradient average cannot be negative",
-                indicates="corrupt",
-                tensors=tally.negative_v[:MAX_NAMES],
-            )
-        )
-    else:
-        ev.append(Evidence("exp-avg-sq-nonnegative", "pass", f"{where}: exp_avg_sq >= 0 everywhere"))
-    if tally.m_without_v:
-        ev.append(
-            Evidence(
-                "exp-avg-zero",
-                "fail",
-                f"{label}: exp_avg != 0 where exp_avg_sq == 0 in {len(tally.m_without_v)} tensor(s), e.g. "
-                f"{tally.m_without_v[0]} — the first moment has seen a gradient the second has not",
-                indicates="torn",
-                tensors=tally.m_without_v[:MAX_NAMES],
-            )
-        )
-    else:
-        ev.append(Evidence("exp-avg-zero", "pass", f"{where}: exp_avg == 0 wherever exp_avg_sq == 0"))
-    bound_text = "/".join(f"{b:.3g}" for b in sorted(bounds)) or "none"
-    if tally.outside:
-        tally.outside.sort(reverse=True)
-        ratio, name, count = tally.outside[0]
-        ev.append(
-            Evidence(
-                "adam-bound",
-                "fail",
-                f"{label}: |exp_avg| exceeds the Adam bound ({bound_text}·sqrt(exp_avg_sq)) in "
-                f"{len(tally.outside)} tensor(s); worst {name}: {ratio:.3g}× the bound, {count:,} element(s) "
-                "outside — m and v come from different steps",
-                indicates="torn",
-                tensors=[n for _r, n, _c in tally.outside[:MAX_NAMES]],
-                values={"worst_ratio_to_bound": ratio, "bound": sorted(bounds)},
-            )
-        )
-    else:
-        ev.append(
-            Evidence(
-                "adam-bound",
-                "pass",
-                f"{where}: |exp_avg| <= {bound_text}·sqrt(exp_avg_sq) everywhere "
-                f"(largest ratio to the bound {tally.worst:.3f})",
-                values={"decisive": True, "worst_ratio_to_bound": tally.worst, "bound": sorted(bounds)},
-            )
-        )
-
-
-def _unknown_family(label: str, uncertain: list[tuple[str, list[str]]]) -> Evidence:
-    keys = sorted({k for _name, doubt in uncertain for k in doubt})
-    return Evidence(
-        "optimizer-family",
-        "skip",
-        f"{label}: unknown family: {len(uncertain)} state entr(ies) keep exp_avg/exp_avg_sq, but their "
-        f"param_groups hold keys no known Adam sets ({', '.join(keys[:6])}): the first moment may not be "
-        "Adam's (ADOPT and LaProp average g/sqrt(v)), so the Adam relations (|m|/sqrt(v) bound, m == 0 where "
-        "v == 0, v >= 0) are not checked",
-        values={"family": "unknown", "doubt_keys": keys},
-    )
+    plan.jobs.append((name, m, v, bound, beta1, beta2, counter))
+    return True
 
 
 # v is finite and >= 0 exactly where its raw bits, read as an unsigned integer, are below the all-ones
@@ -262,7 +184,15 @@ _FINITE_NONNEGATIVE_BELOW = {
 _ADAM_CHUNK_ELEMS = 1 << 18
 
 
-def adam_pair(name: str, m: TensorRecord, v: TensorRecord, bound: float | None, beta2: float) -> PairResult:
+def adam_pair(
+    name: str,
+    m: TensorRecord,
+    v: TensorRecord,
+    bound: float | None,
+    beta1: float,
+    beta2: float,
+    counter: float | None = None,
+) -> PairResult:
     """The Adam relations of one pair and the NaN/Inf counts of both tensors, in one pass over their bytes.
 
     The ratio is sqrt(m² / (B²·v + atol²)): one division and no square root per element, into two float32
@@ -270,7 +200,8 @@ def adam_pair(name: str, m: TensorRecord, v: TensorRecord, bound: float | None, 
     largest ratio is within the bound needs nothing more: a NaN or Inf in m makes that ratio NaN or Inf, so
     both tensors are finite there. Only failing chunks take the slow path that tells the kinds of failure
     apart and counts NaN/+Inf/-Inf exactly as ``count_nonfinite`` does. Pages already checked leave the
-    resident set as the pass goes, as in scan.
+    resident set as the pass goes, as in scan. With a ``counter`` of 2 or more, a pair whose largest ratio is
+    the one-step ratio, or whose v and m² are zero, is read once more (:mod:`.adam_history`).
     """
     rtol = max(_BOUND_RTOL[m.dtype], _BOUND_RTOL[v.dtype])
     # A gradient too small for its square to register in v's dtype leaves v == 0 and a tiny m; below this
@@ -287,6 +218,7 @@ def adam_pair(name: str, m: TensorRecord, v: TensorRecord, bound: float | None, 
     bits_type, bits_limit = _FINITE_NONNEGATIVE_BELOW[v.dtype]
     negative = m_without_v = outside = 0
     worst2 = 0.0
+    v_zero = True  # v is +-0 in every element so far
     m_arr, v_arr = flat(m.array()), flat(v.array())
     m_bad, v_bad = NonFiniteTally(m), NonFiniteTally(v)
     m_free, v_free = ChunkReleaser(m, m_arr), ChunkReleaser(v, v_arr)
@@ -302,7 +234,9 @@ def adam_pair(name: str, m: TensorRecord, v: TensorRecord, bound: float | None, 
             mf = as_float32(m.dtype, mb).astype(np.float32, copy=False)
             vf = as_float32(v.dtype, vb).astype(np.float32, copy=False)
             if bound is not None and c > 0:
-                v_ok = int(vb.view(bits_type).max()) < bits_limit
+                v_top = int(vb.view(bits_type).max())
+                v_ok = v_top < bits_limit
+                v_zero = v_zero and (v_top == 0 or (not v_ok and not np.any(vf)))
                 den = den_buf if size == chunk else den_buf[:size]
                 r2 = r2_buf if size == chunk else r2_buf[:size]
                 if mb.ndim != 1:
@@ -322,6 +256,7 @@ def adam_pair(name: str, m: TensorRecord, v: TensorRecord, bound: float | None, 
             # Slow path: something in this chunk fails (or there is no finite bound); count each kind.
             m_bad.add(start, mb)
             v_bad.add(start, vb)
+            v_zero = v_zero and not np.any(vf)
             negative += int(np.count_nonzero(vf < 0))
             m_without_v += int(np.count_nonzero((vf == 0) & (np.abs(mf) > atol)))
             if bound is not None:
@@ -334,8 +269,27 @@ def adam_pair(name: str, m: TensorRecord, v: TensorRecord, bound: float | None, 
             v_free.done(start, size)
     m_free.flush()
     v_free.flush()
+    zero = one_step = False
+    if counter is None or counter < 2:
+        pass  # one step from zero (or none) is what a counter of at most 1 should hold
+    elif v_zero and worst2 == 0.0:
+        zero = all_zero(m)  # m² is zero to float32: m may still hold values below its resolution
+    elif not v_zero and c > 0 and not (negative or m_without_v or outside):
+        # Only a pair whose largest ratio is the one-step ratio K can be one step from zero everywhere.
+        k2 = (1.0 - beta1) ** 2 / (1.0 - beta2)
+        if abs(worst2 * float(c) / k2 - 1.0) <= rtol:
+            one_step = one_step_everywhere(m, v, k2, rtol)
     return PairResult(
-        name, m.numel, negative, m_without_v, outside, math.sqrt(worst2), m_bad.result(), v_bad.result()
+        name,
+        m.numel,
+        negative,
+        m_without_v,
+        outside,
+        math.sqrt(worst2),
+        m_bad.result(),
+        v_bad.result(),
+        zero,
+        one_step,
     )
 
 

@@ -34,4 +34,12 @@ class Bnb8bit:
                 f"{label}: 8-bit (bitsandbytes) moments are quantized codes: the Adam bound is not checked",
             )
         )
+        out.append(
+            Evidence(
+                "moments-vs-counter",
+                "skip",
+                f"{label}: 8-bit (bitsandbytes) moments are quantized codes: not held against the step "
+                "counters",
+            )
+        )
         return out
