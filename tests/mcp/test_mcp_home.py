@@ -4,6 +4,8 @@ login user whose numpy is only in ``~/venv`` (tests/remote/home_run.py)."""
 
 from __future__ import annotations
 
+import os
+import pwd
 from collections.abc import Iterator
 
 import pytest
@@ -75,3 +77,11 @@ def test_watch_tail_reads_a_log_under_home(server: McpSession, user: HomeUser) -
     result = server.call("watch_tail", {"path": "~/run/train.log", "target": user.target("venv=~/venv")})
     assert not result.is_error, text_of(result)
     assert result.structured_content["tail"]["path"] == str(user.home / "run" / "train.log")
+
+
+def test_the_local_default_expands_the_same_way(server: McpSession) -> None:
+    own = pwd.getpwuid(os.getuid()).pw_dir
+    name = f"tp-nope-{os.getpid()}"
+    result = server.call("logs", {"paths": [f"~/{name}"]})
+    assert result.is_error
+    assert f"~/{name} ({own}/{name}): no such file or directory" in text_of(result)

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from fixtures.sshd import SshServer
-from trainprobe.errors import InterpreterNotFoundError, RemoteExceptionError
+from trainprobe.errors import InterpreterNotFoundError, RemoteExceptionError, UsageError
 from trainprobe.remote import run
+from trainprobe.tasks import scan_sharded
+from trainprobe.tasks.sharded import _unit_path
 from trainprobe.tasks.watch import RemoteFollower
 from waiting import EVENT_DEADLINE_S, wait_for
 
@@ -111,13 +113,15 @@ def test_a_missing_home_path_names_the_given_and_the_expanded_path(user: HomeUse
     assert f"unreadable {nope} no such file or directory" in said(scan)
 
 
-def test_a_missing_home_venv_or_cd_names_both(user: HomeUser) -> None:
+def test_a_missing_home_venv_conda_or_cd_names_both(user: HomeUser) -> None:
     result = run(user.target("venv=~/nope"), WHERE)
     assert isinstance(result.error, InterpreterNotFoundError)
     assert result.exit_code == 127
     assert f"venv=~/nope has no Python interpreter at {user.home}/nope/bin/python — check the path" in str(
         result.error
     )
+    result = run(user.target("conda=~/nope"), WHERE)
+    assert f"conda=~/nope has no Python interpreter at {user.home}/nope/bin/python" in str(result.error)
     result = run(user.target("cd=~/nope"), WHERE)
     assert isinstance(result.error, RemoteExceptionError)
     assert f"cd=~/nope ({user.home}/nope): No such file or directory" in str(result.error)
@@ -183,3 +187,17 @@ def test_watch_follows_a_log_under_home(user: HomeUser) -> None:
         cancel.set()
         thread.join(EVENT_DEADLINE_S)
     assert not thread.is_alive()
+
+
+def test_a_sharded_scan_of_a_unit_under_home(user: HomeUser) -> None:
+    result = scan_sharded([user.target("venv=~/venv")], "~/run/step_100")
+    doc = result.to_json()
+    assert [(f["path"], f["verdict"]) for f in doc["files"]] == [(str(user.home / UNIT), "nonfinite")]
+
+
+def test_a_sharded_path_that_is_another_directory_on_each_target_is_refused() -> None:
+    """Two targets whose users have different homes: ``~/ckpt`` names no one unit."""
+    inventories = {"ssh=a@n1": {"path": "/home/a/ckpt"}, "ssh=b@n2": {"path": "/home/b/ckpt"}}
+    with pytest.raises(UsageError, match="~/ckpt is /home/a/ckpt or /home/b/ckpt on different targets"):
+        _unit_path("~/ckpt", inventories)
+    assert _unit_path("~/ckpt", {"ssh=a@n1": {"path": "/home/a/ckpt"}}) == "/home/a/ckpt"
