@@ -22,7 +22,7 @@ def test_demo_tells_the_story(tmp_path: Path, cli: Any) -> None:
         "simulated slow storage; a corrupt batch at step 180"
     ) in out
     assert (
-        "3 anomalies right after 3 save(s) that raced training, 1 gradient explosion, 3 of 4 checkpoints torn"
+        "3 anomalies right after 3 save(s) that blocked the loop, 3 of 4 checkpoints torn by saves that raced"
     ) in out
     assert "with CheckpointWriter: 3 checkpoints kept, each save stalled the loop 0.001 s (the copy)" in out
     assert "0 torn checkpoints, 0 save problems; what is left: a gradient explosion at step 180" in out
@@ -30,7 +30,8 @@ def test_demo_tells_the_story(tmp_path: Path, cli: Any) -> None:
     assert "the --on step is skipped" in out
     assert "trainprobe triage --on ssh=you@host" in out
     for save in (50, 100, 150):
-        assert f"step {save + 1}: the checkpoint save at step {save} raced training (high confidence)" in out
+        assert f"step {save}: the checkpoint save at step {save} raced training: ckpt/step-{save:08d}" in out
+        assert f"step {save + 1}: the checkpoint save at step {save} blocked the loop 2 s and" in out
     assert out.count("that save stalled logging 2.0 s") == 3
     assert "step 180: a gradient explosion at step 180 blew up the optimizer state (high confidence)" in out
     assert "no checkpoint to resume from: no checkpoint is healthy before step 180" in out

@@ -12,24 +12,29 @@ import pytest
 
 from trainprobe.errors import UsageError
 from trainprobe.triage import SCHEMA_VERSION, collect, conclude, find_run_files, triage
-from triage.runs import BLOWUP, SAVE_EVERY, STALL_FLOOR, story_run
+from triage.runs import BLOWUP, STALL_FLOOR, story_run
 
 pytestmark = pytest.mark.slow
 
 
-def test_naive_saves_raced_training_and_a_corrupt_batch_exploded() -> None:
+def test_naive_saves_stalled_the_loop_tore_their_files_and_a_corrupt_batch_exploded() -> None:
+    """Each naive save is two findings joined by time: it blocked the loop (the spike after it followed the
+    stall) and it raced training (the file it wrote is torn). The tear is never the spike's cause."""
     report = triage(str(story_run("naive", True)), stall_floor_s=STALL_FLOOR)
     by_step = {c.step: c for c in report.checkpoints}
     assert sorted(by_step) == [50, 100, 150, 200]
     assert all(c.step_source == "step field" for c in report.checkpoints)
-    races = [c for c in report.conclusions if c.cause == "save-race"]
     # Staged at fixed steps (trainprobe.demo.story): each save before the corrupt batch tears and the loss
     # spikes on the step after it; the same story on every run, at any load.
-    assert [(c.cause, c.step) for c in report.conclusions] == [
-        ("save-race", 51),
-        ("save-race", 101),
-        ("save-race", 151),
-        ("gradient-explosion", BLOWUP),
+    # The live run's incidents first, then what the saves wrote (each tear at its save's step).
+    assert [(c.cause, c.step, c.confidence) for c in report.conclusions] == [
+        ("save-stall", 51, "high"),
+        ("save-stall", 101, "high"),
+        ("save-stall", 151, "high"),
+        ("gradient-explosion", BLOWUP, "high"),
+        ("save-race", 50, "high"),
+        ("save-race", 100, "high"),
+        ("save-race", 150, "high"),
     ]
     assert {s: c.verdict for s, c in by_step.items()} == {
         50: "torn",
@@ -37,31 +42,53 @@ def test_naive_saves_raced_training_and_a_corrupt_batch_exploded() -> None:
         150: "torn",
         200: "nonfinite",
     }
-    for race in races:
-        save_step = int(race.title.split("step ")[1].split()[0])
-        assert save_step % SAVE_EVERY == 0
-        assert 0 < race.step - save_step <= 5
-        assert by_step[save_step].verdict == "torn"
-        assert race.confidence == "high"
-        text = "\n".join(race.evidence)
-        assert "stalled logging" in text
-        assert "is torn: optimizer: per-parameter step counters disagree" in text
+    stalls = [c for c in report.conclusions if c.cause == "save-stall"]
+    races = [c for c in report.conclusions if c.cause == "save-race"]
+    for save, stall, race in zip((50, 100, 150), stalls, races, strict=True):
+        unit = by_step[save]
+        assert race.title == f"the checkpoint save at step {save} raced training: {unit.relpath} is torn"
+        assert race.anomalies == []  # a finding about the file, not about the live run
+        assert race.checkpoint == stall.checkpoint == unit.path
+        assert "the file itself holds two optimizer steps" in race.confidence_rule
+        assert "training went on while the file was written" in "\n".join(race.evidence)
+        assert "the live run did not resume from it" in "\n".join(race.evidence)
+        assert stall.title == (
+            f"the checkpoint save at step {save} blocked the loop 2 s and the spike in loss followed the "
+            "stall"
+        )
+        assert [a.step for a in stall.anomalies] == [save + 1]
+        text = "\n".join(stall.evidence)
+        assert "that save stalled logging 2.0 s" in text
+        assert (
+            "an anomaly followed 3 of the run's 3 saves that stalled (the saves at steps 50, 100, 150)"
+            in text
+        )
+        assert "a torn file cannot change a live run that did not resume from it" in text
+        assert stall.confidence_rule.startswith("the stall is measured, the anomaly began 1 step(s) after")
+        assert stall.alternatives
+        assert "left the model in eval mode" in stall.alternatives[0]
+        assert f"not ruled out: {stall.alternatives[0]}" in stall.evidence
+        # joined by time, each naming the other
+        assert stall.related == [{"cause": "save-race", "step": save, "title": race.title}]
+        assert race.related == [{"cause": "save-stall", "step": save + 1, "title": stall.title}]
+        assert "torn" not in stall.title
+        assert "raced" not in stall.title
     (explosion,) = [c for c in report.conclusions if c.cause == "gradient-explosion"]
     assert explosion.step == BLOWUP
     assert {a.kind for a in explosion.anomalies} >= {"non_finite", "cliff"}
-    assert explosion.confidence == "high"
     assert explosion.checkpoint == by_step[200].path
     assert by_step[200].verdict == "nonfinite"
     assert by_step[200].optimizer_nonfinite
     assert any("in optimizer state" in e and "exp_avg" in e for e in explosion.evidence)
-    for c in report.conclusions:
-        if c.step < BLOWUP and c.step % SAVE_EVERY <= 5:  # right after a save: it raced if its file is torn
-            save_step = c.step - c.step % SAVE_EVERY
-            assert c.cause == ("save-race" if by_step[save_step].verdict == "torn" else "save-stall")
+    assert explosion.alternatives == [
+        "a corrupt batch (NaN/Inf in its inputs or labels) or a numeric overflow (fp16) at that step: the "
+        "log shows no climb before it, which a growing gradient usually does"
+    ]
     # Every naive save tore: nothing is safe to resume from, and the report says so.
     assert report.resume_from is None
     assert "no checkpoint is healthy before step 180" in report.resume_reason
     assert report.exit_code == 1
+    assert report.facts == []  # its save lines name the files where they are, at a regular cadence
 
 
 def test_the_writer_run_keeps_only_the_explosion_and_resumes_from_the_last_clean_checkpoint() -> None:
@@ -82,6 +109,7 @@ def test_the_writer_run_keeps_only_the_explosion_and_resumes_from_the_last_clean
 def test_a_healthy_run_has_no_causes() -> None:
     report = triage(str(story_run("writer", False)), stall_floor_s=STALL_FLOOR)
     assert report.conclusions == []
+    assert report.facts == []
     assert report.anomalies == []
     assert {c.verdict for c in report.checkpoints} == {"consistent"}
     assert report.resume_from is not None
@@ -96,7 +124,7 @@ def test_json_schema_is_stable_and_strict() -> None:
     assert doc["schema_version"] == SCHEMA_VERSION == 3
     assert list(doc) == [
         "schema_version", "verdict", "exit_code", "run_dir", "target", "host", "problems", "answers",
-        "summary", "resume_from", "conclusions", "units", "saves", "disagreements", "duplicates",
+        "summary", "resume_from", "conclusions", "units", "saves", "disagreements", "duplicates", "facts",
         "timeline", "log_files", "logs_skipped", "near_steps", "seconds", "logs",
     ]  # fmt: skip
     assert list(doc["answers"]) == ["broken", "logs", "causes", "resume"]
@@ -104,8 +132,11 @@ def test_json_schema_is_stable_and_strict() -> None:
     assert doc["exit_code"] == 1
     assert doc["verdict"] == "problems"
     assert set(doc["conclusions"][0]) == {
-        "cause", "title", "confidence", "step", "anomalies", "evidence", "suggestion", "checkpoint"
+        "cause", "title", "confidence", "confidence_rule", "step", "anomalies", "evidence", "alternatives",
+        "related", "suggestion", "checkpoint",
     }  # fmt: skip
+    assert {c["confidence"] for c in doc["conclusions"]} <= {"high", "medium", "low"}
+    assert all(c["confidence_rule"] for c in doc["conclusions"])
     assert set(doc["units"][0]) == {
         "path", "relpath", "framework", "format", "step", "step_source", "step_sources", "verdict", "reason",
         "findings", "step_groups", "nonfinite_tensors", "nonfinite_tensor_count", "nonfinite_values",
@@ -196,8 +227,11 @@ def test_custom_events_from_event_patterns_explain_a_spike(tmp_path: Path) -> No
     marked = triage(str(tmp_path), event_patterns=["swapped the data shard"])
     assert [e.type for e in marked.timeline if e.kind == "event"] == ["custom"]
     assert [c.cause for c in marked.conclusions] == ["event"]
-    assert marked.conclusions[0].evidence[-1] == (
-        "1 step(s) after the logged event at step 60: swapped the data shard to shard-7"
+    event = marked.conclusions[0]
+    assert "1 step(s) after the logged event at step 60: swapped the data shard to shard-7" in event.evidence
+    assert (event.confidence, event.alternatives) == (
+        "medium",
+        ["a coincidence: the logged event and the anomaly are 1 step(s) apart"],
     )
 
 
@@ -244,14 +278,62 @@ def _spike(step: int) -> dict[str, object]:
             "suggestion": "look"}  # fmt: skip
 
 
-def test_a_save_that_stalled_but_wrote_a_consistent_file_stalled_training() -> None:
+def test_a_save_that_stalled_once_is_medium_and_its_torn_file_a_finding_of_its_own() -> None:
     save = {"kind": "checkpoint_save", "step": 100, "text": "Saving", "wall": None, "stall_s": 30.0}
     report = conclude(_collected([_spike(102)], [save], "consistent"))
     (c,) = report.conclusions
     assert (c.cause, c.confidence) == ("save-stall", "medium")
-    assert "that save stalled logging 30.0 s" in c.evidence
+    assert (
+        c.title
+        == "the checkpoint save at step 100 blocked the loop 30 s and the spike in loss followed the stall"
+    )
+    assert c.confidence_rule == "the stall is measured, but it followed only this save"
+    assert "that save stalled logging 30.0 s: the loop logged no step meanwhile" in c.evidence
+    assert "the file this save wrote, step_100.pt (step 100 from its step field), is consistent" in c.evidence
+    assert "a hard batch at step 102 by coincidence" in c.alternatives
     torn = conclude(_collected([_spike(102)], [save], "torn"))
-    assert [(c.cause, c.confidence) for c in torn.conclusions] == [("save-race", "high")]
+    assert [(c.cause, c.step, c.confidence) for c in torn.conclusions] == [
+        ("save-stall", 102, "medium"),  # the spike still follows the stall, not the tear
+        ("save-race", 100, "high"),  # its counters say 100 and 102: the state moved while it was written
+    ]
+    stall, race = torn.conclusions
+    assert race.title == "the checkpoint save at step 100 raced training: step_100.pt is torn"
+    assert stall.title == c.title
+
+
+def test_a_torn_file_after_a_save_that_did_not_stall_explains_no_spike() -> None:
+    """With a clock and no stall at the save, the torn file is the only thing near the spike: it cannot
+    have changed the live run, so the spike's cause stays unknown."""
+    save = {"kind": "checkpoint_save", "step": 100, "text": "Saving", "wall": 10.0, "stall_s": None}
+    doc = _collected([_spike(102)], [save], "torn")
+    doc["logs"]["runs"][0]["has_wall_clock"] = True
+    report = conclude(doc)
+    assert [(c.cause, c.step, c.confidence) for c in report.conclusions] == [
+        ("unknown", 102, "low"),
+        ("save-race", 100, "high"),
+    ]
+    assert (
+        "a checkpoint save at step 100 precedes it, but it did not stall logging; the file it wrote is torn, "
+        "which cannot change the live run"
+    ) in report.conclusions[0].evidence
+    # Without a clock, a stall cannot be measured: a spike right after the save is a low-confidence stall.
+    doc["logs"]["runs"][0]["has_wall_clock"] = False
+    unclocked = conclude(doc).conclusions[0]
+    assert (unclocked.cause, unclocked.confidence) == ("save-stall", "low")
+    assert unclocked.title == "the spike in loss began 2 step(s) after the checkpoint save at step 100"
+
+
+def test_a_resume_after_a_torn_save_says_the_live_run_may_carry_the_tear() -> None:
+    save = {"kind": "checkpoint_save", "step": 100, "text": "Saving", "wall": None, "stall_s": None}
+    resume = {"kind": "resume", "step": 120, "text": "step went back from 180 to 120", "wall": None,
+              "stall_s": None}  # fmt: skip
+    report = conclude(_collected([_spike(125)], [save, resume], "torn"))
+    spike, race = report.conclusions
+    assert (spike.cause, race.cause) == ("resume", "save-race")
+    assert any(
+        "the run resumed at step 120 after this save: if it loaded this file" in e for e in race.evidence
+    )
+    assert any("the last save before the resume wrote a torn file, step_100.pt" in e for e in spike.evidence)
 
 
 def test_an_lr_change_or_nothing_explains_a_spike_far_from_saves() -> None:
@@ -264,6 +346,7 @@ def test_an_lr_change_or_nothing_explains_a_spike_far_from_saves() -> None:
     )
     alone = conclude(_collected([_spike(150)], [], "consistent"))
     assert [(c.cause, c.confidence) for c in alone.conclusions] == [("unknown", "low")]
+    assert alone.conclusions[0].confidence_rule == "no rule's evidence is there"
     assert alone.resume_from is not None
     assert alone.resume_from.step == 200  # a recovered spike does not rule out the checkpoints after it
 
@@ -275,11 +358,32 @@ def test_the_seed_log_alone_names_the_stalling_saves(tmp_path: Path) -> None:
     write_seed_story(tmp_path / "train.log")
     report = triage(str(tmp_path))
     got = [(c.step, c.cause, c.confidence) for c in report.conclusions]
-    assert got == [(2029, "save-stall", "medium"), (4021, "save-stall", "medium"), (4229, "unknown", "low")]
-    assert "that save stalled logging 170.0 s" in report.conclusions[0].evidence
+    assert got == [
+        (2029, "save-stall", "medium"),
+        (4021, "save-stall", "medium"),
+        (4229, "metric-pipeline", "medium"),
+    ]
+    first = report.conclusions[0]
     assert (
-        "no checkpoint unit on disk is the one the save at step 2000 wrote" in report.conclusions[0].evidence
+        first.title
+        == "the checkpoint save at step 2000 blocked the loop 170 s and the spike in loss followed the stall"
     )
-    assert report.conclusions[2].title == "no cause found for the cliff in acc"
+    assert "that save stalled logging 170.0 s: the loop logged no step meanwhile" in first.evidence
+    assert (
+        "an anomaly followed 2 of the run's 2 saves that stalled (the saves at steps 2000, 4001)"
+        in first.evidence
+    )
+    assert first.confidence_rule == "the stall is measured, but the anomaly began 29 steps after the save"
+    assert "no checkpoint unit on disk is the one the save at step 2000 wrote" in first.evidence
+    # The accuracy falls off a cliff while the loss holds: the metric or its pipeline, not the model.
+    cliff = report.conclusions[2]
+    assert cliff.title == (
+        "acc fell off a cliff at step 4229 while loss held steady (0.698 before, 0.697 after): the metric or "
+        "its eval pipeline broke, not the model"
+    )
+    assert any(a.startswith("the eval data changed") for a in cliff.alternatives)
+    # The log's own fact: a save off its cadence (2000, then 4001), one line of what the logs show.
+    assert [f.kind for f in report.facts] == ["irregular-cadence"]
+    assert report.answers["logs"]["lines"][-1] == f"fact: {report.facts[0].text}"
     assert report.resume_reason == "no checkpoint found in the run directory"
     assert report.exit_code == 1

@@ -52,3 +52,4 @@ def test_a_healthy_run_named_by_epoch_resumes_from_its_newest_checkpoint(
     )
     assert report.resume_from is not None
     assert report.resume_from.relpath == "checkpoint-2.pth.tar"
+    assert report.facts == []  # no save line, no constant rate: nothing for the log's facts to say

@@ -90,13 +90,14 @@ def triage_naive(run: DemoRun) -> None:
     html.write_text(render_triage_html(report), encoding="utf-8")
     run.results["naive"] = report
     run.results["naive_html"] = html
-    races = [c for c in report.conclusions if c.cause == "save-race"]
+    stalls = [c for c in report.conclusions if c.cause == "save-stall"]
+    races = sum(c.cause == "save-race" for c in report.conclusions)
     explosions = sum(c.cause == "gradient-explosion" for c in report.conclusions)
-    torn = sum(c.verdict == "torn" for c in report.checkpoints)
     run.say(
-        f"trainprobe triage {run.workdir / 'naive'}: {sum(len(c.anomalies) for c in races)} anomalies right "
-        f"after {len(races)} save(s) that raced training, {explosions} gradient explosion, {torn} of "
-        f"{len(report.checkpoints)} checkpoints torn; HTML report: {html}"
+        f"trainprobe triage {run.workdir / 'naive'}: {sum(len(c.anomalies) for c in stalls)} anomalies "
+        f"right after {len(stalls)} save(s) that blocked the loop, {races} of {len(report.checkpoints)} "
+        "checkpoints torn by saves that raced training (a separate finding: the live run never read them "
+        f"back), {explosions} gradient explosion; HTML report: {html}"
     )
 
 
@@ -199,9 +200,10 @@ def run_demo(
 
 def planted_story(shape: dict[str, int]) -> dict[str, Any]:
     """What the demo stages for a :attr:`DemoRun.shape`, from the step numbers alone (the keys of
-    :func:`told_story`): every naive save before the corrupt batch has a step after it, so it tears, and its
-    stall makes the loss spike on the first step after it; the save after the blow-up holds NaN. With
-    CheckpointWriter only the blow-up is left, and the last save before it is where to resume."""
+    :func:`told_story`): every naive save before the corrupt batch has a step after it, so it tears (a
+    finding of its own), and its stall makes the loss spike on the first step after it (another, joined by
+    time); the save after the blow-up holds NaN. With CheckpointWriter only the blow-up is left, and the last
+    save before it is where to resume."""
     steps, every, blowup = shape["steps"], shape["save_every"], shape["blowup_at"]
     saves = list(range(every, steps + 1, every))
     raced = [s for s in saves if s < blowup and s < steps]
@@ -209,7 +211,8 @@ def planted_story(shape: dict[str, int]) -> dict[str, Any]:
         "naive_saves": saves,
         "naive_torn": raced,
         "naive_raced_saves": raced,
-        "naive_spikes_after_saves": [s + 1 for s in raced],
+        "naive_stalled_saves": raced,
+        "naive_spikes_after_stalls": [s + 1 for s in raced],
         "naive_explosions": [blowup],
         "naive_other_causes": [],
         "writer_torn": [],
@@ -225,6 +228,7 @@ def told_story(run: DemoRun) -> dict[str, Any]:
     if naive is None or writer is None:
         return {}
     races = [c for c in naive.conclusions if c.cause == "save-race"]
+    stalls = [c for c in naive.conclusions if c.cause == "save-stall"]
     step_at = {c.path: c.step for c in naive.checkpoints}
 
     def steps_of(values: list[float | int | None]) -> list[int]:
@@ -234,12 +238,13 @@ def told_story(run: DemoRun) -> dict[str, Any]:
         "naive_saves": steps_of([c.step for c in naive.checkpoints]),
         "naive_torn": steps_of([c.step for c in naive.checkpoints if c.verdict == "torn"]),
         "naive_raced_saves": steps_of([step_at.get(c.checkpoint or "") for c in races]),
-        "naive_spikes_after_saves": steps_of([a.step for c in races for a in c.anomalies]),
+        "naive_stalled_saves": steps_of([step_at.get(c.checkpoint or "") for c in stalls]),
+        "naive_spikes_after_stalls": steps_of([a.step for c in stalls for a in c.anomalies]),
         "naive_explosions": steps_of([c.step for c in naive.conclusions if c.cause == "gradient-explosion"]),
         "naive_other_causes": [
             (c.cause, int(c.step))
             for c in naive.conclusions
-            if c.cause not in ("save-race", "gradient-explosion")
+            if c.cause not in ("save-race", "save-stall", "gradient-explosion")
         ],
         "writer_torn": steps_of([c.step for c in writer.checkpoints if c.verdict == "torn"]),
         "writer_causes": [(c.cause, int(c.step)) for c in writer.conclusions],
@@ -253,6 +258,6 @@ def told_story(run: DemoRun) -> dict[str, Any]:
 
 def story_found(run: DemoRun) -> bool:
     """Whether triage found, on its own, exactly what the demo planted (:func:`planted_story`): which naive
-    saves tore, the loss spike after each, the blow-up and nothing else; with CheckpointWriter no torn
-    checkpoint, only the blow-up, and the checkpoint to resume from."""
+    saves tore, which stalled with a loss spike after the stall, the blow-up and nothing else; with
+    CheckpointWriter no torn checkpoint, only the blow-up, and the checkpoint to resume from."""
     return told_story(run) == planted_story(run.shape)

@@ -10,6 +10,7 @@ from typing import Any
 
 from trainprobe.conventions import step_text
 from trainprobe.metrics.findings import Finding
+from trainprobe.metrics.log_facts import LogFact
 from trainprobe.triage.model import (
     CheckpointInfo,
     Conclusion,
@@ -141,7 +142,7 @@ def _broken(
 
 def _logs(
     logs: dict[str, Any] | None, log_files: list[str], problems: list[Problem], anomalies: list[Finding],
-    stalls: list[dict[str, Any]],
+    stalls: list[dict[str, Any]], facts: list[LogFact],
 ) -> dict[str, Any]:  # fmt: skip
     not_read = [p for p in problems if p.kind == "log-not-read"]
     lines: list[str] = []
@@ -162,8 +163,10 @@ def _logs(
     partly = [p for p in problems if p.kind == "log-partly-read"]
     if partly:
         lines.append("partly read: " + "; ".join(p.text() for p in partly))
+    lines.extend(f"fact: {f.text}" for f in facts)
     return {
         "read": read,
+        "facts": [f.to_json() for f in facts],
         "not_read": [p.path for p in not_read],
         "lines": lines,
         "findings": [anomaly_json(a) for a in anomalies]
@@ -207,6 +210,7 @@ def four_answers(
     problems: list[Problem],
     anomalies: list[Finding],
     stalls: list[dict[str, Any]],
+    facts: list[LogFact],
     conclusions: list[Conclusion],
     resume: CheckpointInfo | None,
     resume_why: str,
@@ -214,7 +218,7 @@ def four_answers(
     """``answers`` of the report: ``broken``, ``logs``, ``causes``, ``resume``, in that order."""
     return {
         "broken": _broken(units, duplicates, disagreements),
-        "logs": _logs(logs, log_files, problems, anomalies, stalls),
+        "logs": _logs(logs, log_files, problems, anomalies, stalls, facts),
         "causes": _causes(conclusions),
         "resume": _resume(resume, resume_why),
     }

@@ -1,45 +1,24 @@
-"""What caused what: each anomaly of the logs (or a few at the same steps) joined to the saves, events and
-checkpoint units before and after it, and the likely cause named with its evidence.
+"""What caused what: the anomalies of the logs grouped into incidents, each joined to the saves, stalls,
+events and checkpoint units around it (a :class:`Scene`), and its cause named by the first rule of
+:mod:`trainprobe.triage.rules` that fits; a torn unit is a finding of its own
+(:mod:`trainprobe.triage.tears`), joined to the incidents by time, never their cause.
 
-The rules, in order (:data:`RULES`, one function each; the first that fits names the cause):
-
-- **save raced training**: the anomaly follows a checkpoint save within ``near`` steps, and the unit that save
-  wrote is torn (high confidence when the save also stalled logging); **save stalled training**: the save
-  stalled logging but wrote a consistent unit.
-- **gradient explosion**: no save within ``near`` steps before it, and the first unit at or after it holds
-  NaN/Inf in optimizer state (high) or only in weights (medium).
-- **resume** / **learning-rate change** / an event named with ``--event``: one within ``near`` steps before.
-- otherwise the cause is unknown and the logs' own suggestion stands.
-
-A climb (a divergence) whose last finite row is right before the same metric turns NaN/Inf is the run into
-that non-finite value, not an anomaly of its own: it joins the non-finite value's group (the detector saw the
-finite values end, not the climb), and the group's cause is the non-finite value's.
+Anomalies within :data:`GROUP_STEPS` of the first of a group are one incident. A climb (a divergence) whose
+last finite row is right before the same metric turns NaN/Inf is the run into that non-finite value, not an
+anomaly of its own: it joins the non-finite value's group (the detector saw the finite values end, not the
+climb), and the group's cause is the non-finite value's.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from trainprobe.conventions import step_text
 from trainprobe.metrics.findings import Finding
-from trainprobe.triage.model import (
-    ANOMALY_KINDS,
-    EVENT_CAUSE,
-    EXPLOSION,
-    KIND_WORD,
-    LR_CAUSE,
-    RESUME_CAUSE,
-    SAVE_RACE,
-    SAVE_STALL,
-    UNKNOWN,
-    CheckpointInfo,
-    Conclusion,
-    SaveMatch,
-)
+from trainprobe.triage.model import ANOMALY_KINDS, UNKNOWN, CheckpointInfo, Conclusion, SaveMatch
 
 GROUP_STEPS = 3.0
 
@@ -95,7 +74,7 @@ def last_finite_before(logs: dict[str, Any] | None, run: str, metric: str, step:
     return max(found, default=None)
 
 
-def _leads_into(a: Finding, anomalies: list[Finding], logs: dict[str, Any] | None) -> Finding | None:
+def leads_into(a: Finding, anomalies: list[Finding], logs: dict[str, Any] | None) -> Finding | None:
     """The non-finite anomaly a divergence runs into: the divergence ends at the metric's last finite row
     before it (a climb that came back down first is an anomaly of its own), or None."""
     if a.kind != "divergence":
@@ -112,7 +91,7 @@ def _leads_into(a: Finding, anomalies: list[Finding], logs: dict[str, Any] | Non
 def group(anomalies: list[Finding], logs: dict[str, Any] | None = None) -> list[list[Finding]]:
     """Anomalies within :data:`GROUP_STEPS` of the first of a group are one group; a climb into a non-finite
     value joins that value's group, after it (the group's first anomaly names its step)."""
-    lead_ins = {id(a): b for a in anomalies if (b := _leads_into(a, anomalies, logs)) is not None}
+    lead_ins = {id(a): b for a in anomalies if (b := leads_into(a, anomalies, logs)) is not None}
     groups: list[list[Finding]] = []
     for a in anomalies:
         if id(a) in lead_ins:
@@ -155,7 +134,8 @@ def saves_for(matches: list[SaveMatch], units: list[CheckpointInfo]) -> list[Sav
     return sorted(out, key=lambda s: s.step)
 
 
-def _stall_near(save: Save, stalls: list[dict[str, Any]]) -> float | None:
+def stall_near(save: Save, stalls: list[dict[str, Any]]) -> float | None:
+    """Seconds the log's clock stood still at ``save`` (its own stall, or a stall found around its step)."""
     if save.stall_s:
         return float(save.stall_s)
     for s in stalls:
@@ -164,26 +144,42 @@ def _stall_near(save: Save, stalls: list[dict[str, Any]]) -> float | None:
     return None
 
 
-def _first_after(step: float, units: list[CheckpointInfo]) -> CheckpointInfo | None:
+def first_after(step: float, units: list[CheckpointInfo]) -> CheckpointInfo | None:
     later = [c for c in units if c.step is not None and c.step >= step]
     return min(later, key=lambda c: (c.step or 0, c.relpath)) if later else None
 
 
-def _unit_line(c: CheckpointInfo) -> str:
+def unit_line(c: CheckpointInfo) -> str:
     return f"{c.relpath} (step {step_text(c.step)} from its {c.step_source})"
 
 
 @dataclass
-class Case:
-    """One group of anomalies and what surrounds it, as the rules weigh it; ``evidence`` collects what the
-    report says for the conclusion (the logs' messages first)."""
+class Scene:
+    """What surrounds every anomaly of a run: the saves, stalls, events and units, the logs' JSON, how far
+    back an event explains (``near``), and the saves that stalled logging with an anomaly right after them
+    (the repeat the save-stall rule weighs)."""
 
-    group: list[Finding]
     near: float
     saves: list[Save]
     stalls: list[dict[str, Any]]
     events: dict[str, list[dict[str, Any]]]
     units: list[CheckpointInfo]
+    logs: dict[str, Any] | None = None
+    stalled_then_anomaly: list[float] = field(default_factory=list)
+    stalled: int = 0  # how many of the saves stalled logging
+
+    def has_clock(self, run: str) -> bool:
+        """Whether the log of ``run`` has a wall clock (without one, no stall can be measured)."""
+        return any(r.get("has_wall_clock") for r in (self.logs or {}).get("runs", []) if r["name"] == run)
+
+
+@dataclass
+class Case:
+    """One group of anomalies and its scene, as the rules weigh it; ``evidence`` collects what the report
+    says for the conclusion (the logs' messages first)."""
+
+    group: list[Finding]
+    scene: Scene
     evidence: list[str]
 
     @property
@@ -194,176 +190,51 @@ class Case:
     def step(self) -> float:
         return self.group[0].step
 
+    @property
+    def near(self) -> float:
+        return self.scene.near
+
     @functools.cached_property
     def saves_before(self) -> list[Save]:
         """The saves at most ``near`` steps before the group."""
-        return [s for s in self.saves if s.step <= self.step and self.step - s.step <= self.near]
+        return [s for s in self.scene.saves if s.step <= self.step and self.step - s.step <= self.near]
 
     @functools.cached_property
     def next_unit(self) -> CheckpointInfo | None:
-        return _first_after(self.step, self.units)
+        return first_after(self.step, self.scene.units)
 
     def conclude(
-        self, cause: str, title: str, confidence: str, suggestion: str, checkpoint: str | None = None
+        self,
+        cause: str,
+        title: str,
+        confidence: tuple[str, str],
+        suggestion: str,
+        *,
+        alternatives: list[str] | None = None,
+        checkpoint: str | None = None,
     ) -> Conclusion:
+        """The conclusion, its ``confidence`` a (level, the rule that gave it) pair; the evidence ends with
+        that rule and the alternatives not ruled out."""
+        level, rule = confidence
+        alternatives = alternatives or []
+        evidence = [*self.evidence, f"{level} confidence: {rule}"]
+        evidence += [f"not ruled out: {a}" for a in alternatives]
         return Conclusion(
-            cause, title, confidence, self.step, self.group, self.evidence, suggestion, checkpoint=checkpoint
-        )
+            cause, title, level, self.step, self.group, evidence, suggestion, checkpoint=checkpoint,
+            confidence_rule=rule, alternatives=alternatives,
+        )  # fmt: skip
 
 
-Rule = Callable[[Case], Conclusion | None]
-
-
-def save_race_or_stall(case: Case) -> Conclusion | None:
-    """The last save before the group wrote a torn unit (raced), or stalled logging (stalled)."""
-    if not case.saves_before:
-        return None
-    save = case.saves_before[-1]
-    stall = _stall_near(save, case.stalls)
-    ckpt = save.unit
-    torn = ckpt is not None and ckpt.torn
-    if not (stall or torn):
-        return None
-    case.evidence.append(
-        f"{step_text(case.step - save.step)} step(s) after the checkpoint save at step "
-        f"{step_text(save.step)} ({save.source}: {save.text[:120]})"
-    )
-    if stall:
-        case.evidence.append(f"that save stalled logging {stall:.1f} s")
-    if ckpt is not None:
-        case.evidence.append(
-            f"the checkpoint it wrote, {_unit_line(ckpt)}, "
-            + (f"is torn: {ckpt.reason}" if torn else f"is {ckpt.verdict}: {ckpt.reason}")
-        )
-    else:
-        case.evidence.append(
-            f"no checkpoint unit on disk is the one the save at step {step_text(save.step)} wrote"
-        )
-    path = ckpt.path if ckpt else None
-    if torn:
-        return case.conclude(
-            SAVE_RACE,
-            f"the checkpoint save at step {step_text(save.step)} raced training",
-            "high" if stall else "medium",
-            "save a consistent snapshot without blocking the loop (copy the state, then write it in the "
-            "background: trainprobe.save.CheckpointWriter), and do not resume from the torn checkpoint",
-            checkpoint=path,
-        )
-    return case.conclude(
-        SAVE_STALL,
-        f"the checkpoint save at step {step_text(save.step)} stalled training",
-        "medium",
-        "take the save off the training thread (trainprobe.save.CheckpointWriter blocks only for a copy) or "
-        "save to faster storage",
-        checkpoint=path,
-    )
-
-
-def gradient_explosion(case: Case) -> Conclusion | None:
-    """No save just before the group, and the first unit at or after it holds NaN/Inf."""
-    nxt = case.next_unit
-    if case.saves_before or nxt is None or not nxt.has_nonfinite:
-        return None
-    step = case.step
-    opt_bad = nxt.optimizer_nonfinite
-    case.evidence.append(
-        f"no checkpoint save within {step_text(case.near)} steps before step {step_text(step)}"
-    )
-    case.evidence.append(
-        f"the next checkpoint, {_unit_line(nxt)}, holds NaN/Inf "
-        + (f"in optimizer state ({len(opt_bad)}+ tensors): " if opt_bad else "in weights: ")
-        + nxt.describe_nonfinite()
-    )
-    prev = [c for c in case.units if c.step is not None and c.step < step]
-    if prev:
-        last = max(prev, key=lambda c: c.step or 0)
-        case.evidence.append(
-            f"the checkpoint before it, {last.relpath} (step {step_text(last.step)}), is {last.verdict}"
-        )
-    return case.conclude(
-        EXPLOSION,
-        f"a gradient explosion at step {step_text(step)} blew up the "
-        + ("optimizer state" if opt_bad else "weights"),
-        "high" if opt_bad else "medium",
-        f"inspect the batch(es) at step {step_text(step)}, clip gradients / skip non-finite steps, and "
-        "resume from the last healthy checkpoint",
-        checkpoint=nxt.path,
-    )
-
-
-# The events that can explain what follows them, in the order they are tried: (event kind, cause, label).
-_EXPLAINING_EVENTS = (
-    ("resume", RESUME_CAUSE, "the resume"),
-    ("lr_change", LR_CAUSE, "the learning-rate change"),
-    ("custom", EVENT_CAUSE, "the logged event"),
-)
-
-
-def preceding_event(case: Case) -> Conclusion | None:
-    """A resume, a learning-rate change or an event named with ``--event`` at most ``near`` steps before."""
-    step = case.step
-    for kind, cause, label in _EXPLAINING_EVENTS:
-        evs = [
-            e
-            for e in case.events.get(case.first.run, [])
-            if e["kind"] == kind and num(e["step"]) <= step and step - num(e["step"]) <= case.near
-        ]
-        if evs:
-            at = num(evs[-1]["step"])
-            case.evidence.append(
-                f"{step_text(step - at)} step(s) after {label} at step {step_text(at)}: {evs[-1]['text']}"
-            )
-            return case.conclude(cause, f"{label} at step {step_text(at)}", "medium", case.first.suggestion)
-    return None
-
-
-def unknown(case: Case) -> Conclusion:
-    """No rule fits: the cause is unknown and the logs' own suggestion stands; the evidence says what was
-    seen."""
-    if case.saves_before:
-        case.evidence.append(
-            f"a checkpoint save at step {step_text(case.saves_before[-1].step)} precedes it, but it neither "
-            "stalled logging nor wrote a torn checkpoint"
-        )
-    elif case.next_unit is not None:
-        nxt = case.next_unit
-        case.evidence.append(
-            f"the next checkpoint, {nxt.relpath} (step {step_text(nxt.step)}), is {nxt.verdict}"
-        )
-    else:
-        case.evidence.append("no checkpoint at or after it to confirm the state")
-    first = case.first
-    title = f"no cause found for the {KIND_WORD.get(first.kind, first.kind)} in {first.metric}"
-    return case.conclude(UNKNOWN, title, "low", first.suggestion)
-
-
-# The rules of the module doc, in its order: the first that fits names the cause (``unknown`` always fits).
-RULES: tuple[Rule, ...] = (save_race_or_stall, gradient_explosion, preceding_event, unknown)
-
-
-def explain(
-    group: list[Finding],
-    near: float,
-    saves: list[Save],
-    stalls: list[dict[str, Any]],
-    events: dict[str, list[dict[str, Any]]],
-    units: list[CheckpointInfo],
-    logs: dict[str, Any] | None = None,
-) -> Conclusion:
-    """The likely cause of one group of anomalies: the first of :data:`RULES` that fits."""
-    evidence = [f"log: {a.message}" for a in group]
-    lead_in = [a for a in group if _leads_into(a, group, logs) is not None]
-    if lead_in:
-        evidence.append(
-            f"{lead_in[0].metric} had been climbing since step {step_text(lead_in[0].step)} and turned "
-            f"non-finite at step {step_text(group[0].step)}: one event, the climb into it"
-        )
-    case = Case(group, near, saves, stalls, events, units, evidence)
-    for rule in RULES:
-        found = rule(case)
-        if found is not None:
-            return found
-    raise AssertionError("the last rule, unknown, fits every case")
+def stalled_then_anomaly(
+    groups: list[list[Finding]], saves: list[Save], stalls: list[dict[str, Any]], near: float
+) -> list[float]:
+    """The saves that stalled logging and are the last save at most ``near`` steps before an incident."""
+    out: set[float] = set()
+    for g in groups:
+        before = [s for s in saves if s.step <= g[0].step and g[0].step - s.step <= near]
+        if before and stall_near(before[-1], stalls):
+            out.add(before[-1].step)
+    return sorted(out)
 
 
 def merge(conclusions: list[Conclusion]) -> list[Conclusion]:

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,11 @@ from trainprobe.checkpoint.safe_io import walk_files
 from trainprobe.checkpoint.units.discover import NOT_READ, Unit, discover_units
 from trainprobe.conventions import is_log_name
 from trainprobe.errors import LogError, TrainprobeError, UsageError
-from trainprobe.metrics import Options, RunLog, analyze, read_logs
+from trainprobe.metrics import LogReport, Options, RunLog, analyze, read_logs
+from trainprobe.metrics.events import CHECKPOINT_SAVE
+from trainprobe.metrics.log_facts import log_facts
 
-COLLECT_VERSION = 2
+COLLECT_VERSION = 3
 _MAX_BAD_TENSORS = 20
 _OPTIMIZER_NAME = re.compile(r"(?i)(^|\.)(optim\w*|exp_avg\w*|momentum_buffer|state\.\d+)(\.|$)")
 
@@ -183,6 +186,61 @@ def mark_duplicates(entries: list[dict[str, Any]]) -> None:
         e["byte_identical_to"] = [o["relpath"] for o in same if byte_identical(e["path"], o["path"])]
 
 
+@dataclass
+class LogsRead:
+    """What the logs of a run dir gave: the ``logs --json`` document (None when nothing was read), the files
+    skipped and why, the runs, the log's own facts and the save lines' absolute paths resolved here."""
+
+    report: dict[str, Any] | None = None
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    runs: list[RunLog] = field(default_factory=list)
+    facts: list[dict[str, Any]] = field(default_factory=list)
+    saved_paths: dict[str, str | None] = field(default_factory=dict)
+
+
+def read_and_analyze(
+    log_files: list[str],
+    not_read: list[tuple[str, str]],
+    patterns: list[re.Pattern[str]],
+    options: Options,
+    root: str,
+) -> LogsRead:
+    """Read every log file, analyse the runs they hold, and take the log's own facts
+    (``trainprobe.metrics.log_facts``); what cannot be read is skipped with why, never raised."""
+    out = LogsRead(skipped=[{"path": p, "why": why} for p, why in not_read])
+    for f in log_files:
+        try:
+            got = [r for r in read_logs(Path(f), event_patterns=patterns) if len(r) >= 3 and r.columns]
+        except (TrainprobeError, OSError, ValueError) as exc:
+            out.skipped.append({"path": f, "why": str(exc)})
+            continue
+        if not got:
+            out.skipped.append({"path": f, "why": "no metric rows"})
+        out.runs.extend(got)
+    if not out.runs:
+        return out
+    try:
+        analysed = analyze(out.runs, options=options)
+    except LogError as exc:
+        out.skipped.append({"path": root, "why": str(exc)})
+        return out
+    out.report = analysed.to_json(series=True)
+    out.facts = [f.to_json() for f in log_facts(analysed.runs)]
+    out.saved_paths = _saved_paths(analysed)
+    return out
+
+
+def _saved_paths(report: LogReport) -> dict[str, str | None]:
+    """Each absolute path the save lines name, resolved here (None where nothing is there): the same place
+    through a symbolic link is no copy."""
+    saved: dict[str, str | None] = {}
+    for events in report.events.values():
+        for e in events:
+            if e.kind == CHECKPOINT_SAVE and e.path and os.path.isabs(e.path) and e.path not in saved:
+                saved[e.path] = os.path.realpath(e.path) if os.path.exists(e.path) else None
+    return saved
+
+
 def collect(
     run_dir: str,
     *,
@@ -212,29 +270,13 @@ def collect(
             with lock:
                 progress(1.0 / units)
 
-    def read_logs_and_analyze() -> tuple[dict[str, Any] | None, list[dict[str, str]], list[RunLog]]:
-        runs: list[RunLog] = []
-        skipped: list[dict[str, str]] = [{"path": p, "why": why} for p, why in not_read]
-        for f in log_files:
-            try:
-                got = [r for r in read_logs(Path(f), event_patterns=patterns) if len(r) >= 3 and r.columns]
-            except (TrainprobeError, OSError, ValueError) as exc:
-                skipped.append({"path": f, "why": str(exc)})
-                continue
-            if not got:
-                skipped.append({"path": f, "why": "no metric rows"})
-            runs.extend(got)
-        report = None
-        if runs:
-            options = Options(
-                threshold=threshold, stall_floor_s=stall_floor_s, event_patterns=event_patterns or []
-            )
-            try:
-                report = analyze(runs, options=options).to_json(series=True)
-            except LogError as exc:
-                skipped.append({"path": root, "why": str(exc)})
-        tick()
-        return report, skipped, runs
+    options = Options(threshold=threshold, stall_floor_s=stall_floor_s, event_patterns=event_patterns or [])
+
+    def read_logs_and_analyze() -> LogsRead:
+        try:
+            return read_and_analyze(log_files, not_read, patterns, options, root)
+        finally:
+            tick()
 
     n = workers or min(4, (os.cpu_count() or 2))
     with ThreadPoolExecutor(max_workers=n + 1, thread_name_prefix="trainprobe-triage") as pool:
@@ -247,19 +289,23 @@ def collect(
                 tick()
 
         checked = list(pool.map(one, targets))
-        log_report, skipped, runs = logs_future.result()
+        logs = logs_future.result()
     cross_unit_evidence(checked)
     entries = [_checkpoint_entry(c, root) for c in checked]
     mark_duplicates(entries)
     for entry in entries:
-        entry["step_at_mtime"] = step_at_wall(runs, entry["mtime"]) if entry["mtime"] is not None else None
+        entry["step_at_mtime"] = (
+            step_at_wall(logs.runs, entry["mtime"]) if entry["mtime"] is not None else None
+        )
     return {
         "collect_version": COLLECT_VERSION,
         "run_dir": root,
         "host": socket.gethostname(),
         "log_files": log_files,
-        "logs_skipped": skipped,
-        "logs": log_report,
+        "logs_skipped": logs.skipped,
+        "logs": logs.report,
         "units": entries,
+        "log_facts": logs.facts,
+        "saved_paths": logs.saved_paths,
         "seconds": round(time.perf_counter() - started, 3),
     }

@@ -12,10 +12,25 @@ from __future__ import annotations
 from typing import Any
 
 from trainprobe.conventions import is_sure_log_name
+from trainprobe.metrics.findings import Finding
+from trainprobe.metrics.log_facts import LogFact
 from trainprobe.triage.answers import four_answers, resume_from, short_path
-from trainprobe.triage.causes import anomalies_of, explain, group, merge, near_steps, num, saves_for
-from trainprobe.triage.model import Problem, TimelineItem, TriageReport
+from trainprobe.triage.causes import (
+    Scene,
+    anomalies_of,
+    group,
+    merge,
+    near_steps,
+    num,
+    saves_for,
+    stall_near,
+    stalled_then_anomaly,
+)
+from trainprobe.triage.facts import unit_facts
+from trainprobe.triage.model import Conclusion, Problem, TimelineItem, TriageReport
+from trainprobe.triage.rules import explain
 from trainprobe.triage.saves import disagreements, match_saves
+from trainprobe.triage.tears import join_by_time, torn_findings
 from trainprobe.triage.units import checkpoint_info, duplicates
 
 
@@ -64,6 +79,15 @@ def _timeline(
     items.sort(key=lambda t: (t.step, order[t.kind]))
 
 
+def _conclusions(anomalies: list[Finding], stalls: list[dict[str, Any]], scene: Scene) -> list[Conclusion]:
+    """The incidents' causes (:mod:`.rules`) and the torn units' findings (:mod:`.tears`), joined by time."""
+    groups = group(anomalies, scene.logs)
+    scene.stalled_then_anomaly = stalled_then_anomaly(groups, scene.saves, stalls, scene.near)
+    scene.stalled = sum(1 for s in scene.saves if stall_near(s, stalls))
+    explained = merge([explain(g, scene) for g in groups])
+    return join_by_time(explained + torn_findings(scene.saves, scene.units, scene.events))
+
+
 def conclude(collected: dict[str, Any], *, target: str | None = None) -> TriageReport:
     """Build the triage report from :func:`~trainprobe.triage.collect.collect`'s JSON."""
     units = [checkpoint_info(e) for e in collected["units"]]
@@ -73,12 +97,11 @@ def conclude(collected: dict[str, Any], *, target: str | None = None) -> TriageR
     units.sort(key=lambda c: (c.step if c.step is not None else float("inf"), c.relpath))
     anomalies, stalls = anomalies_of(logs)
     near = near_steps(logs, units)
-    conclusions = merge(
-        [
-            explain(g, near, saves_for(saves, units), stalls, events, units, logs)
-            for g in group(anomalies, logs)
-        ]
+    conclusions = _conclusions(
+        anomalies, stalls, Scene(near, saves_for(saves, units), stalls, events, units, logs)
     )
+    facts = [LogFact.from_json(f) for f in collected.get("log_facts", [])]
+    facts += unit_facts(saves, units, collected.get("saved_paths") or {})
     resume, why = resume_from(units, conclusions)
     problems = not_read(collected) + [
         Problem("unit-not-read", c.relpath, c.reason) for c in units if c.verdict == "unreadable"
@@ -102,6 +125,7 @@ def conclude(collected: dict[str, Any], *, target: str | None = None) -> TriageR
         saves=saves,
         disagreements=disagreements(units),
         duplicates=duplicates(units),
+        facts=facts,
     )
     _timeline(report, events, stalls)
     report.answers = four_answers(
@@ -113,6 +137,7 @@ def conclude(collected: dict[str, Any], *, target: str | None = None) -> TriageR
         problems=problems,
         anomalies=anomalies,
         stalls=stalls,
+        facts=facts,
         conclusions=conclusions,
         resume=resume,
         resume_why=why,

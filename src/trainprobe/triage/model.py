@@ -16,18 +16,20 @@ from trainprobe.checkpoint import verdict as V
 from trainprobe.conventions import step_json
 from trainprobe.errors import report_verdict
 from trainprobe.metrics.findings import CLIFF, DIVERGENCE, MISSING, NON_FINITE, SPIKE, Finding
+from trainprobe.metrics.log_facts import LogFact
 
 SCHEMA_VERSION = 3  # the shared contract of docs/json.md
 # The logs' findings triage explains (a stall is evidence, not an anomaly; the rest are about throughput or
 # fitting, not a broken run).
 ANOMALY_KINDS = (SPIKE, CLIFF, NON_FINITE, DIVERGENCE, MISSING)
-SAVE_RACE, SAVE_STALL, EXPLOSION, RESUME_CAUSE, LR_CAUSE, EVENT_CAUSE, UNKNOWN = (
+SAVE_RACE, SAVE_STALL, EXPLOSION, RESUME_CAUSE, LR_CAUSE, EVENT_CAUSE, METRIC_PIPELINE, UNKNOWN = (
     "save-race",
     "save-stall",
     "gradient-explosion",
     "resume",
     "lr-change",
     "event",
+    "metric-pipeline",
     "unknown",
 )
 KIND_WORD = {NON_FINITE: "NaN/Inf", MISSING: "missing value"}
@@ -196,7 +198,12 @@ class Duplicate:
 
 @dataclass
 class Conclusion:
-    """The likely cause of one anomaly (or of a few at the same steps), with the evidence for it."""
+    """One finding of what caused what: the mechanism its evidence supports (``title``), for an anomaly of
+    the logs (or a few at the same steps) or for a torn unit (no anomalies). ``confidence`` comes from the
+    rule of its cause (:mod:`trainprobe.triage.rules`), which ``confidence_rule`` states; ``alternatives``
+    are the explanations the evidence could not rule out; ``related``: the other findings it is joined to by
+    time (never merged into it). ``evidence`` ends with the confidence rule and the alternatives, as the
+    terminal prints them."""
 
     cause: str
     title: str
@@ -206,15 +213,21 @@ class Conclusion:
     evidence: list[str]
     suggestion: str
     checkpoint: str | None = None
+    confidence_rule: str = ""
+    alternatives: list[str] = field(default_factory=list)
+    related: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "cause": self.cause,
             "title": self.title,
             "confidence": self.confidence,
+            "confidence_rule": self.confidence_rule,
             "step": step_json(self.step),
             "anomalies": [anomaly_json(a) for a in self.anomalies],
             "evidence": self.evidence,
+            "alternatives": self.alternatives,
+            "related": self.related,
             "suggestion": self.suggestion,
             "checkpoint": self.checkpoint,
         }
@@ -280,6 +293,7 @@ class TriageReport:
     near_steps: float
     seconds: float
     answers: dict[str, Any] = field(default_factory=dict)
+    facts: list[LogFact] = field(default_factory=list)  # the log's own facts (trainprobe.metrics.log_facts)
 
     @property
     def exit_code(self) -> int:
@@ -311,6 +325,7 @@ class TriageReport:
                 "causes": [c.cause for c in self.conclusions],
                 "duplicates": len(self.duplicates),
                 "disagreements": len(self.disagreements),
+                "facts": len(self.facts),
             },
             "resume_from": None
             if self.resume_from is None
@@ -325,6 +340,7 @@ class TriageReport:
             "saves": [s.to_json() for s in self.saves],
             "disagreements": [d.to_json() for d in self.disagreements],
             "duplicates": [d.to_json() for d in self.duplicates],
+            "facts": [f.to_json() for f in self.facts],
             "timeline": [t.to_json() for t in self.timeline],
             "log_files": self.log_files,
             "logs_skipped": self.logs_skipped,
