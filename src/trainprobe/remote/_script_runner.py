@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 RESULT_NAME = "__trainprobe_result__"
-#: the shipped discovery module (:data:`trainprobe.remote.session.DISCOVERY_MODULE`): the far side's home
+#: the name :mod:`trainprobe.remote._discovery` is shipped under (``session.with_discovery``): the home
 DISCOVERY = "trainprobe_discovery"
 MODULE_TYPE = type(sys)
 

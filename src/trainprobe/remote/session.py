@@ -31,6 +31,7 @@ from trainprobe.errors import RemoteError, RemoteExceptionError, UsageError
 from trainprobe.remote import frames, run_errors
 from trainprobe.remote._discovery import names_home
 from trainprobe.remote._record import field, record
+from trainprobe.remote._script_runner import DISCOVERY
 from trainprobe.remote.far_code import LOCAL_MAGIC, module_code, program_frame
 from trainprobe.remote.frames import EXIT, HELLO, NOT_FOUND, READY, STDERR, STDOUT, Feeder, FrameParser, frame
 from trainprobe.remote.hops.records import EXIT_CONNECTION
@@ -74,8 +75,9 @@ class Module:
         return head + LOCAL_MAGIC + len(code).to_bytes(4, "big") + code + zlib.compress(self.source)
 
 
-#: the far side's discovery, as ``probe``'s script and every script that expands ``~`` import it there
-DISCOVERY_MODULE = "trainprobe_discovery"
+#: the far side's discovery, as ``probe``'s script and every script that expands ``~`` import it there (the
+#: script runner's name for it: ``cd=`` expands with it)
+DISCOVERY_MODULE = DISCOVERY
 
 
 def with_discovery(modules: Sequence[Module]) -> list[Module]:
