@@ -63,9 +63,13 @@ def test_a_nan_in_the_warm_up_rows_is_nan_until_it_leaves_the_window() -> None:
     assert got[6:].tolist() == [3.5, 4.5, 5.5, 6.5]
 
 
-def test_trailing_mad_matches_the_median_of_deviations() -> None:
+@pytest.mark.parametrize("kind", ["plain", "ties", "nonfinite"])
+def test_trailing_mad_matches_the_median_of_deviations(kind: str) -> None:
     rng = np.random.default_rng(3)
-    x = _series(rng, 60, "ties")
-    med = trailing_median(x, 50)
-    dev = np.abs(x - np.nan_to_num(med, nan=np.nanmedian(x)))
-    np.testing.assert_array_equal(trailing_mad(x, med, 50), _reference(dev, 50))
+    for n in [4, 5, 20, 21, 60, 61, 700]:
+        x = _series(rng, n, kind)
+        med = trailing_median(x, 50)
+        with np.errstate(invalid="ignore"):
+            dev = np.abs(x - np.nan_to_num(med, nan=np.nanmedian(x)))
+            got = trailing_mad(x, med, 50)
+        np.testing.assert_array_equal(got, _reference(dev, 50), err_msg=f"n={n} x={x!r}")

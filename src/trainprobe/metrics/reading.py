@@ -20,8 +20,10 @@ _HEAD = 65536
 _SHOWN = 6
 
 
-def pick_reader(path: Path) -> LogReader:
-    why = regular_file(path)
+def pick_reader(path: Path, *, checked: bool = False) -> LogReader:
+    """The reader whose sniff takes the file's first 64 KB; ``checked``: the walk already found ``path`` a
+    regular file (its ``stat`` is not taken twice)."""
+    why = None if checked else regular_file(path)
     if why is not None:
         raise LogError(str(path), why)
     with open(path, "rb") as fh:
@@ -32,9 +34,9 @@ def pick_reader(path: Path) -> LogReader:
     raise LogError(str(path), "a binary file that is no log format trainprobe reads")
 
 
-def _read_file(path: Path, options: ReadOptions) -> list[RunLog]:
+def _read_file(path: Path, options: ReadOptions, *, checked: bool = False) -> list[RunLog]:
     try:
-        reader = pick_reader(path)
+        reader = pick_reader(path, checked=checked)
         return with_side_runs(reader.read(path, options))
     except OSError as exc:
         raise LogError(str(path), f"cannot read ({exc.strerror or exc})") from None
@@ -94,7 +96,7 @@ def _walk(root: Path, options: ReadOptions, not_read: list[NotRead]) -> list[Run
                 not_read.append(NotRead(str(path), why))
                 continue
             try:
-                runs.extend(_read_file(path, options))
+                runs.extend(_read_file(path, options, checked=True))
             except LogError as exc:  # one damaged log is said, and the rest of the tree still read
                 not_read.append(NotRead(str(path), exc.message.removeprefix(f"{path}: ")))
     return runs
