@@ -57,3 +57,93 @@ def test_a_split_word_leading_a_line_names_the_split_of_its_fields(tmp_path: Pat
     runs = read_logs(_write(tmp_path / "log.txt", lines))
     columns = {c: int(r.mask(c).sum()) for r in runs for c in r.metrics}
     assert columns == {"Total Loss": 20, "eval/Total Loss": 2}
+
+
+def test_a_bracketed_round_first_on_the_line_is_the_step_and_a_pid_after_a_stamp_is_not(
+    tmp_path: Path,
+) -> None:
+    rounds = [f"[{i}]\ttrain-rmse:{1 / (i + 1):.5f}\teval-rmse:{1.1 / (i + 1):.5f}" for i in range(1, 21)]
+    (run,) = read_logs(_write(tmp_path / "xgb.log", rounds))
+    assert (run.steps[0], run.steps[-1]) == (1, 20)
+    pids = [f"[2025-07-01 09:01:{i:02d},339][16238] step {i} loss {1 / i:.4f}" for i in range(1, 21)]
+    (run,) = read_logs(_write(tmp_path / "sf_log.txt", pids))
+    assert run.step_key == "step"
+    assert run.metrics == ["loss"]
+
+
+def test_the_count_behind_a_percentage_is_no_progress_counter(tmp_path: Path) -> None:
+    lines = [
+        x
+        for a in (0, 100, 0, 0, 4)
+        for x in ("Test results:", f"Loss: 2.30{a % 7} | Acc: {a:.3f}% ({a}/100)")
+    ]
+    report = analyze(_write(tmp_path / "log_train.txt", lines))
+    (run,) = report.runs
+    assert list(run.steps) == [0, 1, 2, 3, 4]
+    assert run.columns["eval/Acc"][1] == 100
+    # five evaluations, one of them right by chance: no accuracy that "fell from its best"
+    assert [f for f in report.findings if f.severity != "info"] == []
+    assert report.partly_read == []  # no counter anywhere: read by position, and that is all there is
+
+
+def test_rows_at_their_row_numbers_beside_a_counter_not_understood_are_partly_read(tmp_path: Path) -> None:
+    lines = [f"tick: {e}, cost: {0.5 - e / 100:.4f}, acc: {0.7 + e / 100:.4f}" for e in range(12)]
+    report = analyze(_write(tmp_path / "train.log", lines))
+    assert report.runs[0].step_key is None
+    ((_run, why),) = report.partly_read
+    assert "'tick' counts up" in why
+    assert "--step tick" in why
+    assert report.exit_code == 2
+
+
+def test_records_once_an_epoch_beside_a_counter_within_it_are_read_on_the_epoch_axis(tmp_path: Path) -> None:
+    lines = []
+    for e in range(1, 5):
+        lines += [
+            f"Epoch [{e}/5], Step [{s}/62], Mel Loss: {0.7 - e / 50 - s / 1000:.5f}"
+            for s in range(10, 61, 10)
+        ]
+        lines.append(f"Validation mel loss: {0.48 - e / 100:.3f}")
+    runs = read_logs(_write(tmp_path / "train.log", lines))
+    by_metric = {m: r for r in runs for m in r.metrics}
+    train, per_epoch = by_metric["Mel Loss"], by_metric["Validation mel loss"]
+    assert (train.steps[0], train.steps[-1]) == (10, 3 * 62 + 60)
+    assert list(per_epoch.steps) == [1, 2, 3, 4]
+
+
+def test_a_global_counter_keeps_its_evaluations_on_its_own_axis(tmp_path: Path) -> None:
+    lines = []
+    for it in range(60, 1201, 60):
+        lines.append(f"[TRAIN] epoch: {it // 100}, iter: {it}/30000, loss: {2 - it / 1000:.4f}")
+        if it % 300 == 0:
+            lines.append(f"[EVAL] #Images: 72, Dice: {0.2 + it / 10000:.4f}, Loss: {1.8 - it / 2000:.4f}")
+    runs = read_logs(_write(tmp_path / "train.log", lines))
+    (run,) = runs
+    assert [float(s) for s in run.steps[run.mask("eval/Dice")]] == [300, 600, 900, 1200]
+
+
+def test_a_setting_that_names_an_epoch_is_no_axis(tmp_path: Path) -> None:
+    lines = ["save_epoch: 1", "num_epoch: 50"]
+    lines += [
+        f"epoch: {e}, batch: {b}, train loss: {5 / (1 + e + b / 1000):.4f}"
+        for e in range(3)
+        for b in range(0, 901, 100)
+    ]
+    (run,) = read_logs(_write(tmp_path / "train.log", lines))
+    assert run.step_key == "epoch"
+    assert (run.steps[0], run.steps[-1]) == (0, 2)
+    assert "save_epoch" not in run.metrics
+    assert "batch" not in run.metrics
+
+
+def test_an_eval_cost_that_climbs_at_the_end_while_the_train_cost_falls_is_overfitting(
+    tmp_path: Path,
+) -> None:
+    dev = [0.693804, 0.469818, 0.402576, 0.434485, 0.413912, 0.468851, 0.517809, 0.622004]
+    lines = [f"epoch_id: {e - 1}, dev_cost: {d}" for e, d in enumerate(dev)]
+    lines = lines[:1] + [
+        x for e in range(7) for x in (f"epoch_id: {e}, train_avg_cost: {0.45 * 0.8**e:.4f}", lines[e + 1])
+    ]
+    report = analyze(_write(tmp_path / "train.log", lines))
+    (over,) = [f for f in report.findings if f.kind == "overfitting"]
+    assert (over.metric, over.step) == ("dev_cost", 2)

@@ -32,6 +32,7 @@ from trainprobe.metrics.reading import no_rows_error, read_logs
 from trainprobe.metrics.roles import metric_kind
 from trainprobe.metrics.series import downsample
 from trainprobe.metrics.split_files import pair_split_files
+from trainprobe.metrics.step_axis import no_step_found
 
 __all__ = [
     "SCHEMA_VERSION", "LogReport", "Options", "analyze", "analyze_json",
@@ -42,8 +43,6 @@ from trainprobe.metrics.table import ColumnBuilder, RunLog
 from trainprobe.metrics.user_regex import compile_user_regex
 from trainprobe.metrics.walk import NotRead
 
-# a spike this many times its baseline inside a divergence is the divergence's onset, told of its own
-_ONSET_JUMP = 100.0
 SCHEMA_VERSION = 3  # the shared contract of docs/json.md (2 was skipped: one number for all)
 
 
@@ -100,9 +99,15 @@ class LogReport:
 
     @property
     def partly_read(self) -> list[tuple[RunLog, str]]:
-        """The runs whose file was read only in part (more lines of repeating numeric shapes missed than
-        read as rows: trainprobe.metrics.coverage), each with why. A report with any is never healthy."""
-        return [(r, why) for r in self.runs if r.coverage is not None and (why := r.coverage.partly_read)]
+        """The runs whose file was read only in part, each with why: more lines of repeating numeric shapes
+        missed than read as rows (trainprobe.metrics.coverage), or no column found that counts the steps. A
+        report with any is never healthy."""
+        out: list[tuple[RunLog, str]] = []
+        for r in self.runs:
+            why = r.coverage.partly_read if r.coverage is not None else None
+            if why := why or no_step_found(r):
+                out.append((r, why))
+        return out
 
     @property
     def worst(self) -> str | None:
@@ -280,18 +285,10 @@ def _detect(run: RunLog, events: list[Event], options: Options) -> list[Finding]
         found.extend(det.detect_nonfinite(run, metric))
         diverging = det.detect_divergence(run, metric)
         found.extend(diverging)
-        onset_told: set[int] = set()
-        for f in det.detect_spikes(
+        spikes = det.detect_spikes(
             run, metric, threshold=options.threshold, window=options.window, suspect=suspect
-        ):
-            inside = [i for i, d in enumerate(diverging) if d.step <= f.step <= d.end_step]
-            # a jump of orders of magnitude inside a divergence is where it broke (a critic loss ×5700
-            # over its median in one epoch): told once, the first one; smaller ones are part of the trend
-            if inside and (f.magnitude or 0.0) >= _ONSET_JUMP and inside[0] not in onset_told:
-                onset_told.add(inside[0])
-                found.append(f)
-            elif not inside:
-                found.append(f)
+        )
+        found.extend(det.outside_divergence(spikes, diverging))
         found.extend(det.detect_early_explosion(run, metric))
     found.extend(det.detect_overfitting(run))
     found.extend(det.detect_missing(run))

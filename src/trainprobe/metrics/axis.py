@@ -28,7 +28,7 @@ import numpy as np
 from trainprobe.metrics.events import Event, merge_failures
 from trainprobe.metrics.roles import metric_kind, role_of
 from trainprobe.metrics.splits import EVAL, is_epoch_key, is_step_key, split_of
-from trainprobe.metrics.step_axis import Columns, interleaved_writers, step_axis
+from trainprobe.metrics.step_axis import COUNTER_KEY, Columns, interleaved_writers, step_axis
 from trainprobe.metrics.table import INTERNAL, WALL_KEY, ColumnBuilder, FloatArray, RunLog, Table, is_absent
 
 TIME_KEYS = frozenset(
@@ -160,10 +160,99 @@ def _eval_stream(table: Table) -> np.ndarray | None:
     return None
 
 
+# counters within an epoch that no step name marks (PaddlePaddle's ``batch_id``, ``epoch: 0, batch: 100``)
+_INNER_COUNTERS = frozenset({"batch", "batch_id", "batch_idx", "step_id", "iter_id"})
+
+
+def _epoch_stream(table: Table) -> tuple[np.ndarray, str] | None:
+    """Rows logged once an epoch beside rows counted within it: (those rows, the epoch key), or None.
+
+    A record counted within an epoch (``Epoch [1/5], Step [10/62]``, ``epoch_id: 0, batch_id: 100``) is
+    read on the fine axis; the records without the fine counter that hold metrics (``Validation mel loss:
+    0.48`` after an epoch's last step, ``epoch_id: 0, dev_cost: 0.47``, ``epoch: 0, train loss: 80.8, test
+    loss: 15.7``) are a few per epoch, and their step is the epoch they close: the epoch of the row, or of
+    the last row before it. Such rows become a run of their own on the epoch axis (``<name> (epoch)``)."""
+    cols = Columns(table)
+    user = [k for k in cols.cols if not k.startswith(INTERNAL)]
+    epochs = [k for k in user if is_epoch_key(k)]
+    fine = [k for k in user if is_step_key(k) or k.lower() in _INNER_COUNTERS]
+    if COUNTER_KEY in cols.cols:
+        fine.append(COUNTER_KEY)
+    if not epochs or not fine:
+        return None
+    epoch = max(epochs, key=lambda k: int(np.count_nonzero(cols.have[k])))
+    inner = max(fine, key=lambda k: int(np.count_nonzero(cols.have[k])))
+    if not _starts_over_each_epoch(cols, inner, epoch):
+        return None  # a global counter (``iter: 300/30000``) places every row, once-an-epoch ones too
+    has_fine = np.zeros(cols.n, dtype=bool)
+    for k in fine:
+        has_fine |= cols.have[k]
+    has_metric = np.zeros(cols.n, dtype=bool)
+    for k in user:
+        if k not in fine and k not in epochs and metric_kind(k) not in ("time", "counter"):
+            has_metric |= cols.have[k]
+    placed = np.maximum.accumulate(np.where(cols.have[epoch], np.arange(cols.n), -1)) >= 0
+    coarse = ~has_fine & has_metric & placed
+    count = int(np.count_nonzero(coarse))
+    if count < 2 or np.count_nonzero(has_fine & has_metric) < 2 * count:
+        return None
+    epoch_values = cols.cols[epoch][cols.have[epoch]]
+    # a few rows an epoch at most: an eval every N steps is on the fine axis, not an epoch's summary
+    if count > 4 * max(1, int(np.unique(epoch_values).size)):
+        return None
+    return coarse, epoch
+
+
+def _starts_over_each_epoch(cols: Columns, inner: str, epoch: str) -> bool:
+    """Whether ``inner`` goes back to its start as ``epoch`` moves on (most of the times it goes back)."""
+    rows = np.flatnonzero(cols.have[inner])
+    values = cols.cols[inner][rows]
+    drops = np.flatnonzero(np.diff(values) < 0)
+    if not drops.size:
+        return False
+    have = cols.have[epoch]
+    idx = np.maximum.accumulate(np.where(have, np.arange(cols.n), 0))
+    at = cols.cols[epoch][idx][rows]
+    moved = np.count_nonzero(at[drops + 1] > at[drops])
+    return bool(moved >= 0.8 * drops.size)
+
+
+def _epoch_rows(table: Table, rows: np.ndarray, epoch: str) -> Table:
+    """``rows`` of ``table``, each with the epoch it belongs to (its own, or that of the last row before it
+    that has one)."""
+    values = table.columns[epoch]
+    have = ~is_absent(values)
+    idx = np.maximum.accumulate(np.where(have, np.arange(values.shape[0]), 0))
+    filled = dict(table.columns)
+    filled[epoch] = values[idx]
+    return _subset(Table(filled, table.wall, table.order, table.units), rows)
+
+
 def assemble(
     table: Table, *, name: str, path: str, fmt: str, events: list[Event], skipped_lines: int
 ) -> RunLog:
     stream = _eval_stream(table)
+    per_epoch = _epoch_stream(table) if stream is None else None
+    if per_epoch is not None:
+        coarse, epoch = per_epoch
+        run = assemble(
+            _subset(table, np.flatnonzero(~coarse)),
+            name=name,
+            path=path,
+            fmt=fmt,
+            events=events,
+            skipped_lines=skipped_lines,
+        )
+        side = assemble(
+            _epoch_rows(table, np.flatnonzero(coarse), epoch),
+            name=f"{name} (epoch)",
+            path=path,
+            fmt=fmt,
+            events=[],
+            skipped_lines=0,
+        )
+        run.side_runs = [*run.side_runs, side, *side.side_runs]
+        return run
     if stream is not None:
         run = assemble(
             _subset(table, np.flatnonzero(~stream)),

@@ -42,7 +42,7 @@ _STEP_TIME = re.compile(
 )
 _COUNTER = re.compile(
     r"(?i)consumed|samples$|tokens$|num[\s_\-]?zeros|number of|batch.?size|^bsz$|^wpb$|^bs$|epoch|"
-    r"micro_?step|ep(?:isode)?.?len|skipped|loss.?scale|^ntokens$|^nsentences$|^sample_size$|num_input_tokens|total_flos|"
+    r"micro_?step|ep(?:isode)?.?len|^batch(?:_?id|_?idx)?$|^(?:step|iter)_?id$|skipped|loss.?scale|^ntokens$|^nsentences$|^sample_size$|num_input_tokens|total_flos|"
     r"params|parameters|seq(?:uence)?.?len|instances$|images$|^imgsz$|^size$|^gpu_mem|"
     # resources and settings, not how training goes: memory in use, a count of classes or layers, a device id
     r"(?:^|[\s_/])mem(?:ory)?(?:$|[\s_/])|max_?mem|mem_?(?:allocated|reserved)|^num[\s_\-]|^device$"

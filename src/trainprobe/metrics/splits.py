@@ -91,6 +91,8 @@ def is_step_key(key: str) -> bool:
 
 def is_epoch_key(key: str) -> bool:
     words = re.split(r"[\s/_]+", base_name(key))
+    if len(words) > 1 and words[-1] in ("id", "idx"):  # ``epoch_id``: the epoch's index (PaddlePaddle)
+        words = words[:-1]
     return bool(words) and words[-1] in _EPOCH_WORDS and (len(words) == 1 or words[0] != "num")
 
 

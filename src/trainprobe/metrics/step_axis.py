@@ -13,7 +13,7 @@ import numpy as np
 
 from trainprobe.metrics.roles import metric_kind
 from trainprobe.metrics.splits import base_name, is_epoch_key, is_step_key
-from trainprobe.metrics.table import INTERNAL, TOTAL_PREFIX, Table, is_absent
+from trainprobe.metrics.table import INTERNAL, TOTAL_PREFIX, RunLog, Table, is_absent
 
 COUNTER_KEY = "#counter"
 # a name that says its column counts something the run goes through
@@ -36,6 +36,11 @@ _STEP_PREFERENCE = (
     "update",
     "updates",
 )
+
+
+# an axis key needs this many rows in a run of at least _STRAY_ROWS rows
+_MIN_AXIS_ROWS = 3
+_STRAY_ROWS = 10
 
 
 def _ffill(values: np.ndarray, have: np.ndarray, before: float = 0.0) -> np.ndarray:
@@ -165,7 +170,7 @@ def _step_rank(key: str) -> int:
     return _STEP_PREFERENCE.index(low) if low in _STEP_PREFERENCE else len(_STEP_PREFERENCE)
 
 
-def _counts_up(values: np.ndarray) -> bool:
+def counts_up(values: np.ndarray) -> bool:
     """Whole numbers that count up (a resume may step back now and then), with at least 3 distinct ones."""
     if (
         values.size < 3
@@ -210,7 +215,7 @@ def counter_by_evidence(
         if np.count_nonzero(have) < max(3, cols.n // 2):
             continue
         values = cols.cols[key][have]
-        if not _counts_up(values):
+        if not counts_up(values):
             continue
         distinct = int(np.unique(values).size)
         rank = (distinct, -float(values.max()), key)
@@ -249,7 +254,12 @@ def step_axis(cols: Columns, forced: str | None = None) -> tuple[np.ndarray, np.
         _drop_totals(cols)
         return _ffill(values, have), have
     n = cols.n
-    keys = list(cols.cols)
+    # a step or epoch key on one or two rows of many is a setting (``save_epoch: 1`` in an argument dump),
+    # not what the records count by; the epoch key on the most rows is the epoch
+    keys = sorted(
+        (k for k in cols.cols if n < _STRAY_ROWS or np.count_nonzero(cols.have[k]) >= _MIN_AXIS_ROWS),
+        key=lambda k: -int(np.count_nonzero(cols.have[k])) if is_epoch_key(k) else 0,
+    )
     step_keys = [k for k in keys if not k.startswith(INTERNAL) and is_step_key(k)]
     if not step_keys:
         found = counter_by_evidence(cols)
@@ -337,6 +347,24 @@ def interleaved_writers(steps: np.ndarray, own: np.ndarray) -> int:
     return max(2, int(np.median(per_step)))
 
 
+def no_step_found(run: RunLog) -> str | None:
+    """Why a log is read only in part when its rows stand at their row numbers although a column of it
+    counts up in whole numbers (an ``epoch_id``, a ``Progress/tick``, a table's example counter): a counter
+    was there and no rule understood it, so the steps of everything read are guesses. A log with no
+    counter at all (a few appended evaluations) is read by position, and its step axis says so. Rows
+    handed over by a caller are in an order of their own."""
+    if run.step_key is not None or run.format == "rows" or len(run) < 3 or not run.metrics:
+        return None
+    for name, values in run.columns.items():
+        logged = values[run.mask(name)]
+        if counts_up(logged):
+            return (
+                f"no step axis: its {len(run)} rows stand at their row numbers, yet {name!r} counts up "
+                f"({logged[0]:g} to {logged[-1]:g}): --step {name} reads it as the step"
+            )
+    return None
+
+
 def _drop_totals(cols: Columns) -> None:
     for k in [k for k in cols.cols if k.startswith(TOTAL_PREFIX)]:
         cols.pop(k)
@@ -353,4 +381,12 @@ def _why(primary: str | None, epoch: str | None, step_keys: list[str], counters:
     return f"{what} on the most rows{more}{within}"
 
 
-__all__ = ["COUNTER_KEY", "Columns", "counter_by_evidence", "interleaved_writers", "step_axis"]
+__all__ = [
+    "COUNTER_KEY",
+    "Columns",
+    "counter_by_evidence",
+    "counts_up",
+    "interleaved_writers",
+    "no_step_found",
+    "step_axis",
+]

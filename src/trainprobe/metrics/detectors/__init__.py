@@ -18,7 +18,7 @@ from trainprobe.metrics.detectors.gaps import (
     detect_unfinished,
     row_gaps,
 )
-from trainprobe.metrics.detectors.noise import one_per_event
+from trainprobe.metrics.detectors.noise import one_per_event, outside_divergence
 from trainprobe.metrics.detectors.overfitting import detect_overfitting
 from trainprobe.metrics.detectors.spikes import SUSPECT_ROWS, detect_spikes, stretches
 from trainprobe.metrics.detectors.trends import detect_divergence, detect_early_explosion
@@ -39,6 +39,7 @@ __all__ = [
     "family_of",
     "metric_kind",
     "one_per_event",
+    "outside_divergence",
     "row_gaps",
     "stretches",
 ]

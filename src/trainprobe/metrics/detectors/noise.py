@@ -122,6 +122,26 @@ def one_per_event(findings: list[Finding]) -> list[Finding]:
     return findings
 
 
+# a spike this many times its baseline inside a divergence is where the series broke (a critic loss ×5700
+# over its median in one epoch), told of its own; smaller ones are part of the trend
+ONSET_JUMP = 100.0
+
+
+def outside_divergence(spikes: list[Finding], diverging: list[Finding]) -> list[Finding]:
+    """The spikes of one metric that are events of their own beside its divergences: those outside every
+    divergence, and in each the first that jumps ``ONSET_JUMP`` times its baseline or more."""
+    out: list[Finding] = []
+    told: set[int] = set()
+    for f in spikes:
+        inside = [i for i, d in enumerate(diverging) if d.step <= f.step <= d.end_step]
+        if not inside:
+            out.append(f)
+        elif (f.magnitude or 0.0) >= ONSET_JUMP and inside[0] not in told:
+            told.add(inside[0])
+            out.append(f)
+    return out
+
+
 def _precedence(f: Finding) -> tuple[int, int, float]:
     return (SEVERITY_RANK[f.severity], 0 if family_of(f.metric).name == "loss" else 1, -size_of(f))
 

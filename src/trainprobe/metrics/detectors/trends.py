@@ -266,6 +266,8 @@ def _accuracy_divergence(
     after = x[best + 1 :]
     if after.size < 3 or x[best] <= 0 or after.max() >= 0.95 * x[best] or after.min() > 0.9 * x[best]:
         return None
+    if best > 0 and x[best - 1] < 0.5 * x[best]:
+        return None  # a best reached in one row from far below is an outlier (0, 100, 0, 0 %): no level lost
     low = float(after.min())
     text = (f"{metric} fell from its best {fmt_value(float(x[best]))} (step {step_text(steps[best])}) to "
             f"{fmt_value(low)} and has not come back")  # fmt: skip

@@ -183,6 +183,8 @@ class _Scan(TokenCursor):
             key, key_idx, end = self.bracket_counter_name(first, end)
         if total is not None and key is None:
             key, key_idx = self.counter_name(end), []
+        if key is None and total is None and self.leading_bracket(first, last):
+            key = COUNTER_KEY  # ``[3]  train-merror:0.03``: the round the line is of
         end = self.take_average(end)
         if key is None or key.lower() in NOT_METRIC_KEYS:
             for t in key_idx:
@@ -198,6 +200,12 @@ class _Scan(TokenCursor):
             if total is not None and self.store(TOTAL_PREFIX + key, total, []) and total_slot is not None:
                 total_slot.key = TOTAL_PREFIX + key
         return end
+
+    def leading_bracket(self, first: int, last: int) -> bool:
+        """A whole number alone in brackets before anything but punctuation (``[3]``, ``#> [3]``)."""
+        if self.text(first - 1) != "[" or self.text(last + 1) != "]" or not self.text(first).isdigit():
+            return False
+        return all(self.kind(t) in (PUNCT, SPACE) for t in range(first - 1))
 
     def bracket_counter_name(self, first: int, end: int) -> tuple[str | None, list[int], int]:
         """A ``[N/M]`` named by the step or epoch word before it (``Epoch [1/5], Step [10/62]``), or the
@@ -231,7 +239,8 @@ class _Scan(TokenCursor):
         return COUNTER_KEY
 
     def take_average(self, end: int) -> int:
-        """A running average or a percentage in parentheses right after a value: ``3.43 (3.44)``, ``(1%)``."""
+        """A running average, a percentage or a count in parentheses right after a value: ``3.43 (3.44)``,
+        ``(1%)``, ``(9510/10000)``."""
         p = self.skip_space(end, 1)
         if self.text(p) != "(":
             return end
@@ -243,9 +252,15 @@ class _Scan(TokenCursor):
         if self.text(r) == "%":
             r += 1
         r = self.skip_space(r, 1)
+        count = self.skip_space(r + 1, 1)
+        has_count = self.text(r) == "/" and self.kind(count) == NUMBER
+        if has_count:  # ``Acc: 95.1% (9510/10000)``: the count behind the value, not a progress counter
+            r = self.skip_space(count + 1, 1)
         if self.text(r) != ")":
             return end
         self.slot(inner[1], inner[2], None)
+        if has_count:
+            self.slot(count, count, None)
         for t in range(p, r + 1):
             self.used[t] = True
         return r + 1

@@ -122,6 +122,10 @@ def split_prefix(line: str) -> Prefix:
                 got_end = m.end()
         if got_end < 0 and c == "[":
             m = _BRACKET.match(line, pos)
+            # ``[3]`` first on the line, alone before the fields, is a round (XGBoost's ``[3] train-rmse``);
+            # a rank is followed by more prefix (``[3] [INFO]``, ``[3]:``), a pid follows a stamp (``[…][9]``)
+            if m is not None and took == 0 and _is_round(line, m):
+                m = None
             if m and _bracket_is_prefix(m.group(1)):
                 got_end = m.end()
                 if stamp is None:
@@ -164,6 +168,14 @@ def _after_stamp(line: str, kind: str, end: int) -> int:
 def _skip_sep(line: str, pos: int) -> int:
     m = _SEP.match(line, pos)
     return m.end() if m else pos
+
+
+def _is_round(line: str, m: re.Match[str]) -> bool:
+    """A bracketed whole number with nothing of a prefix after it: a round or step, not a rank."""
+    if not m.group(1).strip().isdigit() or m.group(0).endswith(":"):
+        return False
+    rest = line[m.end() : m.end() + 200].lstrip()
+    return bool(rest) and not _more_prefix(rest, 0)
 
 
 def _more_prefix(line: str, pos: int) -> bool:
