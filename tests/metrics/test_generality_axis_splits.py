@@ -51,6 +51,23 @@ def test_a_file_named_test_alone_keeps_its_columns(tmp_path: Path) -> None:
     assert run.metrics == ["loss"]
 
 
+def test_a_run_directory_named_for_a_split_makes_no_file_in_it_an_eval_file(tmp_path: Path) -> None:
+    """``test_run/`` (or pytest's ``test_*`` directories): its files are runs of their own, not eval rows."""
+    rows = [f"step {i} loss {1 + i / 100:.3f}" for i in range(50)]
+    paths = [_write(tmp_path / "test_run" / name, rows) for name in ("train.log", "run.out", "notes.md")]
+    report = analyze(paths)
+    assert sorted(Path(r.path).name for r in report.runs) == ["notes.md", "run.out", "train.log"]
+    assert all(r.metrics == ["loss"] for r in report.runs)
+
+
+def test_a_val_folder_beside_a_train_folder_is_the_eval_split(tmp_path: Path) -> None:
+    """FastSpeech2's ``train/log.txt`` and ``val/log.txt``: the folder names the split."""
+    train = _write(tmp_path / "train" / "log.txt", [f"step {i} loss {1 / (i + 1):.4f}" for i in range(1, 41)])
+    val = _write(tmp_path / "val" / "log.txt", [f"step {i * 10} loss {1.2 / i:.4f}" for i in range(1, 5)])
+    (run,) = analyze([train, val]).runs
+    assert set(run.metrics) == {"loss", "eval/loss"}
+
+
 def test_a_split_word_leading_a_line_names_the_split_of_its_fields(tmp_path: Path) -> None:
     lines = [f"Step {s}, Total Loss: {3 - s / 1000:.4f}" for s in range(100, 2001, 100)]
     lines += [f"Validation Step {s}, Total Loss: {2.5 - s / 2000:.4f}" for s in (1000, 2000)]

@@ -134,6 +134,18 @@ def test_every_unit_has_checks_verdict_and_step() -> None:
         assert {c.path: (c.verdict, c.step, c.step_source) for c in report.checkpoints} == checked
 
 
+@pytest.mark.slow
+def test_a_run_dir_reached_through_a_symlink_says_what_the_real_one_says(tmp_path: Path) -> None:
+    """Its units' relpaths (and the titles quoting them) are the real directory's, never ``../naive/``."""
+    run = story_run("naive", True)
+    link = tmp_path / "latest"
+    link.symlink_to(run)
+    real, linked = triage(str(run), stall_floor_s=STALL_FLOOR), triage(str(link), stall_floor_s=STALL_FLOOR)
+    assert [c.title for c in linked.conclusions] == [c.title for c in real.conclusions]
+    assert sorted(c.relpath for c in linked.checkpoints) == sorted(c.relpath for c in real.checkpoints)
+    assert not any(c.relpath.startswith("..") for c in linked.checkpoints)
+
+
 def test_duplicates_name_each_other(tmp_path: Path) -> None:
     units = [_unit("step_100.pt", 100), _unit("best.pt", 100)]
     units[0].update(identical_to=["best.pt"], byte_identical_to=["best.pt"])

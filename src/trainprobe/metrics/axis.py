@@ -231,8 +231,29 @@ def _epoch_rows(table: Table, rows: np.ndarray, epoch: str) -> Table:
 def assemble(
     table: Table, *, name: str, path: str, fmt: str, events: list[Event], skipped_lines: int
 ) -> RunLog:
+    """The run of one table: an eval stream or once-an-epoch records written beside the main rows are side
+    runs of their own (each assembled as a table of its own)."""
     stream = _eval_stream(table)
-    per_epoch = _epoch_stream(table) if stream is None else None
+    if stream is not None:
+        run = assemble(
+            _subset(table, np.flatnonzero(~stream)),
+            name=name,
+            path=path,
+            fmt=fmt,
+            events=events,
+            skipped_lines=skipped_lines,
+        )
+        side = assemble(
+            _subset(table, np.flatnonzero(stream)),
+            name=f"{name} (eval)",
+            path=path,
+            fmt=fmt,
+            events=[],
+            skipped_lines=0,
+        )
+        run.side_runs = [side, *side.side_runs]
+        return run
+    per_epoch = _epoch_stream(table)
     if per_epoch is not None:
         coarse, epoch = per_epoch
         run = assemble(
@@ -253,25 +274,13 @@ def assemble(
         )
         run.side_runs = [*run.side_runs, side, *side.side_runs]
         return run
-    if stream is not None:
-        run = assemble(
-            _subset(table, np.flatnonzero(~stream)),
-            name=name,
-            path=path,
-            fmt=fmt,
-            events=events,
-            skipped_lines=skipped_lines,
-        )
-        side = assemble(
-            _subset(table, np.flatnonzero(stream)),
-            name=f"{name} (eval)",
-            path=path,
-            fmt=fmt,
-            events=[],
-            skipped_lines=0,
-        )
-        run.side_runs = [side, *side.side_runs]
-        return run
+    return _assemble_rows(table, name=name, path=path, fmt=fmt, events=events, skipped_lines=skipped_lines)
+
+
+def _assemble_rows(
+    table: Table, *, name: str, path: str, fmt: str, events: list[Event], skipped_lines: int
+) -> RunLog:
+    """One run of every row of ``table``: its step axis, its columns and their roles, its events placed."""
     cols = Columns(table)
     wall = wall_clock(cols, table)
     steps, own = step_axis(cols, FORCED_STEP.get())

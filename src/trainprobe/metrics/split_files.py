@@ -22,16 +22,23 @@ _WORDS = re.compile(r"[A-Za-z]+")
 _TRAIN_WORDS = frozenset({"train", "training", "learn"})
 
 
-def file_split(path: str) -> str | None:
-    """The split the file's name (else its folder's) says, or None."""
-    p = Path(path)
-    for name in (p.stem, p.parent.name):
-        words = {w.lower() for w in _WORDS.findall(name)}
-        if words & EVAL_WORDS:
-            return EVAL
-        if words & _TRAIN_WORDS:
-            return TRAIN
+def _split_of_name(name: str) -> str | None:
+    words = {w.lower() for w in _WORDS.findall(name)}
+    if words & EVAL_WORDS:
+        return EVAL
+    if words & _TRAIN_WORDS:
+        return TRAIN
     return None
+
+
+def file_split(path: str) -> str | None:
+    """The split the file's own name says, or None."""
+    return _split_of_name(Path(path).stem)
+
+
+def folder_split(path: str) -> str | None:
+    """The split the file's folder's name says, or None (``val/log.txt``)."""
+    return _split_of_name(Path(path).parent.name)
 
 
 def _plain(run: RunLog) -> set[str]:
@@ -39,15 +46,24 @@ def _plain(run: RunLog) -> set[str]:
     return {c for c in run.columns if split_of(c) == TRAIN}
 
 
-def _partner(runs: list[RunLog], ev: RunLog) -> RunLog | None:
+def _partner(runs: list[RunLog], ev: RunLog, *, by_folder: bool) -> RunLog | None:
+    """The train run ``ev`` pairs with: a file beside it (``by_folder``: one of the same name in a sibling
+    folder whose name says no eval split) with a metric column of the same name. A folder's name counts only
+    so: a run directory called ``test_run`` makes no file in it an eval file."""
     here = Path(ev.path)
     for run in runs:
         if run is ev or not run.path or file_split(run.path) == EVAL:
             continue
         there = Path(run.path)
-        near = there.parent == here.parent or (
-            there.name == here.name and there.parent.parent == here.parent.parent
-        )
+        if by_folder:
+            near = (
+                there.name == here.name
+                and there.parent != here.parent
+                and there.parent.parent == here.parent.parent
+                and folder_split(run.path) != EVAL
+            )
+        else:
+            near = there.parent == here.parent
         if near and _plain(run) & _plain(ev) & set(run.metrics):
             return run
     return None
@@ -101,8 +117,12 @@ def _merge(train: RunLog, ev: RunLog) -> None:
 def pair_split_files(runs: list[RunLog]) -> list[RunLog]:
     """The runs, each eval file's run renamed (and joined to its train file's run where both count up)."""
     out = list(runs)
-    for ev in [r for r in runs if r.path and file_split(r.path) == EVAL]:
-        partner = _partner(out, ev)
+    for ev in [r for r in runs if r.path]:
+        split = file_split(ev.path)
+        by_folder = split is None and folder_split(ev.path) == EVAL
+        if split != EVAL and not by_folder:
+            continue
+        partner = _partner(out, ev, by_folder=by_folder)
         if partner is None:
             continue
         _rename_eval(ev)
@@ -112,4 +132,4 @@ def pair_split_files(runs: list[RunLog]) -> list[RunLog]:
     return out
 
 
-__all__ = ["file_split", "pair_split_files"]
+__all__ = ["file_split", "folder_split", "pair_split_files"]

@@ -220,12 +220,7 @@ def execute(
     ``RunResult.error``, never raised. Raises UsageError only when no run directory can be made."""
     run = RunState(target, timeout, connect_timeout)
     parser = FrameParser()
-    run_dir = Path(log_dir) if log_dir else new_run_dir(target.slug)
-    if log_dir:
-        try:
-            run_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageError(f"cannot create the log directory {run_dir}: {exc.strerror}") from None
+    run_dir = _run_dir(target, log_dir)
     settings = target.settings
     if settings.cwd and names_home(settings.cwd):  # expanded by the script's side with discovery's home
         modules = with_discovery(modules)
@@ -282,6 +277,18 @@ def execute(
     settle(run, result, proc.returncode, transport_text)
     _finish(result, meta, run.start, run_dir)
     return result
+
+
+def _run_dir(target: Target, log_dir: Path | None) -> Path:
+    """The run's directory: the one asked for (made if missing), else a new one under the runs' root."""
+    if not log_dir:
+        return new_run_dir(target.slug)
+    run_dir = Path(log_dir)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the log directory {run_dir}: {exc.strerror}") from None
+    return run_dir
 
 
 class _Output:

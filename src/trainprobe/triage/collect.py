@@ -261,7 +261,9 @@ def collect(
     except re.error as exc:
         raise UsageError(f"--event: not a valid regular expression ({exc})") from None
     root = str(Path(run_dir).resolve()) if Path(run_dir).exists() else run_dir
-    log_files, targets, not_read = find_run_units(run_dir)
+    # One namespace for every path: a run dir reached through a symlink names its units under the resolved
+    # root, so their relpaths (and the titles that quote them) are the same as for the real directory.
+    log_files, targets, not_read = find_run_units(root)
     units = 1 + len(targets)
     lock = threading.Lock()
 

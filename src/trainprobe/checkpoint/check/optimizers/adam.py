@@ -200,8 +200,7 @@ def adam_pair(
     largest ratio is within the bound needs nothing more: a NaN or Inf in m makes that ratio NaN or Inf, so
     both tensors are finite there. Only failing chunks take the slow path that tells the kinds of failure
     apart and counts NaN/+Inf/-Inf exactly as ``count_nonfinite`` does. Pages already checked leave the
-    resident set as the pass goes, as in scan. With a ``counter`` of 2 or more, a pair whose largest ratio is
-    the one-step ratio, or whose v and m² are zero, is read once more (:mod:`.adam_history`).
+    resident set as the pass goes, as in scan; :func:`_history` may read the pair once more.
     """
     rtol = max(_BOUND_RTOL[m.dtype], _BOUND_RTOL[v.dtype])
     # A gradient too small for its square to register in v's dtype leaves v == 0 and a tiny m; below this
@@ -216,9 +215,7 @@ def adam_pair(
     a2_c = np.float32(a2 / c) if c > 0 else np.float32(0)
     fast_limit = limit * (1.0 - 1e-5)
     bits_type, bits_limit = _FINITE_NONNEGATIVE_BELOW[v.dtype]
-    negative = m_without_v = outside = 0
-    worst2 = 0.0
-    v_zero = True  # v is +-0 in every element so far
+    t = _PairTally()
     m_arr, v_arr = flat(m.array()), flat(v.array())
     m_bad, v_bad = NonFiniteTally(m), NonFiniteTally(v)
     m_free, v_free = ChunkReleaser(m, m_arr), ChunkReleaser(v, v_arr)
@@ -236,7 +233,7 @@ def adam_pair(
             if bound is not None and c > 0:
                 v_top = int(vb.view(bits_type).max())
                 v_ok = v_top < bits_limit
-                v_zero = v_zero and (v_top == 0 or (not v_ok and not np.any(vf)))
+                t.v_zero = t.v_zero and (v_top == 0 or (not v_ok and not np.any(vf)))
                 den = den_buf if size == chunk else den_buf[:size]
                 r2 = r2_buf if size == chunk else r2_buf[:size]
                 if mb.ndim != 1:
@@ -246,7 +243,7 @@ def adam_pair(
                 r2 /= den
                 top = float(r2.max()) / float(c)
                 if top <= fast_limit and (v_ok or float(vf.min()) >= 0):
-                    worst2 = max(worst2, top)
+                    t.worst2 = max(t.worst2, top)
                     if not v_ok:  # v holds +Inf or -0.0: count as count_nonfinite would
                         m_bad.add(start, mb)
                         v_bad.add(start, vb)
@@ -256,41 +253,67 @@ def adam_pair(
             # Slow path: something in this chunk fails (or there is no finite bound); count each kind.
             m_bad.add(start, mb)
             v_bad.add(start, vb)
-            v_zero = v_zero and not np.any(vf)
-            negative += int(np.count_nonzero(vf < 0))
-            m_without_v += int(np.count_nonzero((vf == 0) & (np.abs(mf) > atol)))
-            if bound is not None:
-                positive = vf > 0
-                r2 = np.where(positive, (mf * mf) / (vf * c + a2), 0.0)
-                r2[~np.isfinite(r2)] = 0.0
-                outside += int(np.count_nonzero(r2 > limit))
-                worst2 = max(worst2, float(r2.max()))
+            t.slow_chunk(mf, vf, atol, a2 if bound is not None else None, c, limit)
             m_free.done(start, size)
             v_free.done(start, size)
     m_free.flush()
     v_free.flush()
-    zero = one_step = False
+    zero, one_step = _history(t, m, v, counter, float(c), beta1, beta2, rtol)
+    m_nonfinite, v_nonfinite = m_bad.result(), v_bad.result()
+    worst = math.sqrt(t.worst2)
+    return PairResult(
+        name, m.numel, t.negative, t.m_without_v, t.outside, worst, m_nonfinite, v_nonfinite, zero, one_step
+    )
+
+
+@dataclass
+class _PairTally:
+    """The running counts of one pair's pass (:func:`adam_pair`'s chunks)."""
+
+    negative: int = 0
+    m_without_v: int = 0
+    outside: int = 0
+    worst2: float = 0.0
+    v_zero: bool = True  # v is +-0 in every element so far
+
+    def slow_chunk(
+        self, mf: np.ndarray, vf: np.ndarray, atol: float, a2: np.float32 | None, c: np.float32, limit: float
+    ) -> None:
+        """A chunk where something fails (or there is no finite bound, ``a2`` None): each kind counted."""
+        self.v_zero = self.v_zero and not np.any(vf)
+        self.negative += int(np.count_nonzero(vf < 0))
+        self.m_without_v += int(np.count_nonzero((vf == 0) & (np.abs(mf) > atol)))
+        if a2 is not None:
+            positive = vf > 0
+            r2 = np.where(positive, (mf * mf) / (vf * c + a2), 0.0)
+            r2[~np.isfinite(r2)] = 0.0
+            self.outside += int(np.count_nonzero(r2 > limit))
+            self.worst2 = max(self.worst2, float(r2.max()))
+
+
+def _history(
+    t: _PairTally,
+    m: TensorRecord,
+    v: TensorRecord,
+    counter: float | None,
+    c: float,
+    beta1: float,
+    beta2: float,
+    rtol: float,
+) -> tuple[bool, bool]:
+    """(zero, one_step) of a pair under a step ``counter``: both False unless the counter is 2 or more; a pair
+    whose largest ratio is the one-step ratio, or whose v and m² are zero, is read once more
+    (:mod:`.adam_history`)."""
     if counter is None or counter < 2:
-        pass  # one step from zero (or none) is what a counter of at most 1 should hold
-    elif v_zero and worst2 == 0.0:
-        zero = all_zero(m)  # m² is zero to float32: m may still hold values below its resolution
-    elif not v_zero and c > 0 and not (negative or m_without_v or outside):
+        return False, False  # one step from zero (or none) is what a counter of at most 1 should hold
+    if t.v_zero and t.worst2 == 0.0:
+        return all_zero(m), False  # m² is zero to float32: m may still hold values below its resolution
+    if not t.v_zero and c > 0 and not (t.negative or t.m_without_v or t.outside):
         # Only a pair whose largest ratio is the one-step ratio K can be one step from zero everywhere.
         k2 = (1.0 - beta1) ** 2 / (1.0 - beta2)
-        if abs(worst2 * float(c) / k2 - 1.0) <= rtol:
-            one_step = one_step_everywhere(m, v, k2, rtol)
-    return PairResult(
-        name,
-        m.numel,
-        negative,
-        m_without_v,
-        outside,
-        math.sqrt(worst2),
-        m_bad.result(),
-        v_bad.result(),
-        zero,
-        one_step,
-    )
+        if abs(t.worst2 * c / k2 - 1.0) <= rtol:
+            return False, one_step_everywhere(m, v, k2, rtol)
+    return False, False
 
 
 class Adam:
