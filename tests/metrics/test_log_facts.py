@@ -95,6 +95,14 @@ def test_a_save_off_its_cadence_by_one_step_is_irregular(tmp_path: Path) -> None
     assert "the one at step 4001 is 1 step(s) off it (after 4000)" in fact.text
 
 
+def test_the_cadence_is_the_one_that_explains_the_most_saves(tmp_path: Path) -> None:
+    """40 divides half of these saves, 20 all but one: the cadence is 20, and 81 is one step off it."""
+    log = _write_log(tmp_path / "train.log", steps=120, saves=(20, 40, 60, 81, 100), toks="measured")
+    (fact,) = _facts(log)
+    assert fact.kind == IRREGULAR_CADENCE
+    assert "follow a cadence of 20 steps, but the one at step 81 is 1 step(s) off it (after 80)" in fact.text
+
+
 @pytest.mark.parametrize(
     "saves",
     [

@@ -8,9 +8,9 @@ From the log alone (:func:`log_facts`):
   measured rate cannot be 51234 on 5,000 lines and across stalls, so it is a constant someone prints, not a
   measurement. A setting printed on every line (a learning rate, a batch size, a counter) is no such fact,
   and neither is a rounded value (``0.2 s/it``: two digits cannot show a change).
-- **irregular save cadence** — the save lines keep a round cadence (the largest round number, 10 to 9×10^k
-  or 25×10^k, that divides at least half their steps) and a save is one or two steps off it (2000, then
-  4001): a counting slip or a save triggered by something else, which matters when the save's step is
+- **irregular save cadence** — the save lines keep a round cadence (the round number, 10 to 9×10^k or
+  25×10^k, that divides the most of their steps, at least half; the largest of those) and a save is one or
+  two steps off it (2000, then 4001; 20, 40, 60, 81, 100): a counting slip or a save triggered by something else, which matters when the save's step is
   taken from its name. A save at the run's last logged step (the final save) is never off cadence.
 
 From the log and the checkpoint units beside it (triage; plain data in, so the far side's JSON does):
@@ -172,11 +172,13 @@ def irregular_cadence(run: RunLog) -> list[LogFact]:
     if len(steps) < 2:
         return []
     last_logged = float(np.nanmax(run.steps)) if len(run) else math.inf
-    cadence = next(
-        (g for g in _round_numbers(max(steps)) if 2 * sum(s % g == 0 for s in steps) >= len(steps)), None
-    )
-    if cadence is None:
+    # The cadence that explains the most saves, the largest of those: a larger one that divides only half of
+    # them (40 for 20, 40, 60, 81, 100) would leave the slip it should show more than two steps off.
+    kept = {g: sum(s % g == 0 for s in steps) for g in _round_numbers(max(steps))}
+    most = max(kept.values(), default=0)
+    if 2 * most < len(steps):
         return []
+    cadence = next(g for g, n in kept.items() if n == most)
     off = []
     for s in steps:
         nearest = round(s / cadence) * cadence
