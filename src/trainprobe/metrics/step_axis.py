@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from trainprobe.metrics.axis_trust import crowded_steps
 from trainprobe.metrics.roles import metric_kind
 from trainprobe.metrics.splits import base_name, is_epoch_key, is_step_key
 from trainprobe.metrics.table import INTERNAL, TOTAL_PREFIX, RunLog, Table, is_absent
@@ -351,10 +352,13 @@ def no_step_found(run: RunLog) -> str | None:
     """Why a log is read only in part when its rows stand at their row numbers although a column of it
     counts up in whole numbers (an ``epoch_id``, a ``Progress/tick``, a table's example counter): a counter
     was there and no rule understood it, so the steps of everything read are guesses. A log with no
-    counter at all (a few appended evaluations) is read by position, and its step axis says so. Rows
+    counter at all (a few appended evaluations) is read by position, and its step axis says so. An axis
+    that was found but piles a metric's values on a few steps is no axis either (:mod:`.axis_trust`). Rows
     handed over by a caller are in an order of their own."""
-    if run.step_key is not None or run.format == "rows" or len(run) < 3 or not run.metrics:
+    if run.format == "rows" or len(run) < 3 or not run.metrics:
         return None
+    if run.step_key is not None:
+        return crowded_steps(run)
     for name, values in run.columns.items():
         logged = values[run.mask(name)]
         if counts_up(logged):

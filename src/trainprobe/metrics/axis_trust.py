@@ -1,0 +1,74 @@
+"""Whether the step axis a run was read on can be trusted, judged from the rows it produced rather than from
+how it was chosen: a guess of a log's structure that went wrong shows in what it made of the data, whatever
+the log looked like. A run that fails here is read only in part (``LogReport.partly_read``), never healthy:
+its series are not in an order the detectors can read.
+
+- **crowded steps**: one metric's values pile up on a few steps, different values on each
+  (``mAP`` 29 times at step 20; ``loss`` ten times an epoch on an epoch axis). The axis counts something
+  coarser than the records (an epoch where a counter inside it starts over, a counter that only one kind of
+  line carries), so a series meant to run along the steps is a stack of values at one point. A line logged
+  twice (the same value at the same step), restarts that log the same steps again (each pass in order) and
+  two lines that share a name (two values a step) are not crowding.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainprobe.metrics.table import RunLog
+
+# fewer values than this are too few to tell crowding from a resume that logged a step again
+_MIN_VALUES = 6
+# a metric is crowded when its distinct (step, value) pairs are at least this many times its distinct steps:
+# two a step is the common shape of two lines that share a name (a train and an eval ``accuracy``, an actor's
+# and a critic's ``lr``), a series of its own each, not an axis that lost its records' order
+_CROWDING = 3.0
+# and when at least this share of its rows follow one at the same step with another value
+_SIDE_BY_SIDE = 0.5
+
+
+def _crowding(steps: np.ndarray, values: np.ndarray) -> tuple[int, int] | None:
+    """(distinct values at shared steps, distinct steps) when the values outnumber the steps they stand on
+    by ``_CROWDING``, else None."""
+    if steps.size < _MIN_VALUES:
+        return None
+    if not (steps[1:] <= steps[:-1]).any():  # the usual series: one value a step, in order
+        return None
+    distinct_steps = int(np.unique(steps).size)
+    if steps.size < _CROWDING * distinct_steps:
+        return None
+    # NaN != NaN, so a log of NaNs at one step would count every one as new: compare them as one value
+    pairs = np.unique(np.stack([steps, np.nan_to_num(values, nan=np.inf)]), axis=1).shape[1]
+    if pairs < _CROWDING * distinct_steps:
+        return None
+    # restarts and appended runs log the same steps again in passes of their own, each in order; an axis too
+    # coarse for its records holds the values side by side, one row after another at one step
+    side_by_side = (steps[1:] == steps[:-1]) & (values[1:] != values[:-1])
+    if np.count_nonzero(side_by_side) < _SIDE_BY_SIDE * side_by_side.size:
+        return None
+    return pairs, distinct_steps
+
+
+def crowded_steps(run: RunLog) -> str | None:
+    """Why ``run``'s axis does not tell its rows apart: the metric whose values crowd the fewest steps (see
+    the module), or None."""
+    worst: tuple[float, str, int, int] | None = None
+    for name in run.metrics:
+        rows = run.mask(name)
+        got = _crowding(run.steps[rows], run.columns[name][rows])
+        if got is None:
+            continue
+        pairs, distinct = got
+        if worst is None or pairs / distinct > worst[0]:
+            worst = (pairs / distinct, name, pairs, distinct)
+    if worst is None:
+        return None
+    _, name, pairs, distinct = worst
+    axis = f"the axis {run.step_key!r}" if run.step_key is not None else "the row-number axis"
+    return (
+        f"{name!r} has {pairs} different values on {distinct} step{'s' if distinct != 1 else ''} of "
+        f"{axis}: it counts something coarser than the records, so their order is not known"
+    )
+
+
+__all__ = ["crowded_steps"]
