@@ -53,3 +53,12 @@ def test_two_lines_sharing_a_name_at_each_step_are_read(tmp_path: Path) -> None:
     ]
     assert not _partly(_write(tmp_path / "train.log", lines))
 
+
+def test_a_source_location_before_a_number_is_no_field(tmp_path: Path) -> None:
+    """``(train.py 222)``, ``(Model.scala:70)``: where the line was logged from, whatever the language."""
+    lines = [
+        f"[10:00:{s % 60:02d}] (train.py {100 + s % 3}): step {s} loss {1.0 / (s + 1):.5f}" for s in range(30)
+    ]
+    lines += [f"(Optim.scala:{70 + s % 5}) step {s} acc {s / 100:.3f}" for s in range(30, 60)]
+    (run,) = analyze(_write(tmp_path / "train.log", lines)).runs
+    assert sorted(run.columns) == ["acc", "loss"]

@@ -24,6 +24,7 @@ are found by :class:`~.cursor.TokenCursor`; this module walks the message and de
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from trainprobe.metrics.readers.text.cursor import KEY_PUNCT_SEPS, SPLIT_LABELS, TokenCursor, clean_key
@@ -48,6 +49,16 @@ NOT_METRIC_KEYS = frozenset(
     {"eta", "v_num", "pid", "tid", "rank", "local_rank", "global_rank", "world_size", "port", "seed", "node"}
 )
 COUNTER_KEY = "#counter"
+# A source file's name before a number is where the line was logged from (``(main.py 222)``,
+# ``(NeuralCFexample.scala:70)``): the number is a line of code, not a value, whatever the project.
+_SOURCE_FILE = re.compile(
+    r"(?i)[\w.\-/\\]*\w\.(?:py|pyx|ipynb|scala|java|kt|c|cc|cpp|cxx|cu|h|hpp|go|rs|js|ts|jl|lua|rb|r|sh|m)"
+)
+
+
+def not_a_field(key: str) -> bool:
+    """A key whose number is never a metric: launcher furniture (``rank``, ``eta``) or a source location."""
+    return key.lower() in NOT_METRIC_KEYS or _SOURCE_FILE.fullmatch(key) is not None
 
 
 @dataclass
@@ -119,7 +130,7 @@ class _Scan(TokenCursor):
             return None  # ``Conv [3, 16, 3, 2]``: arguments after a name, not the name's value
         for v in values:
             self.slot(v[1], v[2], None)
-        if key.lower() not in NOT_METRIC_KEYS and self.store(key, values[0][0], key_idx):
+        if not not_a_field(key) and self.store(key, values[0][0], key_idx):
             self.out.slots[-len(values)].key = key
         for t in range(i, j + 1):
             self.used[t] = True
@@ -186,7 +197,7 @@ class _Scan(TokenCursor):
         if key is None and total is None and self.leading_bracket(first, last):
             key = COUNTER_KEY  # ``[3]  train-merror:0.03``: the round the line is of
         end = self.take_average(end)
-        if key is None or key.lower() in NOT_METRIC_KEYS:
+        if key is None or not_a_field(key):
             for t in key_idx:
                 self.used[t] = True
             return end
@@ -278,7 +289,7 @@ class _Scan(TokenCursor):
             self.slot(p, p, None)
         for t in range(first, j):
             self.used[t] = True
-        if key is not None and key.lower() not in NOT_METRIC_KEYS:
+        if key is not None and not not_a_field(key):
             self.out.exact = False  # a field made of several numbers
             if self.store(key, seconds, key_idx):
                 self.out.units[key] = "s"
@@ -347,4 +358,4 @@ def read_tokens(toks: list[Token]) -> Fields:
     return _Scan(toks).run()
 
 
-__all__ = ["COUNTER_KEY", "NOT_METRIC_KEYS", "Fields", "Slot", "read_fields", "read_tokens"]
+__all__ = ["COUNTER_KEY", "NOT_METRIC_KEYS", "Fields", "Slot", "not_a_field", "read_fields", "read_tokens"]
