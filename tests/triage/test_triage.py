@@ -387,3 +387,24 @@ def test_the_seed_log_alone_names_the_stalling_saves(tmp_path: Path) -> None:
     assert report.answers["logs"]["lines"][-1] == f"fact: {report.facts[0].text}"
     assert report.resume_reason == "no checkpoint found in the run directory"
     assert report.exit_code == 1
+
+
+def _acc_cliff_with_loss(loss_after: float) -> dict:
+    """An accuracy cliff at step 150 of a run whose loss is 0.3 before it and ``loss_after`` from it on."""
+    cliff = {"kind": "cliff", "severity": "error", "run": "train", "metric": "acc", "step": 150,
+             "end_step": 300, "message": "acc fell off a cliff", "suggestion": "look"}  # fmt: skip
+    doc = _collected([cliff], [], "consistent")
+    steps = list(range(1, 301))
+    values = [0.3 if s < 150 else loss_after for s in steps]
+    doc["logs"]["series"] = {"train": {"loss": {"steps": steps, "values": values}}}
+    return doc
+
+
+def test_an_accuracy_cliff_while_the_loss_keeps_falling_is_the_metric_pipeline() -> None:
+    """A run still learning (its loss a third lower after the cliff) fits its batches: the metric broke. Only
+    a loss that rose with the cliff says the model changed."""
+    (falling,) = conclude(_acc_cliff_with_loss(0.2)).conclusions
+    assert falling.cause == "metric-pipeline"
+    assert falling.title.startswith("acc fell off a cliff at step 150 while loss kept falling (0.3 before")
+    (rose,) = conclude(_acc_cliff_with_loss(0.4)).conclusions
+    assert rose.cause != "metric-pipeline"

@@ -3,8 +3,8 @@ first that fits names it), each with the mechanism its evidence supports, its co
 alternatives the evidence cannot rule out (docs/triage.md, "Causes"):
 
 - **metric pipeline** (``metric-pipeline``): a cliff in a metric that is not a loss while every loss of the
-  run holds steady across it: the model still fits its batches, so what broke is the metric or the pipeline
-  that computes it. Medium.
+  run holds steady or keeps falling across it: the model still fits its batches, so what broke is the metric
+  or the pipeline that computes it. Medium.
 - **save stall** (``save-stall``): a save within ``near`` steps before the incident stalled logging: the save
   blocked the loop, and the anomaly followed the stall. High when the stall is measured, the anomaly begins
   within :data:`~trainprobe.triage.causes.GROUP_STEPS` steps of the save and the same follows at least two of
@@ -44,7 +44,8 @@ from trainprobe.triage.model import (
 Rule = Callable[[Case], Conclusion | None]
 
 # Rows on each side of a cliff whose median is the loss's level there; a level within this fraction of the
-# one before is steady.
+# one before is steady, and one below that the loss still falling (a run still learning while its metric
+# broke): only a loss that rose with the cliff says the model changed.
 _LEVEL_ROWS = 20
 _STEADY = 0.1
 _STATE_CHANGED = (
@@ -66,7 +67,8 @@ def _level(series: dict[str, Any], step: float, *, before: bool) -> float | None
 
 
 def metric_pipeline(case: Case) -> Conclusion | None:
-    """A cliff in a metric that is not a loss, while every loss of the run holds steady across it."""
+    """A cliff in a metric that is not a loss, while every loss of the run holds steady (or keeps falling)
+    across it."""
     if any(metric_kind(a.metric) == "loss" for a in case.group):
         return None
     cliff = next((a for a in case.group if a.kind == CLIFF), None)
@@ -80,19 +82,20 @@ def metric_pipeline(case: Case) -> Conclusion | None:
         before, after = _level(values, cliff.step, before=True), _level(values, cliff.step, before=False)
         if before is None or after is None:
             continue
-        if abs(after - before) > _STEADY * abs(before):
+        if after - before > _STEADY * abs(before):
             return None
         levels.append((metric, before, after))
     if not levels:
         return None
     metric, before, after = levels[0]
+    held = "held steady" if before - after <= _STEADY * abs(before) else "kept falling"
     case.evidence.append(
-        f"{metric} holds steady across it: {fmt_value(before)} before step {step_text(cliff.step)}, "
+        f"{metric} {held} across it: {fmt_value(before)} before step {step_text(cliff.step)}, "
         f"{fmt_value(after)} after (the median of {_LEVEL_ROWS} rows each side)"
     )
     return case.conclude(
         METRIC_PIPELINE,
-        f"{cliff.metric} fell off a cliff at step {step_text(cliff.step)} while {metric} held steady "
+        f"{cliff.metric} fell off a cliff at step {step_text(cliff.step)} while {metric} {held} "
         f"({fmt_value(before)} before, {fmt_value(after)} after): the metric or its eval pipeline broke, "
         "not the model",
         (
