@@ -223,13 +223,15 @@ def _count_piece(
         finite = not floating or all_finite(dtype, block)
         if hasher is not None:
             hasher.update(block)
-        release(first + start, block.size)
         if finite:
             continue
         a, b, c = classify(dtype, block)
         nan, pinf, ninf = nan + a, pinf + b, ninf + c
         if bad is None:
             bad = first + start + int(np.flatnonzero(bad_mask(dtype, block))[0])
+    # Once per piece, not per block: with several threads each release is a TLB shootdown on every core
+    # (it cost as much as the NaN pass itself); a piece's pages are a bounded window (PIECE_BYTES a job).
+    release(first, arr.size)
     crc, nbytes = hasher.state() if hasher is not None else (0, 0)
     return Piece(nan, pinf, ninf, bad, crc, nbytes)
 
