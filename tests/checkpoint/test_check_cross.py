@@ -54,6 +54,11 @@ def test_a_stale_save_relabelled_later_is_corrupt(tmp_path: Path) -> None:
     report = triage(str(tmp_path))
     assert report.resume_from is not None
     assert report.resume_from.relpath == "step_30.pt"
+    (stale,) = [line for line in report.answers["broken"]["lines"] if line.startswith("stale: ")]
+    assert stale.startswith(
+        "stale: step_40.pt (step 40) holds the state of step_10.pt (step 10): 11 of its 16 tensors are "
+        "bit-identical to that unit's, 8 optimizer moment(s) among them, while it records step 40"
+    )
 
 
 def test_a_stale_relabel_without_nan_is_corrupt_not_consistent(tmp_path: Path) -> None:
@@ -76,3 +81,11 @@ def test_frozen_layers_of_a_healthy_run_are_a_note_not_a_finding(tmp_path: Path)
     assert notes
     assert "2 of its" in notes[0].message
     assert "frozen layers" in notes[0].message
+    lines = triage(str(tmp_path)).answers["broken"]["lines"]
+    assert lines[0] == "nothing: every one of 3 checkpoint(s) is finite and not torn"
+    assert (
+        "frozen layers: step_20.pt (step 20): 2 of its 10 tensors are identical to step_10.pt's (step 10), "
+        "none of them an optimizer moment that should have moved: frozen layers, or parameters the "
+        "optimizer does not update; its 4 optimizer moment(s) moved, so it is no stale save"
+    ) in lines
+    assert not any(line.startswith("stale: ") for line in lines)

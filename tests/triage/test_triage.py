@@ -140,7 +140,7 @@ def test_json_schema_is_stable_and_strict() -> None:
     assert set(doc["units"][0]) == {
         "path", "relpath", "framework", "format", "step", "step_source", "step_sources", "verdict", "reason",
         "findings", "step_groups", "nonfinite_tensors", "nonfinite_tensor_count", "nonfinite_values",
-        "identical_to", "byte_identical_to", "saved_at", "bytes", "mtime",
+        "identical_to", "byte_identical_to", "saved_at", "between", "torn_by", "bytes", "mtime",
     }  # fmt: skip
     assert {s["matched_by"] for s in doc["saves"]} == {"path"}  # every save line names the file it wrote
     assert {t["kind"] for t in doc["timeline"]} == {"event", "anomaly", "checkpoint"}
@@ -408,3 +408,21 @@ def test_an_accuracy_cliff_while_the_loss_keeps_falling_is_the_metric_pipeline()
     assert falling.title.startswith("acc fell off a cliff at step 150 while loss kept falling (0.3 before")
     (rose,) = conclude(_acc_cliff_with_loss(0.4)).conclusions
     assert rose.cause != "metric-pipeline"
+
+
+def test_a_fresh_optimizers_moments_under_later_counters_are_an_optimizer_reset_not_a_race() -> None:
+    doc = _collected([], [], "torn")
+    check = doc["units"][1]["check"]
+    check["reason"] = "optimizer: the moments are a fresh optimizer's while the step counters say 100"
+    fresh = {"check": "moments-vs-counter", "outcome": "fail", "indicates": "torn",
+             "message": check["reason"], "file": "", "tensors": [], "values": {"counter": 100}}  # fmt: skip
+    check["evidence"] = [fresh]
+    (c,) = conclude(doc).conclusions
+    assert (c.cause, c.step, c.confidence) == ("optimizer-reset", 100, "high")
+    assert c.title == (
+        "step_100.pt, saved at step 100, holds a fresh optimizer's state under step counters of 100: the "
+        "optimizer was re-initialised, not the run's state saved"
+    )
+    assert "torn: step_100.pt (step 100) — optimizer: the moments are a fresh optimizer's" in "\n".join(
+        conclude(doc).answers["broken"]["lines"]
+    )

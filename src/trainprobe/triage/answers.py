@@ -92,24 +92,57 @@ def _copies(best: CheckpointInfo, units: list[CheckpointInfo]) -> str:
     return out
 
 
+def _stale_line(u: CheckpointInfo) -> str:
+    """A unit holding an earlier unit's optimizer moments bit for bit under a later step."""
+    s = u.between["stale"]
+    return (
+        f"stale: {u.relpath} (step {step_text(u.step)}) holds the state of {s['other']} (step "
+        f"{step_text(s['other_step'])}): {s['shared']} of its {s['tensors']} tensors are bit-identical to "
+        f"that unit's, {s['moments_shared']} optimizer moment(s) among them, while it records step "
+        f"{step_text(u.step)} — a moment changes at every optimizer step, so this is an earlier state under "
+        "a later step (a stale save relabelled, or state copied from another unit), not a run that moved"
+    )
+
+
+def _frozen_line(u: CheckpointInfo) -> str:
+    """Tensors identical to an earlier unit's with no moment among them: what a healthy run shows too."""
+    f = u.between["frozen"]
+    moved = (
+        f"; its {f['moments_held']} optimizer moment(s) moved, so it is no stale save"
+        if f["moments_held"]
+        else ""
+    )
+    return (
+        f"frozen layers: {u.relpath} (step {step_text(u.step)}): {f['shared']} of its {f['tensors']} "
+        f"tensors are identical to {f['other']}'s (step {step_text(f['other_step'])}), none of them an "
+        f"optimizer moment that should have moved: frozen layers, or parameters the optimizer does not "
+        f"update{moved}"
+    )
+
+
+def _torn_line(u: CheckpointInfo) -> str:
+    """Two of the run's steps by the counters, else what check found (a fresh optimizer's moments under
+    later counters is no mix of steps: check's reason names it)."""
+    groups = ", ".join(f"step {s}: {n} tensor(s)" for s, n in u.step_groups.items())
+    if groups:
+        return f"torn: {u.relpath} (step {step_text(u.step)}) mixes training steps — {groups}"
+    return f"torn: {u.relpath} (step {step_text(u.step)}) — {u.reason}"
+
+
 def _broken(
     units: list[CheckpointInfo], duplicates: list[Duplicate], disagreements: list[Disagreement]
 ) -> dict[str, Any]:
     nonfinite = [u for u in units if u.has_nonfinite]
     torn = [u for u in units if u.torn]
-    other = [u for u in units if not u.healthy and u not in nonfinite and u not in torn]
+    stale = [u for u in units if "stale" in u.between]
+    other = [u for u in units if not u.healthy and u not in nonfinite + torn + stale]
     lines: list[str] = []
     for u in nonfinite:
         lines.append(
             f"NaN/Inf in {u.relpath} (step {step_text(u.step)}): {u.nonfinite_values:,} value(s) in "
             f"{u.nonfinite_tensors} tensor(s) — {u.describe_nonfinite(5)}"
         )
-    for u in torn:
-        groups = ", ".join(f"step {s}: {n} tensor(s)" for s, n in u.step_groups.items())
-        lines.append(
-            f"torn: {u.relpath} (step {step_text(u.step)}) mixes training steps"
-            + (f" — {groups}" if groups else f" — {u.reason}")
-        )
+    lines += [_torn_line(u) for u in torn] + [_stale_line(u) for u in stale]
     for u in other:
         lines.append(f"{u.verdict}: {u.relpath} (step {step_text(u.step)}) — {u.reason}")
     if not lines:
@@ -118,6 +151,7 @@ def _broken(
             if units
             else "no checkpoint found"
         )
+    lines += [_frozen_line(u) for u in units if "frozen" in u.between and "stale" not in u.between]
     for d in duplicates:
         lines.append(
             ("byte-identical copies: " if d.bytes else "the same tensors (not the same bytes): ")

@@ -32,6 +32,10 @@ SAVE_RACE, SAVE_STALL, EXPLOSION, RESUME_CAUSE, LR_CAUSE, EVENT_CAUSE, METRIC_PI
     "metric-pipeline",
     "unknown",
 )
+#: a torn unit whose moments are a fresh optimizer's under later counters: a finding of its own, as a tear
+OPTIMIZER_RESET = "optimizer-reset"
+#: the findings about what a save wrote (never the cause of the live run's anomalies)
+UNIT_CAUSES = (SAVE_RACE, OPTIMIZER_RESET)
 KIND_WORD = {NON_FINITE: "NaN/Inf", MISSING: "missing value"}
 
 
@@ -76,6 +80,9 @@ class CheckpointInfo:
     identical_to: list[str] = field(default_factory=list)
     byte_identical_to: list[str] = field(default_factory=list)
     saved_at: dict[str, Any] | None = None  # the log's save that names this unit (see SaveMatch)
+    # check's evidence against an earlier unit: "stale" / "frozen" -> the other unit and the counts
+    between: dict[str, dict[str, Any]] = field(default_factory=dict)
+    torn_by: list[str] = field(default_factory=list)  # the checks that found it torn
 
     @property
     def step_origin(self) -> str:
@@ -130,6 +137,8 @@ class CheckpointInfo:
             "identical_to": self.identical_to,
             "byte_identical_to": self.byte_identical_to,
             "saved_at": self.saved_at,
+            "between": self.between,
+            "torn_by": self.torn_by,
             "bytes": self.bytes,
             "mtime": self.mtime,
         }

@@ -18,6 +18,44 @@ def step_groups(check: dict[str, Any]) -> dict[str, int]:
     return {}
 
 
+#: check's evidence between units (:mod:`trainprobe.checkpoint.check.cross`) that triage states, by what
+#: it says of the unit
+_BETWEEN = {"moments-unchanged": "stale", "frozen-tensors": "frozen"}
+
+
+def between_units(entry: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """What check found between this unit and an earlier one: ``stale`` (its optimizer moments are that
+    unit's, bit for bit, under a later step) and ``frozen`` (tensors identical to it, no moment among them),
+    each with the other unit's relpath and step and how many tensors (and moments) are the same."""
+    root = entry["path"][: -len(entry["relpath"])] if entry["path"].endswith(entry["relpath"]) else ""
+    out: dict[str, dict[str, Any]] = {}
+    for e in entry["check"].get("evidence", []):
+        said = _BETWEEN.get(e.get("check", ""))
+        if said is None or e["outcome"] not in ("fail", "note"):
+            continue
+        v = e.get("values") or {}
+        other = str(v.get("other") or "")
+        out[said] = {
+            "other": other[len(root) :] if root and other.startswith(root) else other,
+            "other_step": v.get("other_step"),
+            "shared": int(v.get("shared") or 0),
+            "tensors": int(v.get("tensors") or 0),
+            "moments_shared": int(v.get("moments_shared") or len(v.get("moments") or [])),
+            "moments_held": int(v.get("moments_held") or 0),
+        }
+    return out
+
+
+def torn_by(check: dict[str, Any]) -> list[str]:
+    """The checks whose failed evidence says the unit is torn (``step-counters``, ``moments-vs-counter``,
+    ``adam-bound``, ...), in check's order."""
+    return [
+        e["check"]
+        for e in check.get("evidence", [])
+        if e["outcome"] == "fail" and e.get("indicates") == V.TORN and e.get("check")
+    ]
+
+
 def checkpoint_info(entry: dict[str, Any]) -> CheckpointInfo:
     """One unit as ``check`` judged it; a step check could not find is the unit's mtime on the log's wall
     clock (a save line that names the unit replaces it later: :mod:`trainprobe.triage.saves`)."""
@@ -52,6 +90,8 @@ def checkpoint_info(entry: dict[str, Any]) -> CheckpointInfo:
         nonfinite_values=int(check.get("nonfinite_values") or 0),
         identical_to=list(entry.get("identical_to") or []),
         byte_identical_to=list(entry.get("byte_identical_to") or []),
+        between=between_units(entry),
+        torn_by=torn_by(check),
     )
 
 

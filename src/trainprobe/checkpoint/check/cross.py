@@ -68,7 +68,13 @@ def _add(later: CheckResult, earlier: CheckResult, shared: list[str]) -> None:
     moments = [k for k in shared if _MOMENT.search(k) and not _is_zeros(later.tensor_prints[k] or "")]
     total = len(later.tensor_prints)
     where = f"{earlier.path}'s (step {earlier.step})"
-    values = {"other": earlier.path, "other_step": earlier.step, "shared": len(shared), "tensors": total}
+    values = {
+        "other": earlier.path,
+        "other_step": earlier.step,
+        "shared": len(shared),
+        "tensors": total,
+        "moments_held": sum(1 for k in later.tensor_prints if _MOMENT.search(k)),
+    }
     if moments:
         named = ", ".join(k.split(":", 1)[-1] for k in moments[:3]) + (" ..." if len(moments) > 3 else "")
         later.evidence.append(
@@ -80,7 +86,7 @@ def _add(later: CheckResult, earlier: CheckResult, shared: list[str]) -> None:
                 "earlier state under a later step (a stale save relabelled, or state copied from another "
                 f"unit); {len(shared)} of its {total} tensors are identical to that unit's",
                 indicates=V.CORRUPT,
-                values={**values, "moments": moments[:50]},
+                values={**values, "moments": moments[:50], "moments_shared": len(moments)},
             )
         )
         decide(later)
