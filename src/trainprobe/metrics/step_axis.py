@@ -206,8 +206,10 @@ def counter_by_evidence(
     ``coarse_max``) moves by one a row and this one by a steady stride of several. ``named``: only a name
     that says it counts (``current_steps``, ``env_step``, ``n_iter``, ``frames``); else any (Marian's ``Up.``
     beside ``Ep.``). Among such, the finest (the most distinct values; then the smallest: updates before
-    sentences seen)."""
+    sentences seen). Two such by stride alone (HER's ``test/episode`` and ``train/episode`` beside ``epoch``)
+    leave the unit open: none of them, and the epoch the log names stays the axis."""
     best: tuple[int, float, str] | None = None
+    by_stride = 0
     for key, have in cols.have.items():
         if key.startswith(INTERNAL) or is_epoch_key(key) or (named and not _COUNTER_NAME.search(key)):
             continue
@@ -220,12 +222,13 @@ def counter_by_evidence(
             continue
         distinct = int(np.unique(values).size)
         rank = (distinct, -float(values.max()), key)
-        finer = distinct > finer_than or (
-            coarse_max is not None and distinct == finer_than and _regular_stride(values, coarse_max)
-        )
-        if finer and (best is None or rank[:2] > best[:2]):
+        stride = coarse_max is not None and distinct == finer_than and _regular_stride(values, coarse_max)
+        by_stride += stride
+        if (distinct > finer_than or stride) and (best is None or rank[:2] > best[:2]):
             best = rank
-    return None if best is None else best[2]
+    if best is None or (best[0] == finer_than and by_stride > 1):
+        return None
+    return best[2]
 
 
 def _filled_by_other_keys(

@@ -20,9 +20,11 @@ from trainprobe.metrics.coverage import ShapeCounter, has_digit
 from trainprobe.metrics.events import Event, event_from_line, merge_saves
 from trainprobe.metrics.readers.text.bulk import split_lines
 from trainprobe.metrics.readers.text.chunks import MAX_LINE, LineChunks, clean_chunk, clean_line
-from trainprobe.metrics.readers.text.clock import StampLayout, unwrap_days
+from trainprobe.metrics.readers.text.clock import unwrap_days
 from trainprobe.metrics.readers.text.columns import HEADER_REACH, header_names, pair_row
 from trainprobe.metrics.readers.text.fields import COUNTER_KEY, Fields, read_fields
+from trainprobe.metrics.readers.text.kv_table import KeyValueTable
+from trainprobe.metrics.readers.text.pattern import pattern_row
 from trainprobe.metrics.readers.text.prefix import split_prefix
 from trainprobe.metrics.readers.text.prose import ProseIndex
 from trainprobe.metrics.readers.text.rows import (
@@ -34,10 +36,9 @@ from trainprobe.metrics.readers.text.rows import (
     why_not_metrics,
 )
 from trainprobe.metrics.readers.text.tagged_json import TaggedJson
-from trainprobe.metrics.readers.text.template import Template, learn_template
-from trainprobe.metrics.readers.text.tokens import to_float
+from trainprobe.metrics.readers.text.template import Template, template_of_line
 from trainprobe.metrics.splits import is_epoch_key, is_step_key
-from trainprobe.metrics.table import WALL_KEY, ColumnBuilder, RunLog, Unread
+from trainprobe.metrics.table import ColumnBuilder, RunLog, Unread
 from trainprobe.metrics.user_regex import MAX_USER_LINE
 
 _MAX_TEMPLATES = 8
@@ -87,6 +88,7 @@ class LineParser:
         self._header: tuple[list[str], int] | None = None
         self.shapes = ShapeCounter()  # what was and was not read, by line shape (RunLog.coverage)
         self._tagged = TaggedJson()  # lines of a tag and a JSON object (``:::MLLOG {...}``)
+        self._table = KeyValueTable()  # a record as a table of ``| key | value |`` lines
 
     # -- one line ------------------------------------------------------------------------------------------
     def feed_line(self, line: str) -> None:
@@ -117,7 +119,7 @@ class LineParser:
         if stamp is not None and stamp.kind == "hms":
             self._hms = True
         body = text[prefix.body_start :]
-        if self._tagged_row(body, order, wall):
+        if self._tagged_row(body, order, wall) or self._table_line(body, order, wall):
             return
         if (names := header_names(body)) is not None:
             self._header = (names, order)  # the line is read as any other too (it may be an event)
@@ -165,6 +167,18 @@ class LineParser:
             self.builder.add_row(got[0], order=order, wall=got[1] if got[1] == got[1] else wall)
         return True
 
+    def _table_line(self, body: str, order: int, wall: float) -> bool:
+        """Whether the line is one of a key/value table (:mod:`.kv_table`); the records it ended are rows."""
+        if body.lstrip()[:1] != "|" or (done := self._table.read(body, order, wall)) is None:
+            return False
+        self.shapes.read(has_digit(body))
+        self._add_table_rows(done)
+        return True
+
+    def _add_table_rows(self, done: list[tuple[dict[str, float], int, float]]) -> None:
+        for values, at, when in done:
+            self.builder.add_row(values, order=at, wall=when)
+
     def _read_with_pattern(self, text: str, order: int) -> None:
         assert self._line_pattern is not None
         if len(text) > MAX_USER_LINE:  # a user regex's time stays bounded on a line this long
@@ -178,14 +192,7 @@ class LineParser:
             else:
                 self._skip(order, text, "does not match --pattern")
             return
-        row: dict[str, float] = {}
-        for key, value in m.groupdict().items():
-            if value is None:
-                continue
-            try:
-                row[key] = to_float(value.strip())
-            except (ValueError, OverflowError):
-                continue
+        row = pattern_row(m)
         if not row:
             self._skip(order, text, "--pattern matched, but no group holds a number")
             return
@@ -238,22 +245,12 @@ class LineParser:
         line = raw if raw is not None else text.encode("utf-8", "replace")
         if len(line) != len(text):
             return  # non-ASCII: byte and character offsets differ
-        from trainprobe.metrics.readers.text.clock import Stamp
-
-        layout: StampLayout | None = None
-        stamp_at = 0
-        slots = [(body_start + s.start, body_start + s.end, s.key) for s in fields.slots]
-        if isinstance(stamp, Stamp):
-            if stamp.kind == "epoch":
-                slots.insert(0, (stamp.start, stamp.end, WALL_KEY))
-            else:
-                layout = StampLayout.learn(stamp.kind, text[stamp.start : stamp.end])
-                if layout is None:
-                    return
-                stamp_at = stamp.start
         names = column_names(fields)
-        renamed = [(start, end, None if key is None else names.get(key, key)) for start, end, key in slots]
-        made = learn_template(line, renamed, stamp=layout, stamp_at=stamp_at)
+        slots = [
+            (body_start + s.start, body_start + s.end, None if s.key is None else names.get(s.key, s.key))
+            for s in fields.slots
+        ]
+        made = template_of_line(line, text, slots, stamp)
         if made is not None and made not in self.templates and made.reads_as(line, self._split_keys(fields)):
             self.templates.append(made)
 
@@ -300,7 +297,7 @@ class LineParser:
         return stop
 
     def _read_raw(self, raw: bytes, order: int, *, prose: bool = False) -> None:
-        if prose and len(raw) <= MAX_LINE:  # (trainprobe.metrics.readers.text.prose)
+        if prose and len(raw) <= MAX_LINE and raw[:1] != b"|":  # (trainprobe.metrics.readers.text.prose)
             if raw.strip():
                 self.skipped += 1
                 if len(self.samples) < _SAMPLES:
@@ -309,6 +306,7 @@ class LineParser:
         text = raw.decode("utf-8", "replace")
         if (
             len(raw) <= MAX_LINE
+            and raw[:1] != b"|"  # a key/value table's section line (:mod:`.kv_table`)
             and not may_matter(raw)
             and not self._event_patterns
             and self._line_pattern is None
@@ -363,6 +361,7 @@ class LineParser:
     def run(self, *, final: bool = True) -> RunLog:
         """The run so far; ``final=False`` keeps the parser going (more lines may follow)."""
         self._close_record()
+        self._add_table_rows(self._table.flush())
         events = merge_saves([replace(e) for e in self.events])
         run = finish_run(
             self.builder,

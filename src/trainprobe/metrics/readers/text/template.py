@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from trainprobe.metrics.readers.text.clock import StampLayout
+from trainprobe.metrics.readers.text.clock import Stamp, StampLayout
 from trainprobe.metrics.readers.text.fixed import read_fixed, runs_of_one_length
 from trainprobe.metrics.table import WALL_KEY
 
@@ -235,4 +235,22 @@ def learn_template(
     return made if made.fits_fast_path() and any(made.keys) else None
 
 
-__all__ = ["Template", "learn_template"]
+def template_of_line(
+    line: bytes, text: str, slots: list[tuple[int, int, str | None]], stamp: object
+) -> Template | None:
+    """The template of a metric line read one by one: ``slots`` are its numbers' offsets in the line, each
+    with its column; a timestamp is learnt as a layout (an epoch stamp is one more slot, the wall clock)."""
+    layout: StampLayout | None = None
+    stamp_at = 0
+    if isinstance(stamp, Stamp):
+        if stamp.kind == "epoch":
+            slots.insert(0, (stamp.start, stamp.end, WALL_KEY))
+        else:
+            layout = StampLayout.learn(stamp.kind, text[stamp.start : stamp.end])
+            if layout is None:
+                return None
+            stamp_at = stamp.start
+    return learn_template(line, slots, stamp=layout, stamp_at=stamp_at)
+
+
+__all__ = ["Template", "learn_template", "template_of_line"]
