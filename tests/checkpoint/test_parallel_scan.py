@@ -10,6 +10,7 @@ import json
 import struct
 import subprocess
 import sys
+import threading
 import zlib
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import pytest
 
 from trainprobe.checkpoint import numerics, scan
 from trainprobe.checkpoint.reading.formats import open_file
-from trainprobe.checkpoint.threads import default_workers, in_order
+from trainprobe.checkpoint.threads import Pool, default_workers, in_order
 
 TRAINPROBE = str(Path(sys.executable).with_name("trainprobe"))
 HOSTILE_CASES = Path(__file__).parents[1] / "hostile" / "cases"
@@ -193,7 +194,8 @@ def test_count_nonfinite_alone_reads_a_large_tensor_on_the_shared_threads(
         ckpt.close()
 
 
-def test_jobs_are_taken_only_as_fast_as_results_are_consumed() -> None:
+@pytest.mark.parametrize("kind", ["scan's pool", "concurrent.futures"])
+def test_jobs_are_taken_only_as_fast_as_results_are_consumed(kind: str) -> None:
     """Memory stays bounded: at most the window of jobs is in flight, whatever the number of jobs."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -205,7 +207,8 @@ def test_jobs_are_taken_only_as_fast_as_results_are_consumed() -> None:
             taken += 1
             yield lambda i=i: i * i
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    pool = Pool(4, "test") if kind == "scan's pool" else ThreadPoolExecutor(max_workers=4)
+    try:
         results = in_order(jobs(), pool, 4, window=8)
         for i, value in enumerate(results):
             assert value == i * i
@@ -213,7 +216,35 @@ def test_jobs_are_taken_only_as_fast_as_results_are_consumed() -> None:
             if i == 100:
                 break
         results.close()
+    finally:
+        pool.shutdown()
     assert taken <= 109
+
+
+def test_the_pool_hands_back_what_a_job_raised_in_its_place_and_skips_what_was_cancelled() -> None:
+    ran: list[int] = []
+
+    def job(i: int) -> int:
+        ran.append(i)
+        if i == 3:
+            raise ValueError("three")
+        return i
+
+    pool = Pool(2, "test")
+    try:
+        results = in_order([lambda i=i: job(i) for i in range(6)], pool, 2)
+        assert [next(results) for _ in range(3)] == [0, 1, 2]
+        with pytest.raises(ValueError, match="three"):
+            next(results)
+        gate = threading.Event()
+        blocked = [pool.submit(gate.wait) for _ in range(2)]  # both workers busy
+        later = pool.submit(lambda: ran.append(99))
+        later.cancel()
+        gate.set()
+        assert all(b.result() for b in blocked)
+    finally:
+        pool.shutdown()
+    assert 99 not in ran, "a job cancelled before it started never runs"
 
 
 def test_the_default_workers_follow_the_usable_cores() -> None:

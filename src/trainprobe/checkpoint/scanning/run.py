@@ -27,7 +27,7 @@ from trainprobe.checkpoint.scanning.report import (
     ScanReport,
     TensorResult,
 )
-from trainprobe.checkpoint.threads import Plan, default_workers, in_order
+from trainprobe.checkpoint.threads import Plan, Pool, default_workers, in_order
 from trainprobe.checkpoint.units.discover import Unit, discover_units
 from trainprobe.checkpoint.units.facts import PartFacts
 from trainprobe.checkpoint.units.frameworks import Part, TensorRole
@@ -228,11 +228,7 @@ def read_parts(
             file.notes.extend(ckpt.notes)
         return ckpt
 
-    pool: Any = None
-    if workers > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trainprobe-scan")
+    pool = Pool(workers, "trainprobe-scan") if workers > 1 else None
     try:
         opens = [functools.partial(open_one, i) for i in range(len(requests))]
         checkpoints = list(in_order(opens, pool, workers, window=len(opens)))
