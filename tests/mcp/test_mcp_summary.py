@@ -59,3 +59,26 @@ def test_check_lists_the_worst_verdicts_first_in_the_librarys_order() -> None:
     listed = [line.split(": ")[0] for line in check.summarise(doc).text(None).splitlines()[1:-1]]
     assert listed == [f"- {v}" for v in ORDER if v in verdicts]
     assert listed[:2] == ["- suspicious", "- nonfinite"]  # before torn: once last, as no verdict of check
+
+
+def test_the_triage_summary_names_every_conclusion_and_each_advice_once() -> None:
+    """Five stalled saves and their five torn files, a blow-up: every mechanism with its confidence and what
+    it could not rule out reaches the agent; the same advice is given once."""
+    from trainprobe.mcp.tools import triage
+
+    stalls = [{"cause": "save-stall", "step": s + 1, "title": f"the save at step {s} blocked the loop",
+               "confidence": "high", "alternatives": ["the save code changed the training state"],
+               "related": [{"cause": "save-race", "step": s}], "suggestion": "take the save off the loop"}
+              for s in (50, 100, 150, 200, 250)]  # fmt: skip
+    tears = [{"cause": "save-race", "step": s, "title": f"the save at step {s} raced training",
+              "confidence": "high", "alternatives": [], "suggestion": "do not resume from it"}
+             for s in (50, 100, 150, 200, 250)]  # fmt: skip
+    doc = {"conclusions": stalls + tears, "answers": {"resume": {"lines": ["resume from a.pt (step 40)"]}}}
+    text = triage.summarise(doc).text(None)
+    assert len(text) <= summary.MAX_CHARS
+    for c in stalls + tears:
+        assert f"- step {c['step']}: {c['title']} (high confidence)" in text
+    assert text.count("not ruled out: the save code changed the training state") == 5
+    assert text.count("joined by time, a separate finding: step 50 (save-race)") == 1
+    assert text.count("→ take the save off the loop") == text.count("→ do not resume from it") == 1
+    assert text.splitlines()[-2] == "resume from a.pt (step 40)"

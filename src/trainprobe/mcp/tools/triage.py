@@ -14,7 +14,12 @@ from trainprobe.mcp.parameters import ON_TARGET, Events, Target, Threshold, Time
 from trainprobe.mcp.summary import Summary, counts_text, short, step_text
 from trainprobe.mcp.targets import LOCAL, on, place
 
-_IDENTITY = ("byte-identical copies: ", "the same tensors (not the same bytes): ", "step disagreement: ")
+_IDENTITY = (
+    "byte-identical copies: ",
+    "the same tensors (not the same bytes): ",
+    "step disagreement: ",
+    "frozen layers: ",
+)
 
 
 class TriageDocument(VersionedDocument, total=False):
@@ -88,13 +93,41 @@ def document(
     return report.to_json()
 
 
+# A conclusion's lines beside its title: a summary holds every point of a run like the seed's (a dozen
+# findings, the four answers) inside MAX_CHARS, so an aside is a sentence, the rest in the full report.
+_ASIDE = 200
+# More lines than a run's own story needs; past them the full report holds the rest (a run of 500 torn units).
+_LISTED = 16
+
+
 def _bullet(line: str) -> str:
     return f"- {short(line)}"
 
 
+def _conclusion(c: dict[str, Any], said: set[str]) -> list[str]:
+    """A conclusion's mechanism and confidence, what it could not rule out, the findings it is joined to by
+    time, and its suggestion unless an earlier one gave the same (five stalled saves, one advice). Its
+    evidence lines repeat what the broken and the logs answers already said, so they stay in the report."""
+    lines = [
+        f"- step {step_text(c.get('step'))}: " + short(f"{c.get('title')} ({c.get('confidence')} confidence)")
+    ]
+    if c.get("alternatives"):
+        lines.append("    not ruled out: " + short("; ".join(c["alternatives"]), _ASIDE))
+    for r in c.get("related") or []:
+        lines.append(
+            f"    joined by time, a separate finding: step {step_text(r.get('step'))} ({r.get('cause')})"
+        )
+    suggestion = c.get("suggestion")
+    if suggestion and suggestion not in said:
+        said.add(suggestion)
+        lines.append(f"    → {short(suggestion, _ASIDE)}")
+    return lines
+
+
 def summarise(doc: dict[str, Any]) -> Summary:
     """What could not be read first, then the four answers in the order users ask them: what is broken where,
-    what the logs show, what caused what, where to resume (the report's ``answers``)."""
+    what the logs show, what caused what (every conclusion: its mechanism, confidence and alternatives),
+    where to resume (the report's ``answers``)."""
     s = Summary()
     where = f" on {doc['target']}" if doc.get("target") else ""
     checkpoints = doc.get("units") or []
@@ -111,27 +144,15 @@ def summarise(doc: dict[str, Any]) -> Summary:
     identity = [line for line in broken if line.startswith(_IDENTITY)]  # duplicates, step disagreements
     s.add(f"broken: {len(broken)} line(s):")
     main = [line for line in broken if line not in identity]
-    s.listed(main, _bullet, limit=8, what="lines of what is broken")
-    s.listed(identity, _bullet, limit=6, what="duplicates and step disagreements")
+    s.listed(main, _bullet, limit=_LISTED, what="lines of what is broken")
+    s.listed(identity, _bullet, limit=_LISTED, what="duplicates, step disagreements and frozen layers")
     shown = (answers.get("logs") or {}).get("lines") or []
     s.add(f"the logs show {len(shown)} line(s):")
-    s.listed(shown, _bullet, limit=8, what="log findings")
+    s.listed(shown, _bullet, limit=_LISTED, what="log findings and facts")
     conclusions = doc.get("conclusions") or []
-    s.add(f"causes: {len(conclusions)} conclusion(s), most likely first:")
-
-    def conclusion(c: dict[str, Any]) -> list[str]:
-        lines = [
-            f"- step {step_text(c.get('step'))}: {short(c.get('title'))} ({c.get('confidence')} confidence)"
-        ]
-        evidence = c.get("evidence") or []
-        lines += [f"    • {short(e)}" for e in evidence[:3]]
-        if len(evidence) > 3:
-            lines.append(f"    • … {len(evidence) - 3} more evidence line(s)")
-        if c.get("suggestion"):
-            lines.append(f"    → {short(c['suggestion'])}")
-        return lines
-
-    s.items(conclusions, conclusion, limit=5, what="conclusions")
+    s.add(f"causes: {len(conclusions)} conclusion(s), the live run's first, then what its saves wrote:")
+    said: set[str] = set()
+    s.items(conclusions, lambda c: _conclusion(c, said), limit=_LISTED, what="conclusions")
     for line in (answers.get("resume") or {}).get("lines") or ["no checkpoint to resume from"]:
         s.add(short(line, 600))
     return s
