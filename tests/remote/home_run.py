@@ -9,6 +9,7 @@ import shutil
 import struct
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,29 +69,39 @@ def make_numpy_venv(venv: Path) -> None:
 def make_home_user(sshd: SshServer) -> HomeUser:
     """The user (login shell zsh), ``~/venv`` with numpy, and ``~/run``: a log and ``step_100`` whose
     ``layer.weight`` holds a NaN. Made once per sshd setup (the tests that use it only read it)."""
-    made = _MADE.get(sshd.setup.root)
+    return home_user(sshd, "homezsh", _nan_run)
+
+
+def home_user(sshd: SshServer, tag: str, fill: Callable[[Path], None]) -> HomeUser:
+    """A zsh login user known by ``tag``, ``~/venv`` with numpy, and ``~/run`` as ``fill(run)`` writes it
+    (the directory does not exist yet); made once per sshd setup and tag, owned by the user."""
+    key = (sshd.setup.root, tag)
+    made = _MADE.get(key)
     if made is None:
-        made = _MADE[sshd.setup.root] = _make(sshd)
+        made = _MADE[key] = _make(sshd, tag, fill)
     return made
 
 
-_MADE: dict[Path, HomeUser] = {}
+_MADE: dict[tuple[Path, str], HomeUser] = {}
 
 
-def _make(sshd: SshServer) -> HomeUser:
-    if not Path(SYSTEM_PYTHON).exists():
-        pytest.skip("needs /usr/bin/python3")
-    assert subprocess.run([SYSTEM_PYTHON, "-c", "import numpy"], capture_output=True).returncode
-    name = sshd.setup.add_user("homezsh", "/usr/bin/zsh")
-    home = sshd.setup.root / "home" / name
-    make_numpy_venv(home / "venv")
-    run = home / "run"
+def _nan_run(run: Path) -> None:
     (run / "step_100").mkdir(parents=True)
     write_safetensors(run / "step_100" / "model.safetensors", {NAN_TENSOR: [1.0, float("nan"), 2.0]})
     lines = [f"step={step} loss={2.0 - step / 200:.4f}" for step in range(1, 101)]
     (run / "train.log").write_text("\n".join(lines) + "\n")
+
+
+def _make(sshd: SshServer, tag: str, fill: Callable[[Path], None]) -> HomeUser:
+    if not Path(SYSTEM_PYTHON).exists():
+        pytest.skip("needs /usr/bin/python3")
+    assert subprocess.run([SYSTEM_PYTHON, "-c", "import numpy"], capture_output=True).returncode
+    name = sshd.setup.add_user(tag, "/usr/bin/zsh")
+    home = sshd.setup.root / "home" / name
+    make_numpy_venv(home / "venv")
+    fill(home / "run")
     shutil.chown(home, name, "users")
     for path in home.rglob("*"):
         if not path.is_symlink():
             shutil.chown(path, name, "users")
-    return HomeUser(name, home, sshd.target("homezsh"))
+    return HomeUser(name, home, sshd.target(tag))
