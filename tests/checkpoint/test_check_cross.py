@@ -84,8 +84,8 @@ def test_frozen_layers_of_a_healthy_run_are_a_note_not_a_finding(tmp_path: Path)
     lines = triage(str(tmp_path)).answers["broken"]["lines"]
     assert lines[0] == "nothing: every one of 3 checkpoint(s) is finite and not torn"
     assert (
-        "frozen layers: step_20.pt (step 20): 2 of its 10 tensors are identical to step_10.pt's (step 10), "
-        "none of them an optimizer moment that should have moved: frozen layers, or parameters the "
-        "optimizer does not update; its 4 optimizer moment(s) moved, so it is no stale save"
+        "frozen layers: step_20.pt (step 20) shares 2 of its 10 tensors with step_10.pt (step 10), no "
+        "optimizer moment among them and its 4 moment(s) moved: frozen layers (or parameters the optimizer "
+        "does not update), not a stale save"
     ) in lines
     assert not any(line.startswith("stale: ") for line in lines)

@@ -227,3 +227,55 @@ def _python_log(path: Path, clock_s: Callable[[], float]) -> tuple[logging.Logge
         handler.close()
 
     return logger, close
+
+
+SLOW_STEPS, SLOW_SAVES, SLOW_FROZEN = 20, (10, 20), 4
+
+
+@functools.cache
+def slow_run() -> Path:
+    """The healthy control: the same model, its first :data:`SLOW_FROZEN` blocks frozen (no gradient, no
+    optimizer state), the rest trained at a learning rate of 1e-6 on a stream that does not drift, saved in
+    the loop at :data:`SLOW_SAVES` (consecutive saves whose frozen tensors are bit-identical and whose
+    moments moved), logged through Python's ``logging`` with the save lines naming the units where they are
+    and a throughput measured per step."""
+    torch = pytest.importorskip("torch")
+    from trainprobe.demo.race import build_model
+
+    root = Path(tempfile.mkdtemp(prefix="tp-triage-slow-"))
+    atexit.register(shutil.rmtree, root, True)
+    run = root / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    torch.manual_seed(0)
+    model = build_model(_LAYERS, _WIDTH, seed=0)
+    for block in list(model.blocks)[:SLOW_FROZEN]:
+        block.requires_grad_(False)
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-6)
+    gen = torch.Generator().manual_seed(1)
+    boundary = torch.randn(_WIDTH, generator=gen)
+    clock = [0.0]
+    log, close = _python_log(run / "train.log", lambda: clock[0])
+    try:
+        for step in range(1, SLOW_STEPS + 1):
+            began = time.perf_counter()
+            x = torch.randn(_BATCH, _WIDTH, generator=gen)
+            y = (x @ boundary > -_OFFSET).float().unsqueeze(1)
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(model(x), y)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            rate = _BATCH / max(time.perf_counter() - began, 1e-9)  # measured: it moves from step to step
+            clock[0] += STEP_S
+            log.info("step %d | loss %.4f | tok/s %.1f", step, float(loss.item()), rate)
+            if step in SLOW_SAVES:
+                path = _unit(run, step)
+                log.info("Saving checkpoint to %s", path.parent)
+                path.parent.mkdir()
+                torch.save(
+                    {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}, path
+                )
+                clock[0] += SAVE_S
+    finally:
+        close()
+    _readable(root)
+    return run

@@ -107,16 +107,12 @@ def _stale_line(u: CheckpointInfo) -> str:
 def _frozen_line(u: CheckpointInfo) -> str:
     """Tensors identical to an earlier unit's with no moment among them: what a healthy run shows too."""
     f = u.between["frozen"]
-    moved = (
-        f"; its {f['moments_held']} optimizer moment(s) moved, so it is no stale save"
-        if f["moments_held"]
-        else ""
-    )
+    moved = f" and its {f['moments_held']} moment(s) moved" if f["moments_held"] else ""
     return (
-        f"frozen layers: {u.relpath} (step {step_text(u.step)}): {f['shared']} of its {f['tensors']} "
-        f"tensors are identical to {f['other']}'s (step {step_text(f['other_step'])}), none of them an "
-        f"optimizer moment that should have moved: frozen layers, or parameters the optimizer does not "
-        f"update{moved}"
+        f"frozen layers: {u.relpath} (step {step_text(u.step)}) shares {f['shared']} of its {f['tensors']} "
+        f"tensors with {f['other']} (step {step_text(f['other_step'])}), no optimizer moment among them"
+        f"{moved}: frozen layers (or parameters the optimizer does not update), "
+        + ("not a stale save" if f["moments_held"] else "or a save of the same weights")
     )
 
 
