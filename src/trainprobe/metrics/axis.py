@@ -26,6 +26,7 @@ from contextvars import ContextVar
 import numpy as np
 
 from trainprobe.metrics.events import Event, merge_failures
+from trainprobe.metrics.loops import forget_other_loops
 from trainprobe.metrics.roles import metric_kind, role_of
 from trainprobe.metrics.splits import EVAL, is_epoch_key, is_step_key, split_of
 from trainprobe.metrics.step_axis import COUNTER_KEY, Columns, interleaved_writers, step_axis
@@ -232,7 +233,9 @@ def assemble(
     table: Table, *, name: str, path: str, fmt: str, events: list[Event], skipped_lines: int
 ) -> RunLog:
     """The run of one table: an eval stream or once-an-epoch records written beside the main rows are side
-    runs of their own (each assembled as a table of its own)."""
+    runs of their own (each assembled as a table of its own). A counter of another loop (an eval's progress
+    bar between a train loop's epochs, :mod:`.loops`) is no step of either."""
+    table = forget_other_loops(table)
     stream = _eval_stream(table)
     if stream is not None:
         run = assemble(

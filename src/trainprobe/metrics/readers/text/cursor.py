@@ -19,7 +19,9 @@ from trainprobe.metrics.readers.text.tokens import (
     to_float,
 )
 
-BOUNDARY_PUNCT = frozenset(",;|)]}>/'\"")
+# what may follow a number that stands by itself; an opening bracket starts a group of its own glued to it
+# (``Epoch 1[16/5011]``: the epoch, then its counter; ``loss 3.43(3.44)``: a value and its running average)
+BOUNDARY_PUNCT = frozenset(",;|)]}>/'\"[(")
 KEY_PUNCT_SEPS = frozenset(":=")
 _MAX_KEY_WORDS = 8
 SPLIT_LABELS = frozenset(

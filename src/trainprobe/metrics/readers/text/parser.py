@@ -55,6 +55,7 @@ class _Record:
     values: dict[str, float]
     wall: float
     last_order: int
+    in_eval: bool = False  # opened under an eval's banner: its next lines are eval fields too
 
 
 class LineParser:
@@ -127,6 +128,8 @@ class LineParser:
         why = why_not_metrics(fields, body)
         eval_context = self._eval_banner == order - 1
         named = sum(not k.startswith("#") for k in fields.values)
+        if eval_context and fields.values and not named:
+            self._eval_banner = order  # an eval's progress bars: the banner holds for the lines under them
         if named <= 1 and self._header is not None:  # a class name in the first cell reads as one field
             header, at = self._header
             row = pair_row(header, body) if order - at <= HEADER_REACH else None
@@ -212,25 +215,24 @@ class LineParser:
         return 0 <= i < len(flags) and bool(flags[i])
 
     def _add_fields(self, fields: Fields, order: int, wall: float, *, eval_context: bool) -> None:
-        values = self._split_keys(fields, eval_context=eval_context)
+        rec = self._record
+        has_step = any(is_step_key(k) or is_epoch_key(k) or k == COUNTER_KEY for k in fields.values)
+        follows = rec is not None and not has_step and order == rec.last_order + 1
+        # a record's next line is of the record's split (an eval's progress bar, then ``mAP: …``, ``CP: …``)
+        values = self._split_keys(
+            fields, eval_context=eval_context or (rec is not None and follows and rec.in_eval)
+        )
         for key, unit in units_of(fields).items():
             self.builder.units.setdefault(key, unit)
-        has_step = any(is_step_key(k) or is_epoch_key(k) or k == COUNTER_KEY for k in values)
         self._last_row = order
         self.shapes.read(1)
-        rec = self._record
-        if (
-            not has_step
-            and rec is not None
-            and order == rec.last_order + 1
-            and not any(k in rec.values for k in values)
-        ):
+        if rec is not None and follows and not any(k in rec.values for k in values):
             # the next line of a record (a header with the step, then lines of fields under it)
             rec.values.update(values)
             rec.last_order = order
             return
         self._close_record()
-        self._record = _Record(order, values, wall, order)
+        self._record = _Record(order, values, wall, order, eval_context)
 
     def _close_record(self) -> None:
         rec = self._record
