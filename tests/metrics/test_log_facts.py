@@ -172,6 +172,24 @@ def test_logs_prints_the_facts(tmp_path: Path) -> None:
     assert "fact tok/s is 51234 on every one of its 200 rows, even across the log's 1 stall(s)" in said
 
 
+def test_logs_json_carries_the_facts(tmp_path: Path) -> None:
+    """The same facts the terminal prints, as ``facts`` of the ``logs --json`` document and in the MCP
+    summary of the ``logs`` tool."""
+    import json
+
+    from trainprobe.mcp.tools.logs import summarise
+
+    log = _write_log(tmp_path / "train.log", saves=(100,))
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainprobe", "logs", str(log), "--json"], capture_output=True, text=True
+    )
+    doc = json.loads(proc.stdout)
+    assert doc["facts"] == [f.to_json() for f in _facts(log)]
+    (fact,) = doc["facts"]
+    assert (fact["kind"], fact["metric"]) == (CONSTANT_SERIES, "tok/s")
+    assert f"- fact: {fact['text']}" in summarise(doc).text(None)
+
+
 @pytest.mark.slow
 def test_no_real_log_has_a_fact() -> None:
     """The real logs of tests/data/real-logs, read as they are: none is a copied run, none prints a constant

@@ -28,6 +28,7 @@ from trainprobe.metrics.findings import (
     STALL,
     Finding,
 )
+from trainprobe.metrics.log_facts import log_facts
 from trainprobe.metrics.reading import no_rows_error, read_logs
 from trainprobe.metrics.roles import metric_kind
 from trainprobe.metrics.series import downsample
@@ -164,6 +165,7 @@ class LogReport:
             "findings": [f.to_json() for f in self.findings],
             "not_read": [n.to_json() for n in self.not_read],
             "partly_read": [{"run": r.name, "path": r.path, "why": why} for r, why in self.partly_read],
+            "facts": [f.to_json() for f in log_facts(self.runs)],
         }
         if series:
             out["series"] = {r.name: downsample(r, max_points) for r in self.runs}

@@ -12,7 +12,7 @@ from trainprobe.errors import UsageError
 from trainprobe.mcp.answer import Tool, answer
 from trainprobe.mcp.documents import VersionedDocument
 from trainprobe.mcp.parameters import ON_TARGET, Events, Target, Threshold, Timeout
-from trainprobe.mcp.summary import Summary, counts_text, finding_lines, run_line
+from trainprobe.mcp.summary import Summary, counts_text, finding_lines, run_line, short
 from trainprobe.mcp.targets import LOCAL, on, place
 
 
@@ -84,6 +84,7 @@ def summarise(doc: dict[str, Any]) -> Summary:
     findings = doc.get("findings") or []
     s.add(f"logs: {len(findings)} finding(s) ({counts_text(doc.get('summary'))}) in {len(runs)} run(s)")
     s.listed(runs, run_line, limit=5, what="runs")
+    s.listed(doc.get("facts") or [], lambda f: f"- fact: {short(f.get('text'))}", limit=5, what="facts")
     if findings:
         s.add("findings, most severe first:")
     s.items(findings, finding_lines, limit=10, what="findings")
