@@ -17,12 +17,14 @@ from trainprobe.mcp.targets import LOCAL, on, place
 
 
 class LogsDocument(VersionedDocument, total=False):
-    """`trainprobe logs --json`: the runs read and their findings, most severe first."""
+    """`trainprobe logs --json`: the runs read and their findings, most severe first, and the log's own
+    facts."""
 
     runs: list[Any]
     findings: list[Any]
     not_read: list[Any]
     partly_read: list[Any]
+    facts: list[Any]
 
 
 def logs(
