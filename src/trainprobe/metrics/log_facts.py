@@ -10,8 +10,9 @@ From the log alone (:func:`log_facts`):
   and neither is a rounded value (``0.2 s/it``: two digits cannot show a change).
 - **irregular save cadence** — the save lines keep a round cadence (the round number, 10 to 9×10^k or
   25×10^k, that divides the most of their steps, at least half; the largest of those) and a save is one or
-  two steps off it (2000, then 4001; 20, 40, 60, 81, 100): a counting slip or a save triggered by something else, which matters when the save's step is
-  taken from its name. A save at the run's last logged step (the final save) is never off cadence.
+  two steps off it (2000, then 4001; 20, 40, 60, 81, 100): a counting slip or a save triggered by something
+  else, which matters when the save's step is taken from its name. A save at the run's last logged step (the
+  final save) is never off cadence.
 
 From the log and the checkpoint units beside it (triage; plain data in, so the far side's JSON does):
 
