@@ -5,7 +5,8 @@ and its validation as ``Class Images Instances Box(P R mAP50 mAP50-95): 100% ━
 ``all 24 24 0.5 0.4 0.3 0.2``; fixed-width console tables elsewhere look the same. A header is a line of three
 or more names and no numbers (a progress tail after a ``:`` is cut off); a row is a line of as many cells as
 the header has names, mostly numbers (a cell may be a word, such as a class name, and is then no field), read
-within a few lines of its header. A cell ``N/M`` is a counter, ``0G`` a number with its unit.
+within a few lines of its header or of the table's last row. A cell ``N/M`` is a counter, ``0G`` a number
+with its unit. Cells are separated by whitespace, or by commas in a line that has two or more.
 """
 
 from __future__ import annotations
@@ -43,7 +44,10 @@ HEADER_REACH = 6  # a row further below its header than this many lines is not r
 
 
 def _cells(body: str) -> tuple[list[str], str]:
-    """Whitespace-separated cells before a progress tail (``64: 8% ━━ 1/12 2.6it/s``), and the tail."""
+    """Whitespace-separated cells before a progress tail (``64: 8% ━━ 1/12 2.6it/s``), and the tail; or the
+    cells of a comma-separated line (a CSV table below lines that are not its own: metadata, a banner)."""
+    if body.count(",") >= 2:
+        return [c.strip() for c in body.split(",")], ""
     out: list[str] = []
     parts = body.split()
     for i, cell in enumerate(parts):

@@ -135,7 +135,7 @@ class LineParser:
             row = pair_row(header, body) if order - at <= HEADER_REACH else None
             if row is not None:
                 self._close_record()
-                self._last_row = order
+                self._last_row, self._header = order, (header, order)  # a table's reach: from its last row
                 self._record = _Record(order, row, wall, order)
                 self.shapes.read(1)
                 return
