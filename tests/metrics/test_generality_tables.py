@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainprobe.metrics import read_logs
+from trainprobe.metrics.readers.text.fields import read_fields
+from trainprobe.metrics.readers.text.rows import why_not_metrics
 
 
 def _write(path: Path, lines: list[str]) -> Path:
@@ -29,3 +31,14 @@ def test_a_csv_table_below_metadata_lines_is_read(tmp_path: Path) -> None:
     assert sorted(run.metrics) == ["train_loss", "val_loss"]
     assert (run.steps[0], run.steps[-1]) == (0, 39)
 
+
+def test_a_verb_between_a_name_and_its_value_names_it() -> None:
+    line = "Iteration 7: the loss is 2.5000 and accuracy was 0.125"
+    got = read_fields(line)
+    assert got.values == {"Iteration": 7, "loss": 2.5, "accuracy": 0.125}
+    assert why_not_metrics(got, line) is None
+
+
+def test_a_sentence_that_mentions_a_number_stays_prose() -> None:
+    line = "Training of experiment is done and the best AP is 0.00"
+    assert (why_not_metrics(read_fields(line), line) or "").startswith("mostly prose")

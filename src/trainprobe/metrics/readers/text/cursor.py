@@ -24,6 +24,9 @@ from trainprobe.metrics.readers.text.tokens import (
 BOUNDARY_PUNCT = frozenset(",;|)]}>/'\"[(")
 KEY_PUNCT_SEPS = frozenset(":=")
 _MAX_KEY_WORDS = 8
+# verbs between a name and its value, read as a ``:`` (``loss is 0.1287``, ``accuracy was 0.93``)
+_COPULAS = frozenset({"is", "was", "are", "were", "equals"})
+_NOT_NAMES = frozenset({"the", "a", "an", "our", "its", "and", "or", "then", "while", "but", "with", "so"})
 SPLIT_LABELS = frozenset(
     {"train", "training", "val", "valid", "validation", "eval", "evaluation", "test", "testing"}
 )
@@ -118,6 +121,11 @@ class TokenCursor:
             j = self.skip_space(j - 1, -1)
         elif j == i - 1 and self.kind(j) == WORD:
             return None, []  # glued to a word: part of a name
+        copula: list[int] = []
+        if sep == " " and self.kind(j) == WORD and self.text(j).lower() in _COPULAS and not self.used[j]:
+            # ``loss is 0.1287``: the verb says what ``:`` says
+            copula, sep = [j], ":"
+            j = self.skip_space(j - 1, -1)
         if j < 0 or self.used[j]:
             return None, []
         kind, text = self.toks[j]
@@ -130,7 +138,13 @@ class TokenCursor:
         idx = self.words_before(j, sep)
         if not idx:
             return None, []
-        return clean_key(" ".join(self.text(t) for t in idx)), idx
+        if copula:  # ``… and the accuracy is 0.93``: the name begins after the last word that is none; the
+            # words before it stay prose (``Training is done and the best AP is 0.00`` is a sentence)
+            cut = max(
+                (n + 1 for n, t in enumerate(idx[:-1]) if self.text(t).lower() in _NOT_NAMES), default=0
+            )
+            idx = idx[cut:]
+        return clean_key(" ".join(self.text(t) for t in idx)), [*idx, *copula]
 
     def grouped_key(self, close: int, sep: str) -> tuple[str | None, list[int]]:
         """``elapsed time per iteration (ms):`` and ``Epoch(train)``: a group in parentheses ends the key; a
