@@ -136,12 +136,22 @@ def _remove_bottom_up(top: Path) -> None:
         os.rmdir(level)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGINT and SIGQUIT at their defaults, as in a terminal's foreground job. A suite started in the
+    background of a non-interactive shell (``bash .ci/run &``, ``make test &`` in a script) inherits both
+    ignored (POSIX: asynchronous commands without job control ignore them), and so does every child it starts:
+    ``watch`` and ``run`` then never see the Ctrl-C a test sends, and those tests wait out their deadlines."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 @pytest.fixture(autouse=True)
 def sigint_restored() -> Iterator[None]:
-    """Each test ends with this process's SIGINT handler as it found it. Something in the suite leaves SIGINT
-    ignored, and every child started afterwards inherits that: `watch` and `run` then never see the Ctrl-C a
-    later test sends (they passed alone and hung in the full suite, on a quiet machine too)."""
+    """Each test ends with this process's SIGINT handler as it found it: a test that installs its own (the
+    library's watch loop, a KeyboardInterrupt test) leaves no handler behind for the children of later ones."""
     before = signal.getsignal(signal.SIGINT)
     yield
-    if before is not None:  # set again whatever getsignal says: a library's C code can ignore SIGINT unseen
+    if before is not None:  # set again whatever getsignal says: a library's C code can change it unseen
         signal.signal(signal.SIGINT, before)
