@@ -113,15 +113,24 @@ def torn_finding(
             f"its optimizer step counters reach step {step_text(max(ahead))}, after the save's step "
             f"{step_text(step)}: training went on while the file was written"
         )
-    resumes = _resumes_after(events, step)
-    evidence.append(
-        f"the run resumed at step {step_text(resumes[0])} after this save: if it loaded this file, the live "
-        "run carries the tear from there"
-        if resumes
-        else "the live run did not resume from it (no resume is logged after this save), so the tear is in "
-        "the file only"
-    )
     m = _mechanism(unit, step, ahead)
+    resumes = _resumes_after(events, step)
+    if resumes:
+        evidence.append(
+            f"the run resumed at step {step_text(resumes[0])} after this save: if it loaded this file, the "
+            "live run carries the tear from there"
+        )
+    elif m.cause == OPTIMIZER_RESET:
+        # A re-initialised optimizer may be the live run's too, not only what was saved: the file cannot say.
+        evidence.append(
+            "the live run did not resume from it (no resume is logged after this save); whether the live "
+            "optimizer was re-initialised too, or only the state this save wrote, the file cannot tell"
+        )
+    else:
+        evidence.append(
+            "the live run did not resume from it (no resume is logged after this save), so the tear is in "
+            "the file only"
+        )
     evidence.append(f"{m.level} confidence: {m.rule}")
     evidence += [f"not ruled out: {a}" for a in m.alternatives]
     return Conclusion(
