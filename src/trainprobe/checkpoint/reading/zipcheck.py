@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # imported where used: a safetensors scan never needs zipfile
     import zipfile
 
 from trainprobe.checkpoint.reading.mapping import page_releaser
+from trainprobe.checkpoint.reading.zipdir import ZIP_DEFLATED, ZIP_STORED, Entry
 
 # CRC32 of a buffer continuing from a running value, as zlib.crc32(data, value).
 Crc32 = Callable[[Any, int], int]
@@ -91,7 +92,7 @@ class BufferWindow(io.RawIOBase):
         super().close()
 
 
-def record_data_offset(buffer: Any, base: int, info: zipfile.ZipInfo) -> int:
+def record_data_offset(buffer: Any, base: int, info: Entry) -> int:
     """The offset (relative to ``base``) where a stored record's bytes start: after its local header."""
     header = bytes(memoryview(buffer)[base + info.header_offset : base + info.header_offset + 30])
     if len(header) < 30 or header[:4] != b"PK\x03\x04":
@@ -116,12 +117,10 @@ class RecordError(ValueError):
         self.limit = limit
 
 
-def read_record(buffer: Any, base: int, info: zipfile.ZipInfo, total: int) -> bytes:
+def read_record(buffer: Any, base: int, info: Entry, total: int) -> bytes:
     """The bytes of one record of the zip archive at ``buffer[base:base+total]``, read as torch's reader
     reads them: without checking the CRC32 (``verify`` does that), stored or deflated, encrypted ones
     refused; deflated ones inflated to at most :data:`MAX_INFLATED` bytes."""
-    import zipfile  # here: a safetensors scan never needs it
-
     if info.flag_bits & 0x1:
         raise RecordError(f"record {info.filename} is encrypted, which torch cannot read")
     start = record_data_offset(buffer, base, info)
@@ -130,9 +129,9 @@ def read_record(buffer: Any, base: int, info: zipfile.ZipInfo, total: int) -> by
         raise RecordError(f"record {info.filename} is truncated at byte {total:,} of at least {end:,}")
     raw = memoryview(buffer)[base + start : base + end]
     try:
-        if info.compress_type == zipfile.ZIP_STORED:
+        if info.compress_type == ZIP_STORED:
             return bytes(raw)
-        if info.compress_type != zipfile.ZIP_DEFLATED:
+        if info.compress_type != ZIP_DEFLATED:
             raise RecordError(
                 f"record {info.filename} uses compression method {info.compress_type}: torch cannot read it"
             )

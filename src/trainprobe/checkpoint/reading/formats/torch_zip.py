@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from trainprobe.checkpoint.reading.base import (
     Checkpoint,
@@ -33,10 +33,8 @@ from trainprobe.checkpoint.reading.zipcheck import (
     record_data_offset,
     record_problems,
 )
+from trainprobe.checkpoint.reading.zipdir import ZIP_STORED, Entry, central_directory
 from trainprobe.errors import CorruptCheckpointError, UnknownFormatError
-
-if TYPE_CHECKING:  # imported where used: a safetensors scan never needs zipfile
-    import zipfile
 
 ZIP_MAGIC = b"PK\x03\x04"
 
@@ -90,14 +88,13 @@ def truncation(buffer: Any, base: int, total: int) -> str | None:
     return None
 
 
-def _index(zf: zipfile.ZipFile) -> tuple[dict[str, zipfile.ZipInfo], list[Note], str]:
+def _index(infos: list[Entry]) -> tuple[dict[str, Entry], list[Note], str]:
     """Records by their full stored name, the first of a name winning (as torch's reader takes it); notes
     on duplicate names and names with a NUL byte; and the archive prefix torch uses (the first record's
     folder)."""
-    by_name: dict[str, zipfile.ZipInfo] = {}
+    by_name: dict[str, Entry] = {}
     notes: list[Note] = []
     dups: dict[str, int] = {}
-    infos = zf.infolist()
     for info in infos:
         name = info.orig_filename
         if "\x00" in name:
@@ -155,18 +152,16 @@ def _first_per_global(notes: list[Note]) -> list[Note]:
     return out
 
 
-def _may_be_a_pickle(buffer: Any, base: int, info: zipfile.ZipInfo, prefix: str, total: int) -> bool:
+def _may_be_a_pickle(buffer: Any, base: int, info: Entry, prefix: str, total: int) -> bool:
     """Whether a record other than data.pkl may be a pickle torch (or a tool) would load: any ``*.pkl``
     (TorchScript's constants.pkl), and any small record that starts with a pickle PROTO opcode, except the
     raw storages under ``data/``."""
-    import zipfile  # here: a safetensors scan never needs it
-
     name = info.orig_filename
     if name.startswith(prefix + "data/") or info.file_size > (64 << 20):
         return False
     if name.endswith(".pkl"):
         return True
-    if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+    if info.compress_type != ZIP_STORED or info.flag_bits & 0x1:
         return False  # torch itself never writes such a record
     try:
         start = record_data_offset(buffer, base, info)
@@ -176,15 +171,21 @@ def _may_be_a_pickle(buffer: Any, base: int, info: zipfile.ZipInfo, prefix: str,
     return len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5
 
 
-def _open_zip(buffer: Any, path: str, base: int, total: int) -> zipfile.ZipFile:
-    import zipfile  # here: a safetensors scan never needs it
-
+def _directory(buffer: Any, path: str, base: int, total: int) -> list[Entry]:
+    """The archive's records in directory order: read here when the archive is plain, else by ``zipfile``
+    (imported only then: a safetensors scan, and most torch scans, never need it)."""
     count = entry_count(buffer, base, total)
     if count is not None:
         # A few records beside the storages (data.pkl, byteorder, version, ...); each storage holds a tensor.
         check_tensor_count(path, count - 16)
+    plain = central_directory(buffer, base, total)
+    if plain is not None:
+        return list(plain)
+    import zipfile
+
     try:
-        return zipfile.ZipFile(BufferWindow(buffer, base, total))
+        with zipfile.ZipFile(BufferWindow(buffer, base, total)) as zf:
+            return list(zf.infolist())
     except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError) as exc:
         where = truncation(buffer, base, total)
         if where is not None:
@@ -243,22 +244,19 @@ def read_torch_zip(
     return skeleton, records, notes, [verify]
 
 
-def _archive(
-    buffer: Any, path: str, base: int, total: int
-) -> tuple[dict[str, zipfile.ZipInfo], str, str, list[Note]]:
+def _archive(buffer: Any, path: str, base: int, total: int) -> tuple[dict[str, Entry], str, str, list[Note]]:
     """The archive's records by name, its folder (``prefix``), the name of its ``data.pkl`` and the notes on
     the globals its other pickles name."""
-    zf = _open_zip(buffer, path, base, total)
-    with zf:
-        infos, notes, prefix = _index(zf)
-        pkl_name = prefix + "data.pkl"
-        if pkl_name not in infos:
-            candidates = [n for n in infos if n.endswith("/data.pkl") and n.count("/") == 1]
-            if not candidates:
-                raise UnknownFormatError(path, "a zip archive without data.pkl, not a torch checkpoint")
-            pkl_name = candidates[0]
-            prefix = pkl_name[: -len("data.pkl")]
-        others = [i for i in zf.infolist() if i is not infos[pkl_name]]
+    listed = _directory(buffer, path, base, total)
+    infos, notes, prefix = _index(listed)
+    pkl_name = prefix + "data.pkl"
+    if pkl_name not in infos:
+        candidates = [n for n in infos if n.endswith("/data.pkl") and n.count("/") == 1]
+        if not candidates:
+            raise UnknownFormatError(path, "a zip archive without data.pkl, not a torch checkpoint")
+        pkl_name = candidates[0]
+        prefix = pkl_name[: -len("data.pkl")]
+    others = [i for i in listed if i is not infos[pkl_name]]
     for info in others:
         if _may_be_a_pickle(buffer, base, info, prefix, total):
             with contextlib.suppress(RecordError):  # torch cannot read it either: it runs nothing
@@ -271,7 +269,7 @@ class _Storages:
     are none), looked up once."""
 
     def __init__(
-        self, buffer: Any, path: str, base: int, total: int, infos: dict[str, zipfile.ZipInfo], prefix: str
+        self, buffer: Any, path: str, base: int, total: int, infos: dict[str, Entry], prefix: str
     ) -> None:
         self.buffer, self.path, self.base, self.total = buffer, path, base, total
         self.infos, self.prefix = infos, prefix
@@ -284,14 +282,12 @@ class _Storages:
         return self.loaded[key]
 
     def _pending(self, key: str, dtype: str, numel: int | None) -> PendingStorage:
-        import zipfile  # here, not at the top: a safetensors scan never needs it
-
         pending = PendingStorage(key, dtype, numel)
         info = self.infos.get(f"{self.prefix}data/{key}")
         if info is None:
             pending.missing_reason = f"the zip has no record {self.prefix}data/{key}"
             return pending
-        if info.compress_type != zipfile.ZIP_STORED:
+        if info.compress_type != ZIP_STORED:
             pending.missing_reason = f"record {info.filename} is compressed, which torch never writes"
             return pending
         try:
