@@ -62,3 +62,15 @@ def test_a_source_location_before_a_number_is_no_field(tmp_path: Path) -> None:
     lines += [f"(Optim.scala:{70 + s % 5}) step {s} acc {s / 100:.3f}" for s in range(30, 60)]
     (run,) = analyze(_write(tmp_path / "train.log", lines)).runs
     assert sorted(run.columns) == ["acc", "loss"]
+
+
+def test_an_axis_that_starts_over_and_over_is_partly_read(tmp_path: Path) -> None:
+    # an iteration counter inside epochs the log never names
+    lines = [f"iter {b} loss {1.0 / (1 + e + b / 1000):.5f}" for e in range(20) for b in range(0, 1000, 100)]
+    (why,) = _partly(_write(tmp_path / "train.log", lines))
+    assert "starts over 19 times (back to 0)" in why
+
+
+def test_a_few_restarts_are_read(tmp_path: Path) -> None:
+    lines = [f"step {s} loss {1.0 / (s + run):.5f}" for run in range(1, 6) for s in range(0, 300, 10)]
+    assert not _partly(_write(tmp_path / "train.log", lines))

@@ -9,6 +9,9 @@ its series are not in an order the detectors can read.
   line carries), so a series meant to run along the steps is a stack of values at one point. A line logged
   twice (the same value at the same step), restarts that log the same steps again (each pass in order) and
   two lines that share a name (two values a step) are not crowding.
+- **an axis that starts over and over**: the steps fall back to where they began ten times or more. A run
+  started again now and then does that a few times; this often, the axis is more likely a counter inside a
+  loop the log does not name (a batch index with no epoch beside it), and which pass a row is of is unknown.
 """
 
 from __future__ import annotations
@@ -49,6 +52,32 @@ def _crowding(steps: np.ndarray, values: np.ndarray) -> tuple[int, int] | None:
     return pairs, distinct_steps
 
 
+# this many falls back to the start make an axis that starts over and over
+_MANY_STARTS = 10
+# a fall lands "where the run began" within this share of the axis's range above its lowest step
+_START_BAND = 0.05
+
+
+def starts_over(run: RunLog) -> str | None:
+    """Why ``run``'s axis cannot order its rows when it falls back to its start again and again, or None."""
+    steps = run.steps
+    if steps.size < 2 * _MANY_STARTS:
+        return None
+    d = np.diff(steps)
+    if np.count_nonzero(d < 0) < _MANY_STARTS:
+        return None
+    low = float(steps.min())
+    band = low + _START_BAND * (float(steps.max()) - low)
+    starts = int(np.count_nonzero((d < 0) & (steps[1:] <= band)))
+    if starts < _MANY_STARTS:
+        return None
+    axis = f"its axis {run.step_key!r}" if run.step_key is not None else "its row-number axis"
+    return (
+        f"{axis} starts over {starts} times (back to {low:g}): restarts this many are more likely a loop "
+        "the log does not name, so which pass a row is of is not known (--step KEY reads another column)"
+    )
+
+
 def crowded_steps(run: RunLog) -> str | None:
     """Why ``run``'s axis does not tell its rows apart: the metric whose values crowd the fewest steps (see
     the module), or None."""
@@ -71,4 +100,4 @@ def crowded_steps(run: RunLog) -> str | None:
     )
 
 
-__all__ = ["crowded_steps"]
+__all__ = ["crowded_steps", "starts_over"]

@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 
-from trainprobe.metrics.axis_trust import crowded_steps
+from trainprobe.metrics.axis_trust import crowded_steps, starts_over
 from trainprobe.metrics.roles import metric_kind
 from trainprobe.metrics.splits import base_name, is_epoch_key, is_step_key
 from trainprobe.metrics.table import INTERNAL, TOTAL_PREFIX, RunLog, Table, is_absent
@@ -361,7 +361,7 @@ def no_step_found(run: RunLog) -> str | None:
     if run.format == "rows" or len(run) < 3 or not run.metrics:
         return None
     if run.step_key is not None:
-        return crowded_steps(run)
+        return crowded_steps(run) or starts_over(run)
     for name, values in run.columns.items():
         logged = values[run.mask(name)]
         if counts_up(logged):
