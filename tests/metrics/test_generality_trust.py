@@ -74,3 +74,10 @@ def test_an_axis_that_starts_over_and_over_is_partly_read(tmp_path: Path) -> Non
 def test_a_few_restarts_are_read(tmp_path: Path) -> None:
     lines = [f"step {s} loss {1.0 / (s + run):.5f}" for run in range(1, 6) for s in range(0, 300, 10)]
     assert not _partly(_write(tmp_path / "train.log", lines))
+
+
+def test_rows_at_their_row_numbers_beside_a_counter_in_passes_are_partly_read(tmp_path: Path) -> None:
+    # ``batch`` names no step, and it starts over each epoch the log never names
+    lines = [f"batch {b} loss {1.0 / (1 + e + b / 1000):.5f}" for e in range(20) for b in range(0, 1000, 100)]
+    (why,) = _partly(_write(tmp_path / "train.log", lines))
+    assert "'batch' counts up in passes that start over at 0" in why

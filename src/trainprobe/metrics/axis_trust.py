@@ -52,6 +52,60 @@ def _crowding(steps: np.ndarray, values: np.ndarray) -> tuple[int, int] | None:
     return pairs, distinct_steps
 
 
+def counts_up(values: np.ndarray) -> bool:
+    """Whole numbers that count up (a resume may step back now and then), with at least 3 distinct ones."""
+    if (
+        values.size < 3
+        or not bool(np.all(np.isfinite(values)))
+        or not bool(np.all(values == np.floor(values)))
+    ):
+        return False
+    d = np.diff(values)
+    return bool(
+        values.min() >= 0
+        and values[-1] > values[0]
+        and np.count_nonzero(d >= 0) >= 0.95 * d.size
+        and np.unique(values).size >= 3
+    )
+
+
+def _counts_in_passes(values: np.ndarray) -> bool:
+    """Whole numbers that count up and fall back to where they began, again and again (a batch index inside
+    epochs the log does not name), with at least 3 distinct ones."""
+    if values.size < 2 * _MANY_STARTS or not bool(np.all(values == np.floor(values))):
+        return False
+    d = np.diff(values)
+    falls = d < 0
+    return bool(
+        np.count_nonzero(falls) >= _MANY_STARTS // 2
+        and np.all(values[1:][falls] == values.min())
+        and np.count_nonzero(d > 0) >= 0.5 * d.size
+        and np.unique(values).size >= 3
+    )
+
+
+def uncounted_rows(run: RunLog) -> str | None:
+    """Why a run whose rows stand at their row numbers is read only in part: a column of it counts up in
+    whole numbers (an ``epoch_id``, a ``Progress/tick``, a table's example counter), or counts up in passes
+    that start over (a batch index inside epochs the log does not name) — a counter was there and no rule
+    understood it, so the steps of everything read are guesses."""
+    for name, values in run.columns.items():
+        logged = values[run.mask(name)]
+        if not bool(np.all(np.isfinite(logged))):
+            continue
+        if counts_up(logged):
+            return (
+                f"no step axis: its {len(run)} rows stand at their row numbers, yet {name!r} counts up "
+                f"({logged[0]:g} to {logged[-1]:g}): --step {name} reads it as the step"
+            )
+        if _counts_in_passes(logged):
+            return (
+                f"no step axis: its {len(run)} rows stand at their row numbers, yet {name!r} counts up in "
+                f"passes that start over at {logged.min():g}: a loop inside one the log does not name"
+            )
+    return None
+
+
 # this many falls back to the start make an axis that starts over and over
 _MANY_STARTS = 10
 # a fall lands "where the run began" within this share of the axis's range above its lowest step
@@ -100,4 +154,4 @@ def crowded_steps(run: RunLog) -> str | None:
     )
 
 
-__all__ = ["crowded_steps", "starts_over"]
+__all__ = ["counts_up", "crowded_steps", "starts_over", "uncounted_rows"]

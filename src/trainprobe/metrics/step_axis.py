@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 
-from trainprobe.metrics.axis_trust import crowded_steps, starts_over
+from trainprobe.metrics.axis_trust import counts_up, crowded_steps, starts_over, uncounted_rows
 from trainprobe.metrics.roles import metric_kind
 from trainprobe.metrics.splits import base_name, is_epoch_key, is_step_key
 from trainprobe.metrics.table import INTERNAL, TOTAL_PREFIX, RunLog, Table, is_absent
@@ -169,23 +169,6 @@ def _step_rank(key: str) -> int:
     """Which step key is the axis when a line has several (fairseq: ``num_updates`` before ``update``)."""
     low = base_name(key)
     return _STEP_PREFERENCE.index(low) if low in _STEP_PREFERENCE else len(_STEP_PREFERENCE)
-
-
-def counts_up(values: np.ndarray) -> bool:
-    """Whole numbers that count up (a resume may step back now and then), with at least 3 distinct ones."""
-    if (
-        values.size < 3
-        or not bool(np.all(np.isfinite(values)))
-        or not bool(np.all(values == np.floor(values)))
-    ):
-        return False
-    d = np.diff(values)
-    return bool(
-        values.min() >= 0
-        and values[-1] > values[0]
-        and np.count_nonzero(d >= 0) >= 0.95 * d.size
-        and np.unique(values).size >= 3
-    )
 
 
 def _regular_stride(values: np.ndarray, above: float) -> bool:
@@ -352,24 +335,16 @@ def interleaved_writers(steps: np.ndarray, own: np.ndarray) -> int:
 
 
 def no_step_found(run: RunLog) -> str | None:
-    """Why a log is read only in part when its rows stand at their row numbers although a column of it
-    counts up in whole numbers (an ``epoch_id``, a ``Progress/tick``, a table's example counter): a counter
-    was there and no rule understood it, so the steps of everything read are guesses. A log with no
-    counter at all (a few appended evaluations) is read by position, and its step axis says so. An axis
-    that was found but piles a metric's values on a few steps is no axis either (:mod:`.axis_trust`). Rows
-    handed over by a caller are in an order of their own."""
+    """Why a log is read only in part because its step axis cannot be trusted (:mod:`.axis_trust`): its rows
+    stand at their row numbers although a column counts up (whole numbers, or passes that start over), or
+    the axis found piles a metric's values on a few steps, or falls back to its start again and again. A
+    log with no counter at all (a few appended evaluations) is read by position, and its step axis says so.
+    Rows handed over by a caller are in an order of their own."""
     if run.format == "rows" or len(run) < 3 or not run.metrics:
         return None
     if run.step_key is not None:
         return crowded_steps(run) or starts_over(run)
-    for name, values in run.columns.items():
-        logged = values[run.mask(name)]
-        if counts_up(logged):
-            return (
-                f"no step axis: its {len(run)} rows stand at their row numbers, yet {name!r} counts up "
-                f"({logged[0]:g} to {logged[-1]:g}): --step {name} reads it as the step"
-            )
-    return None
+    return uncounted_rows(run)
 
 
 def _drop_totals(cols: Columns) -> None:
@@ -392,7 +367,6 @@ __all__ = [
     "COUNTER_KEY",
     "Columns",
     "counter_by_evidence",
-    "counts_up",
     "interleaved_writers",
     "no_step_found",
     "step_axis",
