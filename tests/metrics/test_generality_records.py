@@ -4,6 +4,7 @@ neither is the axis (the unit is open), and the epoch stays it."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from trainprobe.metrics import analyze, read_logs
@@ -64,3 +65,12 @@ def test_two_counters_by_stride_beside_an_epoch_leave_the_epoch_the_axis(tmp_pat
     (run,) = report.runs
     assert run.step_key == "epoch"
     assert (run.steps[0], run.steps[-1]) == (0, 39)
+
+
+def test_a_long_line_of_bars_and_spaces_costs_one_pass(tmp_path: Path) -> None:
+    """A table line is split, not matched by a pattern that tries every way to share its spaces out."""
+    gap = " " * 30000
+    lines = [f"| a{gap}| 1{gap}| x", f"|{gap}{gap}|", "| loss | 0.5 |"] * 20
+    start = time.perf_counter()
+    read_logs(_write(tmp_path / "hostile.log", lines))
+    assert time.perf_counter() - start < 5

@@ -35,7 +35,11 @@ def _crowding(steps: np.ndarray, values: np.ndarray) -> tuple[int, int] | None:
     by ``_CROWDING``, else None."""
     if steps.size < _MIN_VALUES:
         return None
-    if not (steps[1:] <= steps[:-1]).any():  # the usual series: one value a step, in order
+    # restarts and appended runs log the same steps again in passes of their own, each in order; an axis too
+    # coarse for its records holds the values side by side, one row after another at one step (checked
+    # first: one pass over the rows, where the usual series, one value a step in order, has none)
+    side_by_side = (steps[1:] == steps[:-1]) & (values[1:] != values[:-1])
+    if np.count_nonzero(side_by_side) < _SIDE_BY_SIDE * side_by_side.size:
         return None
     distinct_steps = int(np.unique(steps).size)
     if steps.size < _CROWDING * distinct_steps:
@@ -43,11 +47,6 @@ def _crowding(steps: np.ndarray, values: np.ndarray) -> tuple[int, int] | None:
     # NaN != NaN, so a log of NaNs at one step would count every one as new: compare them as one value
     pairs = np.unique(np.stack([steps, np.nan_to_num(values, nan=np.inf)]), axis=1).shape[1]
     if pairs < _CROWDING * distinct_steps:
-        return None
-    # restarts and appended runs log the same steps again in passes of their own, each in order; an axis too
-    # coarse for its records holds the values side by side, one row after another at one step
-    side_by_side = (steps[1:] == steps[:-1]) & (values[1:] != values[:-1])
-    if np.count_nonzero(side_by_side) < _SIDE_BY_SIDE * side_by_side.size:
         return None
     return pairs, distinct_steps
 

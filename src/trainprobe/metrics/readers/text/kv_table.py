@@ -21,7 +21,6 @@ import re
 
 from trainprobe.metrics.readers.text.tokens import to_float
 
-_CELLS = re.compile(r"\|\s*([^|]*?)\s*\|\s*([^|]*?)\s*\|\s*")
 _VALUE = re.compile(r"(?i)[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?|[-+]?(?:nan|inf)")
 _MAX_KEY = 80
 # fewer values than this is no record (a lone ``| lr | 0.1 |`` in a how-to)
@@ -40,10 +39,10 @@ class KeyValueTable:
 
     def read(self, body: str, order: int, wall: float) -> list[tuple[dict[str, float], int, float]] | None:
         """None when ``body`` is no line of such a table; else the records it ended (a list, often empty)."""
-        m = _CELLS.fullmatch(body.strip())
-        if m is None or not _is_key(m.group(1)):
+        cells = _two_cells(body)
+        if cells is None or not _is_key(cells[0]):
             return None
-        key, cell = m.group(1), m.group(2)
+        key, cell = cells
         if cell and _VALUE.fullmatch(cell) is None:
             return None
         done: list[tuple[dict[str, float], int, float]] = []
@@ -65,6 +64,15 @@ class KeyValueTable:
         """The record read so far (when it holds enough values), and a fresh start."""
         values, self._values, self._section, self._last = self._values, {}, "", -2
         return [(values, self._order, self._wall)] if len(values) >= _MIN_VALUES else []
+
+
+def _two_cells(body: str) -> tuple[str, str] | None:
+    """The two cells of ``| key | value |`` (stripped), or None. A split, not a regex: a long line of spaces
+    between bars costs one pass (a lazy pattern around ``\\s*`` would try every way to share them out)."""
+    parts = body.strip().split("|")
+    if len(parts) != 4 or parts[0] or parts[3]:
+        return None
+    return parts[1].strip(), parts[2].strip()
 
 
 def _is_key(cell: str) -> bool:
