@@ -15,11 +15,11 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -241,12 +241,22 @@ def _saved_paths(report: LogReport) -> dict[str, str | None]:
     return saved
 
 
+class CollectOptions(TypedDict, total=False):
+    """The keywords of :func:`collect` and of ``trainprobe.triage.triage`` (which passes them on)."""
+
+    threshold: float
+    stall_floor_s: float
+    event_patterns: Sequence[str] | None
+    workers: int | None
+    progress: Callable[[float], None] | None
+
+
 def collect(
     run_dir: str,
     *,
     threshold: float = 6.0,
     stall_floor_s: float = 10.0,
-    event_patterns: list[str] | None = None,
+    event_patterns: Sequence[str] | None = None,
     workers: int | None = None,
     progress: Callable[[float], None] | None = None,
 ) -> dict[str, Any]:
@@ -272,7 +282,8 @@ def collect(
             with lock:
                 progress(1.0 / units)
 
-    options = Options(threshold=threshold, stall_floor_s=stall_floor_s, event_patterns=event_patterns or [])
+    patterns_given = list(event_patterns or [])
+    options = Options(threshold=threshold, stall_floor_s=stall_floor_s, event_patterns=patterns_given)
 
     def read_logs_and_analyze() -> LogsRead:
         try:

@@ -171,26 +171,22 @@ def _judge(label: str, judged: list[PairHistory]) -> Evidence:
             tensors=[p.param for p in (one + zero)[:MAX_NAMES]],
             values=values,
         )
-    if one:
-        return Evidence(
-            CHECK,
-            "note",
-            f"{label}: of {len(judged)} Adam state pair(s) with counters at {said}, {one_text}: each had "
-            "exactly zero gradients before its last step (behind a zero-initialised layer, first used at "
-            "this step) or its state was re-initialised; the others' moments have a history",
-            tensors=[p.param for p in one[:MAX_NAMES]],
-            values=values,
-        )
-    if zero:
-        return Evidence(
-            CHECK,
-            "note",
-            f"{label}: of {len(judged)} Adam state pair(s) with counters at {said}, {zero_text}: every "
-            "gradient they saw was exactly zero (an unused parameter stepped on zero gradients) or their "
-            "state was reset",
-            tensors=[p.param for p in zero[:MAX_NAMES]],
-            values=values,
-        )
+    notes = (
+        (one, one_text, "each had exactly zero gradients before its last step (behind a zero-initialised "
+         "layer, first used at this step) or its state was re-initialised; the others' moments have a "
+         "history"),
+        (zero, zero_text, "every gradient they saw was exactly zero (an unused parameter stepped on zero "
+         "gradients) or their state was reset"),
+    )  # fmt: skip
+    for pairs, text, why in notes:
+        if pairs:
+            return Evidence(
+                CHECK,
+                "note",
+                f"{label}: of {len(judged)} Adam state pair(s) with counters at {said}, {text}: {why}",
+                tensors=[p.param for p in pairs[:MAX_NAMES]],
+                values=values,
+            )
     return Evidence(
         CHECK,
         "pass",
