@@ -150,7 +150,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(autouse=True)
 def sigint_restored() -> Iterator[None]:
     """Each test ends with this process's SIGINT handler as it found it: a test that installs its own (the
-    library's watch loop, a KeyboardInterrupt test) leaves no handler behind for the children of later ones."""
+    library's watch loop, a KeyboardInterrupt test) leaves no handler behind for later tests' children."""
     before = signal.getsignal(signal.SIGINT)
     yield
     if before is not None:  # set again whatever getsignal says: a library's C code can change it unseen
