@@ -143,47 +143,27 @@ def assemble(
             table, starts, name=name, path=path, fmt=fmt, events=events, skipped=skipped_lines
         )
     stream = eval_stream(table)
+    per_epoch = epoch_stream(table) if stream is None else None
     if stream is not None:
-        run = assemble(
-            _subset(table, np.flatnonzero(~stream)),
-            name=name,
-            path=path,
-            fmt=fmt,
-            events=events,
-            skipped_lines=skipped_lines,
-        )
-        side = assemble(
-            _subset(table, np.flatnonzero(stream)),
-            name=f"{name} (eval)",
-            path=path,
-            fmt=fmt,
-            events=[],
-            skipped_lines=0,
-        )
-        run.side_runs = [side, *side.side_runs]
-        return run
-    per_epoch = epoch_stream(table)
-    if per_epoch is not None:
+        main, side, label = ~stream, _subset(table, np.flatnonzero(stream)), "eval"
+    elif per_epoch is not None:
         coarse, epoch = per_epoch
-        run = assemble(
-            _subset(table, np.flatnonzero(~coarse)),
-            name=name,
-            path=path,
-            fmt=fmt,
-            events=events,
-            skipped_lines=skipped_lines,
+        main, side, label = ~coarse, _epoch_rows(table, np.flatnonzero(coarse), epoch), "epoch"
+    else:
+        return _assemble_rows(
+            table, name=name, path=path, fmt=fmt, events=events, skipped_lines=skipped_lines
         )
-        side = assemble(
-            _epoch_rows(table, np.flatnonzero(coarse), epoch),
-            name=f"{name} (epoch)",
-            path=path,
-            fmt=fmt,
-            events=[],
-            skipped_lines=0,
-        )
-        run.side_runs = [*run.side_runs, side, *side.side_runs]
-        return run
-    return _assemble_rows(table, name=name, path=path, fmt=fmt, events=events, skipped_lines=skipped_lines)
+    run = assemble(
+        _subset(table, np.flatnonzero(main)),
+        name=name,
+        path=path,
+        fmt=fmt,
+        events=events,
+        skipped_lines=skipped_lines,
+    )
+    side_run = assemble(side, name=f"{name} ({label})", path=path, fmt=fmt, events=[], skipped_lines=0)
+    run.side_runs = [*run.side_runs, side_run, *side_run.side_runs]
+    return run
 
 
 def _assemble_segments(
