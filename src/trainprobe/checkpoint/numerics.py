@@ -260,6 +260,13 @@ def _count_complex(arr: Array, dtype: str, chunk_bytes: int, hashing: bool) -> P
     return Piece(nan, pinf, ninf, first, crc, nbytes)
 
 
+def sum_of_squares(values: Array) -> float:
+    """The sum of ``values``' squares by numpy's own pairwise sum, not BLAS's dot: a dot's kernel and its
+    blocking are BLAS's choice, per process and per thread count, so the same numbers read here and on a far
+    machine could differ in the last bit — and the documents of one file must be equal wherever it is read."""
+    return float(np.square(values).sum())
+
+
 def as_float(dtype: str, block: Array) -> Array:
     """Decode a block to float64 values (bfloat16/float8 from their bits; complex as magnitudes)."""
     if dtype == "bfloat16":
@@ -316,7 +323,7 @@ def _moments(dtype: str, chunks: list[Array]) -> list[_Moments]:
                     int(values.size),
                     int(np.count_nonzero(values == 0)),
                     float(values.sum()),
-                    float(np.dot(values, values)),
+                    sum_of_squares(values),
                     float(values.min()),
                     float(values.max()),
                     float(np.abs(values).max()),

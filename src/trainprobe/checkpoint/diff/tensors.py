@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from trainprobe.checkpoint.numerics import as_float, blocks
+from trainprobe.checkpoint.numerics import as_float, blocks, sum_of_squares
 from trainprobe.checkpoint.reading.base import TensorRecord
 
 _CHUNK_ELEMS = 1 << 20
@@ -161,13 +161,13 @@ def diff_tensor(a: LogicalTensor, b: LogicalTensor | None) -> TensorDiff:
             t.nonfinite_b += int(np.count_nonzero(bad_b))
             both = ~(bad_a | bad_b)  # only where both are finite do numbers compare; NaN/Inf are counted
             with np.errstate(invalid="ignore", over="ignore"):
-                norm_sq += float(np.dot(fa[both], fa[both]))
+                norm_sq += sum_of_squares(fa[both])
             if identical and _equal(xa, xb):
                 continue
             identical = False
             d = fa[both] - fb[both]
             with np.errstate(invalid="ignore", over="ignore"):
-                diff_sq += float(np.dot(d, d))
+                diff_sq += sum_of_squares(d)
                 if d.size:
                     max_abs = max(max_abs, float(np.abs(d).max()))
     t.status = "identical" if identical else "changed"
