@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -241,14 +241,17 @@ def _saved_paths(report: LogReport) -> dict[str, str | None]:
     return saved
 
 
-class CollectOptions(TypedDict, total=False):
-    """The keywords of :func:`collect` and of ``trainprobe.triage.triage`` (which passes them on)."""
+if TYPE_CHECKING:  # typing.TypedDict is 3.8+; this module also runs on the far side's Python 3.7
+    from typing import TypedDict
 
-    threshold: float
-    stall_floor_s: float
-    event_patterns: Sequence[str] | None
-    workers: int | None
-    progress: Callable[[float], None] | None
+    class CollectOptions(TypedDict, total=False):
+        """The keywords of :func:`collect` and of ``trainprobe.triage.triage`` (which passes them on)."""
+
+        threshold: float
+        stall_floor_s: float
+        event_patterns: Sequence[str] | None
+        workers: int | None
+        progress: Callable[[float], None] | None
 
 
 def collect(
