@@ -5,7 +5,6 @@ locates and fingerprints exactly as one pass over its bytes does."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import struct
 import subprocess
@@ -18,12 +17,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from hostile.craft import build_cases
 from trainprobe.checkpoint import numerics, scan
 from trainprobe.checkpoint.reading.formats import open_file
 from trainprobe.checkpoint.threads import Pool, default_workers, in_order
 
 TRAINPROBE = str(Path(sys.executable).with_name("trainprobe"))
-HOSTILE_CASES = Path(__file__).parents[1] / "hostile" / "cases"
 
 
 def _timeless(value: Any) -> Any:
@@ -73,24 +72,10 @@ def test_torch_written_files_scan_the_same_on_one_worker_or_four(
     _same_whatever_the_workers(paths, monkeypatch, stats=True, verify=True)
 
 
-def _build_hostile(folder: Path) -> list[Path]:
-    paths = []
-    for case_file in sorted(HOSTILE_CASES.glob("*.py")):
-        spec = importlib.util.spec_from_file_location(f"parallel_case_{case_file.stem}", case_file)
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        where = folder / case_file.stem
-        where.mkdir()
-        paths.append(Path(module.build(where, where / "pwned")))
-    return paths
-
-
 def test_hostile_files_scan_the_same_on_one_worker_or_four(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    paths = _build_hostile(tmp_path)
+    paths = build_cases(tmp_path)
     _same_whatever_the_workers(paths, monkeypatch, stats=True)
 
 

@@ -5,7 +5,6 @@ use, or leaves the archive to ``zipfile`` (None); a plain torch file is scanned 
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import os
 import subprocess
@@ -17,9 +16,8 @@ from typing import Any
 
 import pytest
 
+from hostile.craft import build_cases
 from trainprobe.checkpoint.reading.zipdir import central_directory
-
-HOSTILE_CASES = Path(__file__).parents[1] / "hostile" / "cases"
 
 FIELDS = (
     "orig_filename",
@@ -79,16 +77,7 @@ def test_torch_written_and_framework_archives_read_as_zipfile_reads_them(
 
 
 def test_hostile_archives_read_as_zipfile_reads_them_or_are_left_to_it(tmp_path: Path) -> None:
-    built = []
-    for case_file in sorted(HOSTILE_CASES.glob("*.py")):
-        spec = importlib.util.spec_from_file_location(f"zipdir_case_{case_file.stem}", case_file)
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        where = tmp_path / case_file.stem
-        where.mkdir()
-        built.append(Path(module.build(where, where / "pwned")))
+    built = build_cases(tmp_path)
     zips = _zips(built)
     assert zips, "no zip archives among the hostile cases"
     for path in zips:

@@ -8,6 +8,7 @@ pickle is :func:`pickle_of` (protocol 2, as ``torch.save`` writes, ending in STO
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import struct
 import warnings
@@ -15,6 +16,7 @@ import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 # --- pickle opcodes ---------------------------------------------------------------------------------
 
@@ -257,3 +259,28 @@ class Case:
     def exit_code(self, command: str) -> int:
         code: int | None = getattr(self, command)
         return self.scan if code is None else code
+
+
+#: the hostile cases, one file each (``CASE`` and ``build(folder, sentinel)``)
+CASES_DIR = Path(__file__).parent / "cases"
+
+
+def load_case(path: Path) -> ModuleType:
+    """One case file as a module, its ``CASE`` checked."""
+    spec = importlib.util.spec_from_file_location(f"hostile_case_{path.stem}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert isinstance(module.CASE, Case), f"{path.name}: CASE must be a hostile.craft.Case"
+    return module
+
+
+def build_cases(folder: Path) -> list[Path]:
+    """Every case's hostile file, built in a folder of its own under ``folder``, its sentinel beside it."""
+    paths = []
+    for case_file in sorted(CASES_DIR.glob("*.py")):
+        where = folder / case_file.stem
+        where.mkdir()
+        paths.append(Path(load_case(case_file).build(where, where / "pwned")))
+    return paths

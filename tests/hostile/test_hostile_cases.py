@@ -11,28 +11,14 @@ A new case is a new file."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-from hostile.craft import COMMANDS, Case
+from hostile.craft import CASES_DIR, COMMANDS, Case, load_case
 from hostile.limits import Outcome, baseline_rss_mb, data_mb, memory_budget_mb, run_trainprobe
-
-CASES = Path(__file__).parent / "cases"
-
-
-def load_case(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"hostile_case_{path.stem}", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert isinstance(module.CASE, Case), f"{path.name}: CASE must be a hostile.craft.Case"
-    return module
 
 
 def argv_of(command: str, target: Path, run_dir: Path) -> list[str]:
@@ -45,7 +31,7 @@ def argv_of(command: str, target: Path, run_dir: Path) -> list[str]:
     }[command]
 
 
-@pytest.mark.parametrize("case_file", sorted(CASES.glob("*.py")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("case_file", sorted(CASES_DIR.glob("*.py")), ids=lambda p: p.stem)
 def test_hostile_case(case_file: Path, tmp_path: Path) -> None:
     case = load_case(case_file)
     expect: Case = case.CASE
