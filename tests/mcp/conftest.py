@@ -23,6 +23,20 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpSession]:
         session.close()
 
 
+@pytest.fixture(scope="module")
+def allowing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpSession]:
+    """A server started with ``--allow-interpreters`` (``python=``/``venv=`` in a target). A module whose
+    targets go through the loopback sshd uses ``sshd`` too (``usefixtures``): a session fixture is set up
+    before this one, so its ssh config reaches the server's environment."""
+    session = start_server(
+        tmp_path_factory.mktemp("mcp-allow"), ("-m", "trainprobe", "mcp", "--allow-interpreters")
+    )
+    try:
+        yield session
+    finally:
+        session.close()
+
+
 @pytest.fixture(scope="session")
 def checkpoints() -> Iterator[Path]:
     """Checkpoints written by real torch and safetensors: clean.pt, bad.safetensors (1 NaN, 1 +Inf, 1 -Inf),

@@ -12,12 +12,11 @@ import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_harness import McpSession, start_server, text_of
+from mcp_harness import McpSession, text_of
 
 from trainprobe.mcp.safe import sendable, shown
 from trainprobe.mcp.stdio import check_line, checked
@@ -180,17 +179,6 @@ def test_run_takes_interpreter_settings(server: McpSession) -> None:
     assert not result.is_error, text_of(result)
     assert result.structured_content is not None
     assert result.structured_content["result"] == 7
-
-
-@pytest.fixture(scope="module")
-def allowing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpSession]:
-    session = start_server(
-        tmp_path_factory.mktemp("mcp-allow"), ("-m", "trainprobe", "mcp", "--allow-interpreters")
-    )
-    try:
-        yield session
-    finally:
-        session.close()
 
 
 def test_a_server_started_allowing_interpreters_takes_them(allowing: McpSession, tmp_path: Path) -> None:

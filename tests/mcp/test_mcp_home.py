@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import os
 import pwd
-from collections.abc import Iterator
 
 import pytest
-from mcp_harness import McpSession, start_server, text_of
+from mcp_harness import McpSession, text_of
 
 from fixtures.sshd import SshServer
 from remote.home_run import NAN_TENSOR, HomeUser, make_home_user
 
-pytestmark = pytest.mark.ssh
+pytestmark = [pytest.mark.ssh, pytest.mark.usefixtures("sshd")]
 
 
 @pytest.fixture(scope="module")
@@ -22,20 +21,8 @@ def user(sshd: SshServer) -> HomeUser:
     return make_home_user(sshd)
 
 
-@pytest.fixture(scope="module")
-def server(sshd: SshServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpSession]:
-    """Started once the sshd fixture has set the ssh config; it allows ``venv=`` in a target."""
-    session = start_server(
-        tmp_path_factory.mktemp("mcp-home"), ("-m", "trainprobe", "mcp", "--allow-interpreters")
-    )
-    try:
-        yield session
-    finally:
-        session.close()
-
-
-def test_scan_of_a_home_run_through_a_home_venv(server: McpSession, user: HomeUser) -> None:
-    result = server.call("scan", {"paths": ["~/run"], "target": user.target("venv=~/venv")})
+def test_scan_of_a_home_run_through_a_home_venv(allowing: McpSession, user: HomeUser) -> None:
+    result = allowing.call("scan", {"paths": ["~/run"], "target": user.target("venv=~/venv")})
     assert not result.is_error, text_of(result)
     unit = str(user.home / "run" / "step_100" / "model.safetensors")
     [bad] = [f for f in result.structured_content["files"] if f["verdict"] == "nonfinite"]
@@ -45,8 +32,8 @@ def test_scan_of_a_home_run_through_a_home_venv(server: McpSession, user: HomeUs
     assert f"- nonfinite: {unit} (safetensors)" in text_of(result)
 
 
-def test_triage_of_a_dollar_home_run(server: McpSession, user: HomeUser) -> None:
-    result = server.call("triage", {"run_dir": "$HOME/run", "target": user.target("venv=~/venv")})
+def test_triage_of_a_dollar_home_run(allowing: McpSession, user: HomeUser) -> None:
+    result = allowing.call("triage", {"run_dir": "$HOME/run", "target": user.target("venv=~/venv")})
     assert not result.is_error, text_of(result)
     doc = result.structured_content
     assert doc["run_dir"] == str(user.home / "run")
@@ -54,17 +41,17 @@ def test_triage_of_a_dollar_home_run(server: McpSession, user: HomeUser) -> None
     assert text_of(result).startswith(f"triage of {user.home}/run on {user.target('venv=~/venv')}: ")
 
 
-def test_a_missing_home_path_is_an_error_naming_both(server: McpSession, user: HomeUser) -> None:
-    result = server.call("logs", {"paths": ["~/nope"], "target": user.target("venv=~/venv")})
+def test_a_missing_home_path_is_an_error_naming_both(allowing: McpSession, user: HomeUser) -> None:
+    result = allowing.call("logs", {"paths": ["~/nope"], "target": user.target("venv=~/venv")})
     assert result.is_error
     assert f"~/nope ({user.home}/nope): no such file or directory" in text_of(result)
-    venv = server.call("scan", {"paths": ["~/run"], "target": user.target("venv=~/nope")})
+    venv = allowing.call("scan", {"paths": ["~/run"], "target": user.target("venv=~/nope")})
     assert venv.is_error
     assert f"venv=~/nope has no Python interpreter at {user.home}/nope/bin/python" in text_of(venv)
 
 
-def test_the_descriptions_teach_it(server: McpSession) -> None:
-    tools = {tool.name: tool for tool in server.tools()}
+def test_the_descriptions_teach_it(allowing: McpSession) -> None:
+    tools = {tool.name: tool for tool in allowing.tools()}
     assert "`ssh=gpu07//venv=~/venv` with the path `~/runs/exp3` works as written" in (
         tools["triage"].description or ""
     )
@@ -73,15 +60,15 @@ def test_the_descriptions_teach_it(server: McpSession) -> None:
         assert "`~/x` and `$HOME/x` are the home of the user the work runs as there" in description, name
 
 
-def test_watch_tail_reads_a_log_under_home(server: McpSession, user: HomeUser) -> None:
-    result = server.call("watch_tail", {"path": "~/run/train.log", "target": user.target("venv=~/venv")})
+def test_watch_tail_reads_a_log_under_home(allowing: McpSession, user: HomeUser) -> None:
+    result = allowing.call("watch_tail", {"path": "~/run/train.log", "target": user.target("venv=~/venv")})
     assert not result.is_error, text_of(result)
     assert result.structured_content["tail"]["path"] == str(user.home / "run" / "train.log")
 
 
-def test_the_local_default_expands_the_same_way(server: McpSession) -> None:
+def test_the_local_default_expands_the_same_way(allowing: McpSession) -> None:
     own = pwd.getpwuid(os.getuid()).pw_dir
     name = f"tp-nope-{os.getpid()}"
-    result = server.call("logs", {"paths": [f"~/{name}"]})
+    result = allowing.call("logs", {"paths": [f"~/{name}"]})
     assert result.is_error
     assert f"~/{name} ({own}/{name}): no such file or directory" in text_of(result)

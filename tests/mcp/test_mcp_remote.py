@@ -3,11 +3,10 @@ trainprobe nor the MCP SDK. The far side computes the same documents the library
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mcp_harness import McpSession, start_server, text_of, without_timings
+from mcp_harness import McpSession, text_of, without_timings
 
 from fixtures.sshd import SshServer
 from trainprobe.checkpoint import scan
@@ -16,20 +15,7 @@ from trainprobe.metrics import analyze
 from trainprobe.tasks import triage_on
 from triage.runs import STALL_FLOOR, story_run
 
-pytestmark = pytest.mark.ssh
-
-
-@pytest.fixture(scope="module")
-def remote(sshd: SshServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpSession]:
-    """A server started once the sshd fixture has set TRAINPROBE_SSH_CONFIG and the control directory; it
-    allows interpreter settings (the target names the far side's Python with numpy)."""
-    session = start_server(
-        tmp_path_factory.mktemp("mcp-remote"), ("-m", "trainprobe", "mcp", "--allow-interpreters")
-    )
-    try:
-        yield session
-    finally:
-        session.close()
+pytestmark = [pytest.mark.ssh, pytest.mark.usefixtures("sshd")]
 
 
 @pytest.fixture(scope="module")
@@ -37,36 +23,36 @@ def target(sshd: SshServer, numpy_venv: Path) -> str:
     return f"{sshd.target('zsh')}//python={numpy_venv}"
 
 
-def test_scan_where_the_files_are(remote: McpSession, target: str, checkpoints: Path) -> None:
+def test_scan_where_the_files_are(allowing: McpSession, target: str, checkpoints: Path) -> None:
     paths = [str(checkpoints / "*.pt"), str(checkpoints / "bad.safetensors")]  # the glob expands far side
-    result = remote.call("scan", {"paths": paths, "target": target})
+    result = allowing.call("scan", {"paths": paths, "target": target})
     assert not result.is_error, text_of(result)
     assert without_timings(result.structured_content) == without_timings(scan(paths).to_json())
     assert text_of(result).startswith("scan: nonfinite (exit code 1) — 2 file(s)")
 
 
 def test_logs_and_watch_tail_ship_their_far_side_functions(
-    remote: McpSession, target: str, train_log: Path
+    allowing: McpSession, target: str, train_log: Path
 ) -> None:
-    result = remote.call("logs", {"paths": [str(train_log)], "target": target})
+    result = allowing.call("logs", {"paths": [str(train_log)], "target": target})
     assert not result.is_error, text_of(result)
     assert result.structured_content == analyze([train_log]).to_json()
 
-    tail = remote.call("watch_tail", {"path": str(train_log), "target": target, "lines": 100})
+    tail = allowing.call("watch_tail", {"path": str(train_log), "target": target, "lines": 100})
     assert not tail.is_error, text_of(tail)
     assert [(f["kind"], f["step"]) for f in tail.structured_content["findings"]] == [("spike", 120)]
     assert tail.structured_content["tail"]["from_byte"] > 0
 
 
-def test_diff_where_the_files_are(remote: McpSession, target: str, checkpoints: Path) -> None:
+def test_diff_where_the_files_are(allowing: McpSession, target: str, checkpoints: Path) -> None:
     a, b = str(checkpoints / "pair" / "a.pt"), str(checkpoints / "pair" / "b.pt")
-    result = remote.call("diff", {"a": a, "b": b, "target": target})
+    result = allowing.call("diff", {"a": a, "b": b, "target": target})
     assert result.structured_content == diff_paths_json(a, b)
 
 
-def test_triage_on_a_target_equals_the_library_on_it(remote: McpSession, target: str) -> None:
+def test_triage_on_a_target_equals_the_library_on_it(allowing: McpSession, target: str) -> None:
     run_dir = str(story_run("writer", True))
-    result = remote.call("triage", {"run_dir": run_dir, "target": target, "stall_floor_s": STALL_FLOOR})
+    result = allowing.call("triage", {"run_dir": run_dir, "target": target, "stall_floor_s": STALL_FLOOR})
     assert not result.is_error, text_of(result)
     document = result.structured_content
     library = triage_on(target, run_dir, stall_floor_s=STALL_FLOOR).to_json()
@@ -77,10 +63,10 @@ def test_triage_on_a_target_equals_the_library_on_it(remote: McpSession, target:
     assert f"resume from {resume['relpath']} (step {resume['step']}): " in text_of(result)
 
 
-def test_run_through_a_zsh_login_shell_keeps_every_byte(remote: McpSession, target: str) -> None:
+def test_run_through_a_zsh_login_shell_keeps_every_byte(allowing: McpSession, target: str) -> None:
     script = "import sys, os\nprint(sys.argv[1:])\ndef main():\n    return os.environ.get('SHELL')\n"
     args = ["{a,b}", "$HOME", "it's", "!!", "*", "EOF"]
-    result = remote.call("run", {"script": script, "args": args, "target": target})
+    result = allowing.call("run", {"script": script, "args": args, "target": target})
     assert not result.is_error, text_of(result)
     document = result.structured_content
     assert document["result"] == "/usr/bin/zsh"
@@ -88,9 +74,9 @@ def test_run_through_a_zsh_login_shell_keeps_every_byte(remote: McpSession, targ
 
 
 def test_a_far_side_error_is_the_clis_sentence_with_the_target(
-    remote: McpSession, target: str, checkpoints: Path
+    allowing: McpSession, target: str, checkpoints: Path
 ) -> None:
     missing = checkpoints / "no.log"  # in a directory the ssh user can read
-    result = remote.call("logs", {"paths": [str(missing)], "target": target})
+    result = allowing.call("logs", {"paths": [str(missing)], "target": target})
     assert result.is_error
     assert text_of(result) == f"{target}: {missing}: no such file or directory — check the path"

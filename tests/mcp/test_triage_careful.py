@@ -16,18 +16,17 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_harness import McpSession, start_server, text_of
+from mcp_harness import McpSession, text_of
 
 from fixtures.sshd import SshServer
 from remote.home_run import HomeUser, home_user
 from triage.careful_run import LOG_DIR, RATE, careful_run
 
-pytestmark = [pytest.mark.slow, pytest.mark.ssh]
+pytestmark = [pytest.mark.slow, pytest.mark.ssh, pytest.mark.usefixtures("sshd")]
 TRAINPROBE = str(Path(sys.executable).with_name("trainprobe"))
 
 
@@ -35,18 +34,6 @@ TRAINPROBE = str(Path(sys.executable).with_name("trainprobe"))
 def user(sshd: SshServer) -> HomeUser:
     run = careful_run()
     return home_user(sshd, "carezsh", lambda home_run: shutil.copytree(run, home_run))
-
-
-@pytest.fixture(scope="module")
-def server(sshd: SshServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpSession]:
-    """Started once the sshd fixture has set the ssh config; it allows ``venv=`` in a target."""
-    session = start_server(
-        tmp_path_factory.mktemp("mcp-careful"), ("-m", "trainprobe", "mcp", "--allow-interpreters")
-    )
-    try:
-        yield session
-    finally:
-        session.close()
 
 
 def _triage(target: str, *options: str) -> subprocess.CompletedProcess[str]:
@@ -73,14 +60,14 @@ def _json_lines(doc: dict[str, Any]) -> str:
 
 
 def test_one_triage_on_a_zsh_home_says_what_the_careful_engineer_said(
-    user: HomeUser, server: McpSession
+    user: HomeUser, allowing: McpSession
 ) -> None:
     target = user.target("venv=~/venv")
     terminal = _triage(target)
     as_json = _triage(target, "--json")
     assert terminal.returncode == as_json.returncode == 1, terminal.stderr + as_json.stderr
     doc = json.loads(as_json.stdout)
-    mcp = server.call("triage", {"run_dir": "~/run", "target": target})
+    mcp = allowing.call("triage", {"run_dir": "~/run", "target": target})
     assert not mcp.is_error, text_of(mcp)
     texts = {"terminal": _joined(terminal.stdout), "json": _json_lines(doc), "mcp": _joined(text_of(mcp))}
 
