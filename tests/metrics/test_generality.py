@@ -325,7 +325,17 @@ def test_restarts_are_resumes_not_interleaved_writers(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("name", "role"),
-    [("mem", "counter"), ("mem allocated avg", "counter"), ("num_classes", "counter"), ("dur", "timing")],
+    [
+        ("mem", "counter"),
+        ("mem allocated avg", "counter"),
+        ("num_classes", "counter"),
+        ("dur", "timing"),
+        ("data", "timing"),  # the data loader's wait beside ``time`` (CycleGAN)
+        ("stats_o/mean", "counter"),  # a normaliser's running statistics of the inputs (baselines' HER)
+        ("stats_g/std", "counter"),
+        ("obs_rms/var", "counter"),
+        ("Loss/G/loss", "metric"),
+    ],
 )
 def test_resources_and_settings_are_not_metrics(name: str, role: str) -> None:
     from trainprobe.metrics.roles import role_of

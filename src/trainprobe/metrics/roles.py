@@ -4,10 +4,12 @@
 - **counter**: bookkeeping that only counts up or never changes: the epoch, ``consumed samples``,
   ``micro_step``, ``number of skipped iterations: 0``, ``global batch size``, a constant setting printed on
   every line (``Batch Size: 2``, ``ppo_ep: 1``), a running maximum (``MaxMemAllocated``), memory in use
-  (``mem 8974MB``, ``mem allocated avg``), a count of things (``num_classes``), a device id;
+  (``mem 8974MB``, ``mem allocated avg``), a count of things (``num_classes``), a device id, the running
+  statistics of a normaliser of the inputs (``stats_o/mean``);
 - **timing**: how long things took or how fast they went (``elapsed time per iteration (ms)``, ``step_avg``,
-  ``data_time``, ``eta_seconds``, ``samples_per_second``, ``train_wall``, fields with a time unit, the fields
-  of a ``time (ms) | …`` line): the slowdown detector reads them, the others do not.
+  ``data_time``, a bare ``data`` (the loader's wait), ``eta_seconds``, ``samples_per_second``, ``train_wall``,
+  fields with a time unit, the fields of a ``time (ms) | …`` line): the slowdown detector reads them, the
+  others do not.
 
 Counters and timings stay in the run (``RunLog.columns``) but are not reported as metrics, so a counter
 that moves on is never a "spike" and a timer's first ``nan`` is never a NaN loss. Learning rates, losses,
@@ -35,7 +37,9 @@ _LR = re.compile(r"(?i)(^|[\s/_])lr($|[\s/_])|learning.?rate")
 _NORM = re.compile(r"(?i)norm")
 _TIME = re.compile(
     r"(?i)time|_ms$|\(ms\)|step_avg|throughput|per_sec|per.?second|persec|/s$|/sec$|tokens_per|samples_per|"
-    r"mfu|tflops|dt$|latency|runtime|wall|^eta|duration|^dur$|elapsed|it/s|speed"
+    r"mfu|tflops|dt$|latency|runtime|wall|^eta|duration|^dur$|elapsed|it/s|speed|"
+    # a bare ``data`` beside ``time`` is the data loader's wait (CycleGAN's ``time: 0.092, data: 0.154``)
+    r"^data$|data.?load"
 )
 _STEP_TIME = re.compile(
     r"(?i)time per iteration|step_time|iter_time|time_per_step|^dt$|batch_time|iteration-time"
@@ -47,6 +51,11 @@ _COUNTER = re.compile(
     # resources and settings, not how training goes: memory in use, a count of classes or layers, a device id
     r"(?:^|[\s_/])mem(?:ory)?(?:$|[\s_/])|max_?mem|mem_?(?:allocated|reserved)|^num[\s_\-]|^device$"
 )
+# The running statistics of what goes in, not of how training goes: a normaliser's mean and deviation of the
+# observations or goals (baselines' ``stats_o/mean``, ``stats_g/std``; VecNormalize's ``obs_rms``).
+_INPUT_STATS = re.compile(
+    r"(?i)(?:^|/)stats_\w+/(?:mean|std|var)$|(?:^|[/_])(?:obs?|ret)_?rms(?:$|[/_])|normali[sz]er"
+)
 _SPLIT_PREFIX = re.compile(r"(?i)^(?:eval/|train/|(?:train|valid|val|eval|test)_)")
 _TIME_UNITS = frozenset(
     {"ms", "s", "sec", "secs", "us", "µs", "ns", "min", "h", "hr", "ms/step", "s/step", "ms/it"}
@@ -57,7 +66,7 @@ def metric_kind(name: str) -> str:
     """loss (lower is better), accuracy (higher is better), lr, norm, time, counter, or other."""
     if _LR.search(name):
         return "lr"
-    if re.search(r"(?i)loss.?scale", name):
+    if re.search(r"(?i)loss.?scale", name) or _INPUT_STATS.search(name):
         return "counter"
     if _TIME.search(name):
         return "time"
