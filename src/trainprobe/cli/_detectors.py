@@ -21,30 +21,45 @@ def add_fail_on(group: Any, *, when: str) -> None:
     )  # fmt: skip
 
 
+#: every detector option: flag -> its argparse keywords, in the order --help lists them (one list shared as
+#: --event's default is safe: argparse copies an append's default before it appends)
+_DETECTOR_OPTIONS: dict[str, dict[str, Any]] = {
+    "--event": {
+        "action": "append", "default": [], "metavar": "REGEX",
+        "help": "Log lines matching REGEX are events (repeatable).",
+    },
+    "--threshold": {
+        "type": positive_number, "default": 6.0, "metavar": "Z",
+        "help": "Spike threshold, a modified z-score (default: %(default)g).",
+    },
+    "--window": {
+        "type": at_least(5), "default": 50, "metavar": "ROWS",
+        "help": "Rows in the trailing window for median/MAD baselines, at least 5 (default: %(default)s).",
+    },
+    "--stall-factor": {
+        "type": positive_number, "default": 5.0, "metavar": "X",
+        "help": "A stall is a gap ≥ X × the usual one... (default: %(default)g)",
+    },
+    "--stall-floor": {
+        "type": non_negative_seconds, "default": 10.0, "metavar": "SECONDS",
+        "help": "...and at least this many seconds (default: %(default)g).",
+    },
+}  # fmt: skip
+#: the options each ``stall`` choice of :func:`add_detector_options` takes
+_STALL_OPTIONS = {
+    "all": tuple(_DETECTOR_OPTIONS),
+    "floor": ("--event", "--threshold", "--stall-floor"),
+    "none": ("--event", "--threshold"),
+}
+#: --stall-floor's help where it stands alone (no --stall-factor before it to finish the sentence)
+_STALL_FLOOR_ALONE = "Shortest gap in logging that counts as a stall (default: %(default)g)."
+
+
 def add_detector_options(group: Any, *, stall: Literal["all", "floor", "none"] = "all") -> None:
     """--event and --threshold; ``stall``: "all" --window, --stall-factor and --stall-floor (logs), "floor"
     --stall-floor alone (triage), "none" (watch)."""
-    add = group.add_argument
-    add(
-        "--event", action="append", default=[], metavar="REGEX",
-        help="Log lines matching REGEX are events (repeatable).",
-    )  # fmt: skip
-    add(
-        "--threshold", type=positive_number, default=6.0, metavar="Z",
-        help="Spike threshold, a modified z-score (default: %(default)g).",
-    )  # fmt: skip
-    if stall == "all":
-        add(
-            "--window", type=at_least(5), default=50, metavar="ROWS",
-            help="Rows in the trailing window for median/MAD baselines, at least 5 (default: %(default)s).",
-        )  # fmt: skip
-        add(
-            "--stall-factor", type=positive_number, default=5.0, metavar="X",
-            help="A stall is a gap ≥ X × the usual one... (default: %(default)g)",
-        )  # fmt: skip
-    if stall != "none":
-        add(
-            "--stall-floor", type=non_negative_seconds, default=10.0, metavar="SECONDS",
-            help="...and at least this many seconds (default: %(default)g)." if stall == "all"
-            else "Shortest gap in logging that counts as a stall (default: %(default)g).",
-        )  # fmt: skip
+    for flag in _STALL_OPTIONS[stall]:
+        keywords = _DETECTOR_OPTIONS[flag]
+        if flag == "--stall-floor" and stall == "floor":
+            keywords = {**keywords, "help": _STALL_FLOOR_ALONE}
+        group.add_argument(flag, **keywords)

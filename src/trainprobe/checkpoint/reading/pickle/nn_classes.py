@@ -6,6 +6,9 @@ global until it is added here; nothing outside this table is treated as a ``torc
 
 from __future__ import annotations
 
+#: the convolutions torch.nn defines and torch.ao.nn's quantized and dynamic-quantized modules define again
+_CONVOLUTIONS = ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")
+
 NN_MODULE_CLASSES: dict[str, tuple[str, ...]] = {
     "torch.nn.modules.activation": (
         "CELU",
@@ -58,12 +61,7 @@ NN_MODULE_CLASSES: dict[str, tuple[str, ...]] = {
         "Sequential",
     ),
     "torch.nn.modules.conv": (
-        "Conv1d",
-        "Conv2d",
-        "Conv3d",
-        "ConvTranspose1d",
-        "ConvTranspose2d",
-        "ConvTranspose3d",
+        *_CONVOLUTIONS,
         "LazyConv1d",
         "LazyConv2d",
         "LazyConv3d",
@@ -222,14 +220,7 @@ NN_MODULE_CLASSES: dict[str, tuple[str, ...]] = {
         "BatchNorm2d",
         "BatchNorm3d",
     ),
-    "torch.ao.nn.quantized.modules.conv": (
-        "Conv1d",
-        "Conv2d",
-        "Conv3d",
-        "ConvTranspose1d",
-        "ConvTranspose2d",
-        "ConvTranspose3d",
-    ),
+    "torch.ao.nn.quantized.modules.conv": _CONVOLUTIONS,
     "torch.ao.nn.quantized.modules.dropout": ("Dropout",),
     "torch.ao.nn.quantized.modules.embedding_ops": (
         "Embedding",
@@ -254,14 +245,7 @@ NN_MODULE_CLASSES: dict[str, tuple[str, ...]] = {
     ),
     "torch.ao.nn.quantized.modules.rnn": ("LSTM",),
     "torch.ao.nn.quantized.modules.utils": ("WeightedQuantizedModule",),
-    "torch.ao.nn.quantized.dynamic.modules.conv": (
-        "Conv1d",
-        "Conv2d",
-        "Conv3d",
-        "ConvTranspose1d",
-        "ConvTranspose2d",
-        "ConvTranspose3d",
-    ),
+    "torch.ao.nn.quantized.dynamic.modules.conv": _CONVOLUTIONS,
     "torch.ao.nn.quantized.dynamic.modules.linear": ("Linear",),
     "torch.ao.nn.quantized.dynamic.modules.rnn": (
         "GRU",
