@@ -436,8 +436,12 @@ def test_a_long_runtime_dir_falls_back_for_the_sockets(
 
 # --- item 4, library side: SIGTERM and SIGHUP stop a run like Ctrl-C, meta.json included -------------------
 
+# SIGHUP at its default first: a suite started under nohup (or by a CI runner that ignores it) passes it on
+# ignored, and a run rightly keeps an ignored SIGHUP ignored; this run stands for one started at a terminal.
 SIGNALLED_RUN = """
+import signal
 import sys
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 from trainprobe.remote import run
 result = run(sys.argv[1], sys.argv[2])
 print(result.log_dir, flush=True)
@@ -460,9 +464,7 @@ def test_a_signal_stops_the_run_and_keeps_its_record(
         wait_for(lambda: any("sleep 300" in line for line in far_leftovers(user)), what="the script's start")
         start = time.monotonic()
         proc.send_signal(how)
-        # A generous deadline: on a loaded CI machine this run once took over 15 s to stop. The test tells
-        # apart a run that stopped from one that waited out its script's 300 s sleep.
-        out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=15)
         elapsed = time.monotonic() - start
     finally:
         proc.kill()
@@ -471,7 +473,7 @@ def test_a_signal_stops_the_run_and_keeps_its_record(
         kill_user_processes(user, "sleep 300")
     assert proc.returncode == 128 + how, err
     assert "Traceback" not in err
-    assert elapsed < 100  # well short of the script's 300 s: the signal stopped the run
+    assert elapsed < 5 + 5  # the kill's grace, with room for a loaded machine
     meta = json.loads((Path(out.split()[-1]) / "meta.json").read_text())
     assert meta["exit_code"] == 128 + how
     assert f"stopped by {how.name}; the far side was killed" in meta["error"]["message"]
