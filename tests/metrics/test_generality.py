@@ -334,6 +334,8 @@ def test_restarts_are_resumes_not_interleaved_writers(tmp_path: Path) -> None:
         ("stats_o/mean", "counter"),  # a normaliser's running statistics of the inputs (baselines' HER)
         ("stats_g/std", "counter"),
         ("obs_rms/var", "counter"),
+        ("running_normalizer/mean", "counter"),
+        ("data_load", "timing"),
         ("Loss/G/loss", "metric"),
     ],
 )

@@ -38,7 +38,8 @@ _NORM = re.compile(r"(?i)norm")
 _TIME = re.compile(
     r"(?i)time|_ms$|\(ms\)|step_avg|throughput|per_sec|per.?second|persec|/s$|/sec$|tokens_per|samples_per|"
     r"mfu|tflops|dt$|latency|runtime|wall|^eta|duration|^dur$|elapsed|it/s|speed|"
-    # a bare ``data`` beside ``time`` is the data loader's wait (CycleGAN's ``time: 0.092, data: 0.154``)
+    # a column named just ``data`` is the data loader's wait, as in CycleGAN's ``time: 0.092, data: 0.154``
+    # (the name alone decides: a quantity of data would carry a unit or a noun, ``data_size``)
     r"^data$|data.?load"
 )
 _STEP_TIME = re.compile(
