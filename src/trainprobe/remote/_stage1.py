@@ -88,7 +88,7 @@ def main() -> None:
         exec(read_program(b"A", "<trainprobe-agent>"), agent)  # type: ignore[arg-type]
     except EOFError:  # the local side gave up (connect timeout, Ctrl-C) before sending everything
         os._exit(1)
-    agent["serve"](cfg)  # type: ignore[operator]
+    agent["serve"](cfg, read_exact)  # type: ignore[operator]
     # Everything went out with os.write and the exit report is sent: skip the interpreter's shutdown, which
     # the local side (and ssh) would otherwise wait for on every run.
     os._exit(0)

@@ -38,6 +38,7 @@ import zlib
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import types
+    from collections.abc import Callable
     from typing import Any
 
 STDOUT, STDERR, READY, EXIT = b"1", b"2", b"R", b"X"
@@ -92,18 +93,7 @@ def send_json(kind: bytes, value: "Any") -> None:
     send(kind, to_json(value).encode("utf-8", "backslashreplace"))
 
 
-def read_exact(n: int) -> bytes:
-    chunks = []
-    while n:
-        chunk = os.read(0, min(n, 1 << 20))
-        if not chunk:
-            raise EOFError("stdin closed before the run started")
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
-
-
-def read_frame() -> "tuple[bytes, bytes]":
+def read_frame(read_exact: "Callable[[int], bytes]") -> "tuple[bytes, bytes]":
     header = read_exact(5)
     size = int.from_bytes(header[1:], "big")
     if header[:1] not in (b"C", b"S", b"U", b"M", b"G") or size > MAX_FRAME:
@@ -194,11 +184,13 @@ def load_program(data: bytes, filename: str) -> "types.CodeType":
     return compile(zlib.decompress(data[8 + codelen :]), filename, "exec", dont_inherit=True)
 
 
-def serve(stage1_cfg: "dict[str, Any]") -> None:
+def serve(stage1_cfg: "dict[str, Any]", read_exact: "Callable[[int], bytes]") -> None:
+    """Read the run's frames with stage 1's ``read_exact`` (one reader that never reads ahead, so nothing
+    after ``G`` is taken from the pipe), then run the script and stream it back."""
     run = Run()
     try:
         while True:
-            kind, data = read_frame()
+            kind, data = read_frame(read_exact)
             if kind == b"G":
                 break
             run.add(kind, data)

@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from collections.abc import Sequence
 
 from trainprobe.checkpoint.units.frameworks.base import (
     SAVES,
-    STEP_COUNTS,
-    UNKNOWN_COUNT,
     FrameworkBase,
     Layout,
     Part,
@@ -29,8 +26,6 @@ class Accelerate(FrameworkBase):
     name = "accelerate"
     # the optimizer steps once per step (its counters are the step: the folder counts saves)
     exact_steps = True
-    # A user's scheduler may step per epoch or per batch: not compared.
-    counts: ClassVar[Mapping[str, str]] = {**STEP_COUNTS, "scheduler": UNKNOWN_COUNT}
 
     def name_counts(self, separator: str) -> str:
         # its automatic naming (checkpoint_<i>) counts saves, not steps

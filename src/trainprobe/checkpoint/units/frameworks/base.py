@@ -47,6 +47,8 @@ Opened = tuple[str, Role, "Checkpoint"]
 OPTIMIZER_STEPS, EPOCHS, SAVES, UNKNOWN_COUNT = "optimizer steps", "epochs", "saves", "unknown"
 #: What a unit's name and its saved step field count in every framework so far; a framework adds what its
 #: other sources (a scheduler, trainer_state.json) count: ``counts = {**STEP_COUNTS, "scheduler": EPOCHS}``.
+#: A source it leaves out counts something unknown: a user's scheduler may step per epoch or per batch, so
+#: it is not compared.
 STEP_COUNTS: Mapping[str, str] = {"name": OPTIMIZER_STEPS, "step field": OPTIMIZER_STEPS}
 
 
@@ -120,7 +122,7 @@ class FrameworkBase:
     """A framework that knows its layout and what its step sources count, and nothing else: it claims no
     single file, leaves tensor roles to the generic rule, reads no facts of its own and has no evidence about
     its parts as a whole. A framework subclasses it, sets ``name`` (and ``counts`` beyond :data:`STEP_COUNTS`)
-    and defines ``layout``."""
+    and defines ``layout`` (the default claims no folder: a framework of single files only)."""
 
     name: str
     counts: ClassVar[Mapping[str, str]] = STEP_COUNTS
@@ -132,7 +134,7 @@ class FrameworkBase:
         return self.counts.get("name", UNKNOWN_COUNT)
 
     def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
-        raise NotImplementedError
+        return None
 
     def knows(self, objects: Any) -> bool:
         return False

@@ -5,12 +5,10 @@ training dict, safetensors)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import Any
 
 from trainprobe.checkpoint.units.frameworks.base import (
-    STEP_COUNTS,
-    UNKNOWN_COUNT,
     FrameworkBase,
     Layout,
     Part,
@@ -23,7 +21,6 @@ class Folder(FrameworkBase):
     # The folder is one save named by the step the loop was at (step_500/): without a grad scaler saved
     # beside it, an optimizer file behind that step is a stale one.
     exact_steps = True
-    counts: ClassVar[Mapping[str, str]] = {**STEP_COUNTS, "scheduler": UNKNOWN_COUNT}
 
     def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
         roles = [role_by_name(f) for f in files]
@@ -40,10 +37,6 @@ class PlainFile(FrameworkBase):
     name = "file"
     # A step field of a hand-written loop may count micro-batches or include skipped steps.
     exact_steps = False
-    counts: ClassVar[Mapping[str, str]] = {**STEP_COUNTS, "scheduler": UNKNOWN_COUNT}
-
-    def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
-        return None
 
     def knows(self, objects: Any) -> bool:
         return True

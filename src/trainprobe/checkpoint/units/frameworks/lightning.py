@@ -3,18 +3,17 @@
 (optimizer steps), ``loops`` (progress counters), ``callbacks`` (e.g. ModelCheckpoint with ``inf``
 placeholders in ``kth_value`` / ``best_model_score`` before a best exists, EarlyStopping's ``best_score``),
 ``hyper_parameters`` and the version. Everything but the weights and optimizer state is metadata: a
-non-finite value there is a note, not a finding."""
+non-finite value there is a note, not a finding. It claims no folder (the default layout)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from trainprobe.checkpoint.units.frameworks.base import (
     EPOCHS,
     STEP_COUNTS,
     FrameworkBase,
-    Layout,
     TensorRole,
 )
 
@@ -30,9 +29,6 @@ class Lightning(FrameworkBase):
     step_counts_every_optimizer = True
     # lr_schedulers step per epoch unless configured per step (the interval is not saved): not compared.
     counts: ClassVar[Mapping[str, str]] = {**STEP_COUNTS, "scheduler": EPOCHS}
-
-    def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
-        return None  # a Lightning checkpoint is one file
 
     def knows(self, objects: Any) -> bool:
         if not isinstance(objects, dict):
