@@ -1,7 +1,8 @@
 """Framework knowledge, one module per framework, behind :class:`.base.Framework`.
 
 To add a framework: write a module with a subclass of :class:`.base.FrameworkBase` that defines ``name``
-and ``layout`` (which directories are its units, and their parts), and add one instance to ``FRAMEWORKS``.
+and, unless its checkpoints are single files, ``layout`` (which directories are its units, and their parts),
+and add one instance to ``FRAMEWORKS``.
 It overrides the base's answers where it knows more: ``counts`` (what each step source of its units counts,
 beyond :data:`.base.STEP_COUNTS`), ``exact_steps``, ``name_counts``, ``covers_by_partition``, ``knows`` (a
 single file's object is its own), ``tensor_role``, ``part_facts`` and ``parts_evidence``. Directory layouts
