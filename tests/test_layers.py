@@ -21,7 +21,7 @@ MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
 
 #: the ground floor: standard library only, imported by everything above
-GROUND = frozenset({"trainprobe", "errors", "visible", "json_names", "conventions"})
+GROUND = frozenset({"trainprobe", "errors", "visible", "json_names", "conventions", "plugins"})
 _CAPABILITIES = GROUND | {"checkpoint", "metrics", "remote"}
 _ANSWERS = _CAPABILITIES | {"save", "triage"}
 _TASKS = _ANSWERS | {"tasks"}
@@ -35,6 +35,7 @@ LAYERS: dict[str, frozenset[str]] = {
     "visible": frozenset(),
     "json_names": frozenset(),
     "conventions": frozenset(),
+    "plugins": frozenset(),
     "checkpoint": GROUND,
     "metrics": GROUND,
     # The engine knows no capability (what runs a capability's function remotely lives in tasks), and it is

@@ -13,7 +13,7 @@ import pytest
 
 import trainprobe.tasks
 from trainprobe.cli import COMMANDS
-from trainprobe.cli._command import CONNECT_TIMEOUT_S, PARALLEL
+from trainprobe.cli._where import CONNECT_TIMEOUT_S, PARALLEL
 from trainprobe.remote import api, fanout, probe, session, slurm_jobs
 from trainprobe.remote.fleet_result import DEFAULT_PARALLEL
 

@@ -146,10 +146,11 @@ def test_verify_and_stats_in_human_output(run_dir: Path, run_scan: Any) -> None:
 def test_on_without_remote_support_is_a_usage_error(
     run_dir: Path, monkeypatch: pytest.MonkeyPatch, run_scan: Any
 ) -> None:
-    monkeypatch.setitem(sys.modules, "trainprobe.tasks", None)  # makes the import fail
+    for name in ("trainprobe.tasks", "trainprobe.tasks.checkpoints"):
+        monkeypatch.setitem(sys.modules, name, None)  # makes the import fail
     result = run_scan(str(run_dir), "--on", "user@host")
     assert result.exit_code == 2
-    assert "remote scanning (--on) is not available" in result.stderr
+    assert "remote work (--on) is not available in this installation" in result.stderr
 
 
 def test_no_arguments_is_a_usage_error(run_scan: Any) -> None:

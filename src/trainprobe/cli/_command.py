@@ -18,83 +18,16 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
+from trainprobe.cli._where import CONFIG_HELP, CONNECT_TIMEOUT_S, PARALLEL, Remote, Where
 from trainprobe.errors import UsageError
-
-if TYPE_CHECKING:
-    from trainprobe.remote.target import Target
-
-#: seconds to connect and log in, the one default of every command and of the library
-#: (``trainprobe.remote.session.CONNECT_TIMEOUT_S``; not imported from there: showing a command's help would
-#: import the remote engine; ``tests/cli/test_contract.py`` holds the two equal)
-CONNECT_TIMEOUT_S = 20.0
-#: targets run at once in a fleet (``trainprobe.remote.fleet_result.DEFAULT_PARALLEL``, held equal so too)
-PARALLEL = 32
-
-CONFIG_HELP = (
-    "The targets file (names and groups); default $TRAINPROBE_CONFIG or ~/.config/trainprobe/targets.toml."
-)
-
-
-class Remote(NamedTuple):
-    """Where a command's work runs: the one ``--on`` group, declared once for every command that has one."""
-
-    #: "fleet": --on repeatable (several targets, a range, a group, slurm=JOBID: a fleet) and --parallel;
-    #: "one": --on names one target
-    targets: Literal["fleet", "one"]
-    #: --on's help
-    on_help: str
-    #: what --timeout kills, e.g. "the remote scan"; None: no --timeout (watch follows until it is stopped)
-    work: str | None
-    #: --timeout's default (None: no limit)
-    timeout: float | None = 3600.0
-    heading: str = "where the files are (--on)"
-    #: False: the targets are the command's positional words (probe), there is no --on
-    on: bool = True
-
-
-class Where(NamedTuple):
-    """Where a command's work runs: the values of its --on group, handed to it as one ``where`` argument."""
-
-    #: the --on words; None: here (probe and run: their own target words, see :meth:`targets`)
-    on: list[str] | None
-    config: Path | None
-    timeout: float | None
-    connect_timeout: float
-    parallel: int
-
-    def limits(self) -> dict[str, Any]:
-        """``timeout`` and ``connect_timeout``, as every ``tasks.*_on`` takes them."""
-        return {"timeout": self.timeout, "connect_timeout": self.connect_timeout}
-
-    def fleet_limits(self) -> dict[str, Any]:
-        """:meth:`limits` and ``parallel``, as every ``tasks.*_on_fleet`` takes them."""
-        return {**self.limits(), "parallel": self.parallel}
-
-    def targets(self, specs: Sequence[str] | None = None) -> list[Target]:
-        """The targets --on (or ``specs``) names: ranges, names and groups of the targets file resolved
-        (:func:`trainprobe.remote.fleet.resolve`)."""
-        from trainprobe.remote.fleet import resolve
-
-        return resolve(self.on or [] if specs is None else specs, self.config)
-
-    def one(self, *, refusal: str, hint: str, specs: Sequence[str] | None = None) -> Target:
-        """The one target --on names, resolved before anything starts; a fleet is refused as a usage error
-        (``refusal`` says what the command does with one target)."""
-        from trainprobe.cli._fleet import is_fleet
-
-        targets = self.targets(specs)
-        if is_fleet(targets):
-            many = f"{len(targets)} targets" if len(targets) > 1 else "every node of a Slurm job"
-            raise UsageError(f"{refusal}; {' '.join(specs or self.on or [])} names {many}", hint=hint)
-        return targets[0]
 
 
 class Command(NamedTuple):
     """What a command module declares (as ``COMMAND``). Its ``run`` gets the parsed options as keyword
-    arguments; with ``remote``, its --on group as one ``where`` (:class:`Where`); with ``reports``, its
-    output sink as ``out`` (:class:`~trainprobe.cli._output.Output`, from --json and -q)."""
+    arguments; with ``remote``, its --on group as one ``where`` (:class:`~trainprobe.cli._where.Where`); with
+    ``reports``, its output sink as ``out`` (:class:`~trainprobe.cli._output.Output`, from --json and -q)."""
 
     #: what ``--help`` says after the summary line (paragraphs; an indented paragraph is kept as written)
     help: str
@@ -289,6 +222,7 @@ def run_command(name: str, summary: str, words: Sequence[str]) -> int:
         values["where"] = Where(
             on=values.pop("on", None), config=values.pop("config"), timeout=values.pop("timeout", None),
             connect_timeout=values.pop("connect_timeout"), parallel=values.pop("parallel", PARALLEL),
+            task=command.remote.task,
         )  # fmt: skip
     if command.reports:
         from trainprobe.cli._output import Output

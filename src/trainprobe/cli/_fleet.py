@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from trainprobe.cli._output import Console, LiveOutput, Output
 from trainprobe.cli._plain import Table, escape
+from trainprobe.cli._where import Where, is_fleet
 from trainprobe.json_names import i_json
 from trainprobe.remote.hops import kinds_help  # the registry alone: no hop module, not the engine
 
@@ -48,16 +49,6 @@ FLEET_HELP = (
 )
 
 _STATUS_STYLE = {"ok": "green", "failed": "red", "exception": "red", "timeout": "yellow", "killed": "yellow"}
-
-
-def is_fleet(targets: Sequence[Target]) -> bool:
-    """More than one run: several targets, or a Slurm job (its nodes). One target without a Slurm hop is
-    answered without importing the fleet engine (a single ``run`` does not need it)."""
-    if len(targets) == 1 and all(hop.kind != "slurm" for hop in targets[0].hops):
-        return False
-    from trainprobe.remote.fanout import needs_fleet
-
-    return needs_fleet(targets)
 
 
 def live_reporter(
@@ -166,25 +157,43 @@ def show_fleet(
 
 def show_report(
     out: Output,
-    targets: Sequence[Target] | None,
-    *,
-    here: Callable[[], dict[str, Any]],
-    on_one: Callable[[Target], dict[str, Any]],
-    on_fleet: Callable[[Sequence[Target], Callable[[Outcome], None]], FleetReports[dict[str, Any]]],
-    render: Callable[[Console, dict[str, Any]], None],
-    summarise: Callable[[dict[str, Any]], str],
+    where: Where,
+    *args: Any,
+    here: Callable[[], R],
+    render: Callable[[Console, R], None],
+    summarise: Callable[[R], str],
     title: str,
-    code_of: Callable[[dict[str, Any]], int] | None = None,
+    code_of: Callable[[R], int] | None = None,
+    result: Callable[[R], Any] | None = None,
+    names_as_i_json: bool = True,
+    **options: Any,
 ) -> int:
-    """The one shape of a command that makes a report here (``targets`` None), on one target or over a fleet:
-    one renderer per report, the fleet's rule for the exit code, ``code_of`` (the report's ``exit_code``
-    unless given) for one report."""
-    code = code_of or (lambda report: int(report["exit_code"]))
-    if targets is not None and is_fleet(targets):
-        return show_fleet(
-            out, targets, lambda on_done, _cancel: on_fleet(targets, on_done), render, summarise,
-            title=title, code_of=code_of,
-        )  # fmt: skip
-    report = here() if targets is None else on_one(targets[0])
-    out.result(i_json(report), lambda console: render(console, report))
-    return code(report)
+    """The one shape of a command that makes a report: ``here()`` without --on; with it, the command's task
+    (:meth:`~trainprobe.cli._where.Where.task_on`) with ``args`` and ``options`` on one target, or over a
+    fleet (:func:`show_fleet`). One renderer per report, the fleet's rule for the exit code, ``code_of`` (the
+    report's ``exit_code`` unless given) for one report, ``result`` its JSON (its ``to_json()`` unless
+    given)."""
+    if where.on:
+        where.task_function("on")
+        targets = where.targets()
+        if is_fleet(targets):
+            return show_fleet(
+                out, targets,
+                lambda on_done, _cancel: where.task_on_fleet(targets, *args, on_done=on_done, **options),
+                render, summarise, title=title, code_of=code_of, result=result,
+                names_as_i_json=names_as_i_json,
+            )  # fmt: skip
+        report: R = where.task_on(targets[0], *args, **options)
+    else:
+        report = here()
+    data = (result or _document)(report)
+    out.result(i_json(data) if names_as_i_json else data, lambda console: render(console, report))
+    return (code_of or _exit_code)(report)
+
+
+def _document(report: Any) -> Any:
+    return report if isinstance(report, dict) else report.to_json()
+
+
+def _exit_code(report: Any) -> int:
+    return int(report["exit_code"] if isinstance(report, dict) else report.exit_code)

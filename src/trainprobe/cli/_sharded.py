@@ -15,7 +15,7 @@ from trainprobe.cli._sizes import human_bytes
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from trainprobe.cli._command import Where
+    from trainprobe.cli._where import Where
     from trainprobe.remote.target import Target
     from trainprobe.tasks import ShareProgress
 

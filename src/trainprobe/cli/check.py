@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from trainprobe.cli._command import Command, CommandParser, Remote, Where, add_checkpoint_paths
+from trainprobe.cli._command import Command, CommandParser, add_checkpoint_paths
 from trainprobe.cli._fleet import show_report
 from trainprobe.cli._output import Console, Output
 from trainprobe.cli._plain import escape
 from trainprobe.cli._sharded import add_sharded_option, sharded_targets, show_sharded
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
-
-if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-
-    from trainprobe.remote.fleet_result import Outcome
-    from trainprobe.remote.target import Target
-    from trainprobe.tasks import FleetReports
+from trainprobe.cli._where import Remote, Where
 
 _CHECK_HELP = (
     "A checkpoint is a unit: a file, or a directory a framework writes as one checkpoint (HF Trainer "
@@ -118,7 +112,9 @@ def add_arguments(parser: CommandParser) -> None:
     )
 
 
-_REMOTE = Remote("fleet", "Check on a remote target (ssh=user@host...).", "the remote check")
+_REMOTE = Remote(
+    "fleet", "Check on a remote target (ssh=user@host...).", "the remote check", task="checkpoints:check"
+)
 
 
 def check(paths: list[str], *, strict: bool, sharded: bool, out: Output, where: Where) -> int:
@@ -137,21 +133,8 @@ def check(paths: list[str], *, strict: bool, sharded: bool, out: Output, where: 
 
         return check_paths(list(paths)).to_json()
 
-    def on_one(target: Target) -> dict[str, Any]:
-        from trainprobe.tasks import check_on
-
-        return check_on(target, paths, **where.limits())
-
-    def on_fleet(
-        targets: Sequence[Target], on_done: Callable[[Outcome], None]
-    ) -> FleetReports[dict[str, Any]]:
-        from trainprobe.tasks import check_on_fleet
-
-        return check_on_fleet(targets, paths, on_done=on_done, **where.fleet_limits())
-
     return show_report(
-        out, where.targets() if where.on else None, here=here, on_one=on_one, on_fleet=on_fleet,
-        render=render_check_report, summarise=_check_summary, title="checked",
+        out, where, paths, here=here, render=render_check_report, summarise=_check_summary, title="checked",
         code_of=lambda report: exit_code(report, strict),
     )  # fmt: skip
 

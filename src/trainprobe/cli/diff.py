@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from trainprobe.cli._command import Command, CommandParser, Remote, Where, at_least
+from trainprobe.cli._command import Command, CommandParser, at_least
 from trainprobe.cli._fleet import show_report
 from trainprobe.cli._output import Console, Output
 from trainprobe.cli._plain import Table, escape
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
-
-if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-
-    from trainprobe.remote.fleet_result import Outcome
-    from trainprobe.remote.target import Target
-    from trainprobe.tasks import FleetReports
+from trainprobe.cli._where import Remote, Where
 
 _DIFF_HELP = (
     "A and B are checkpoint units of any kind (a file, checkpoint-N/, global_stepN/, a DCP directory: "
@@ -190,7 +184,9 @@ def add_arguments(parser: CommandParser) -> None:
     )  # fmt: skip
 
 
-_REMOTE = Remote("fleet", "Compare on a remote target (ssh=user@host...).", "the remote diff")
+_REMOTE = Remote(
+    "fleet", "Compare on a remote target (ssh=user@host...).", "the remote diff", task="diff:diff"
+)
 
 
 def diff(a: str, b: str, *, show_all: bool, limit: int, out: Output, where: Where) -> int:
@@ -202,21 +198,8 @@ def diff(a: str, b: str, *, show_all: bool, limit: int, out: Output, where: Wher
 
         return diff_paths(a, b).to_json()
 
-    def on_one(target: Target) -> dict[str, Any]:
-        from trainprobe.tasks import diff_on
-
-        return diff_on(target, a, b, **where.limits())
-
-    def on_fleet(
-        targets: Sequence[Target], on_done: Callable[[Outcome], None]
-    ) -> FleetReports[dict[str, Any]]:
-        from trainprobe.tasks import diff_on_fleet
-
-        return diff_on_fleet(targets, a, b, on_done=on_done, **where.fleet_limits())
-
     return show_report(
-        out, where.targets() if where.on else None, here=here, on_one=on_one, on_fleet=on_fleet,
-        render=render, summarise=_diff_summary, title="compared",
+        out, where, a, b, here=here, render=render, summarise=_diff_summary, title="compared"
     )  # fmt: skip
 
 

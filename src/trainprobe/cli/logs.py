@@ -6,16 +6,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trainprobe.cli._command import (
-    Command,
-    CommandParser,
-    Remote,
-    Where,
-)
+from trainprobe.cli._command import Command, CommandParser
 from trainprobe.cli._detectors import SEVERITY_STYLE, add_detector_options, add_fail_on
-from trainprobe.cli._fleet import is_fleet, show_fleet
+from trainprobe.cli._fleet import show_report
 from trainprobe.cli._output import Console, Output
 from trainprobe.cli._verdicts import FLEET_EXIT_CODES
+from trainprobe.cli._where import Remote, Where, is_fleet
 from trainprobe.errors import UsageError
 
 if TYPE_CHECKING:  # imported where used: trainprobe.metrics pulls in numpy, which every command would pay for
@@ -193,31 +189,25 @@ def logs(
         pattern=pattern,
         step=step,
     )
-    if where.on:
-        from trainprobe.tasks import logs_on, logs_on_fleet
+    if where.on and (html is not None or png is not None) and is_fleet(where.targets()):
+        raise UsageError(
+            "--html and --png take one target, not a fleet",
+            hint="run once per target with --on TARGET --html FILE",
+        )
 
-        targets = where.targets()
-        if is_fleet(targets):
-            if html is not None or png is not None:
-                raise UsageError(
-                    "--html and --png take one target, not a fleet",
-                    hint="run once per target with --on TARGET --html FILE",
-                )
-            return show_fleet(
-                out, targets,
-                lambda on_done, _cancel: logs_on_fleet(
-                    targets, paths, options=options, on_done=on_done, **where.fleet_limits()
-                ),
-                lambda console, report: render_report(report, console), _logs_summary, title="logs read",
-                code_of=lambda report: report.exit_code_for(fail_on),
-                result=lambda report: report.to_json(fail_on=fail_on), names_as_i_json=False,
-            )  # fmt: skip
-        report = logs_on(targets[0], paths, options=options, **where.limits())
-    else:
-        report = analyze(paths, options=options)
-    _write_files(out, report, html, png)
-    out.result(report.to_json(fail_on=fail_on), lambda console: render_report(report, console))
-    return report.exit_code_for(fail_on)
+    def here() -> LogReport:
+        return analyze(paths, options=options)
+
+    def document(report: LogReport) -> dict[str, object]:
+        """The report's JSON, once the --html and --png files are written (one target or here only)."""
+        _write_files(out, report, html, png)
+        return report.to_json(fail_on=fail_on)
+
+    return show_report(
+        out, where, paths, here=here, render=lambda console, report: render_report(report, console),
+        summarise=_logs_summary, title="logs read", code_of=lambda report: report.exit_code_for(fail_on),
+        result=document, names_as_i_json=False, options=options,
+    )  # fmt: skip
 
 
 def _write_files(out: Output, report: LogReport, html: Path | None, png: Path | None) -> None:
@@ -246,7 +236,7 @@ COMMAND = Command(
     _LOGS_HELP, "PATH... [options]", add_arguments, logs, _LOGS_EPILOG,
     remote=Remote(
         "fleet", "Read the logs on a remote target (ssh=user@host...).", "the remote analysis",
-        heading="where the logs are (--on)",
+        heading="where the logs are (--on)", task="logs:logs",
     ),
     json_help="One JSON document on stdout (schema_version 3; a fleet: the fleet document, each target's "
     "report in its result).",

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from trainprobe.cli._command import Command, CommandParser, Remote, Where
-from trainprobe.cli._fleet import FLEET_HELP, TARGET_HELP, is_fleet, show_fleet
+from trainprobe.cli._command import Command, CommandParser
+from trainprobe.cli._fleet import FLEET_HELP, TARGET_HELP, show_fleet
 from trainprobe.cli._output import Console, Output
+from trainprobe.cli._where import Remote, Where, is_fleet
 
 if TYPE_CHECKING:
     import threading

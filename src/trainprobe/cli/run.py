@@ -12,10 +12,11 @@ import os
 import threading
 from collections.abc import Sequence
 
-from trainprobe.cli._command import Command, CommandParser, Remote, Where
-from trainprobe.cli._fleet import FLEET_HELP, TARGET_HELP, is_fleet, live_reporter, render_fleet
+from trainprobe.cli._command import Command, CommandParser
+from trainprobe.cli._fleet import FLEET_HELP, TARGET_HELP, live_reporter, render_fleet
 from trainprobe.cli._output import Output
 from trainprobe.cli._plain import escape
+from trainprobe.cli._where import Remote, Where, is_fleet
 from trainprobe.errors import UsageError
 
 TYPE_CHECKING = False  # not typing's: a single run imports no typing (tests/remote/test_import_time.py)

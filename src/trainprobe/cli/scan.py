@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from trainprobe.cli._command import Command, CommandParser, Remote, Where, add_checkpoint_paths, at_least
-from trainprobe.cli._fleet import is_fleet, show_fleet
+from trainprobe.cli._command import Command, CommandParser, add_checkpoint_paths, at_least
+from trainprobe.cli._fleet import show_report
 from trainprobe.cli._output import Console, Output
 from trainprobe.cli._sharded import add_sharded_option, sharded_targets, show_sharded
 from trainprobe.cli._sizes import human_bytes, short_count
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
-from trainprobe.json_names import i_json
+from trainprobe.cli._where import Remote, Where
 
 if TYPE_CHECKING:
     from trainprobe.checkpoint.scanning.report import FileReport, ScanReport, UnitReport
@@ -210,7 +210,9 @@ def add_arguments(parser: CommandParser) -> None:
     )
 
 
-_REMOTE = Remote("fleet", "Scan on a remote target (ssh=user@host...).", "the remote scan")
+_REMOTE = Remote(
+    "fleet", "Scan on a remote target (ssh=user@host...).", "the remote scan", task="checkpoints:scan"
+)
 
 
 def scan(
@@ -223,8 +225,6 @@ def scan(
     out: Output,
     where: Where,
 ) -> int:
-    from trainprobe.errors import UsageError
-
     if sharded:
         from trainprobe.tasks import scan_sharded
 
@@ -236,28 +236,17 @@ def scan(
             ),
             _render_merged_scan, lambda result, _data: int(result.exit_code),
         )  # fmt: skip
-    if where.on:
-        try:
-            from trainprobe.tasks import scan_on, scan_on_fleet
-        except ImportError:  # an installation with the checkpoint readers only
-            raise UsageError("remote scanning (--on) is not available in this installation") from None
-        targets = where.targets()
-        if is_fleet(targets):
-            return show_fleet(
-                out, targets,
-                lambda on_done, _cancel: scan_on_fleet(
-                    targets, paths, stats=stats, verify=verify, on_done=on_done, **where.fleet_limits()
-                ),
-                render_scan_report, _scan_summary, title="scanned",
-            )  # fmt: skip
-        report = scan_on(targets[0], paths, stats=stats, verify=verify, **where.limits())
-    else:
+
+    def here() -> ScanReport:
         from trainprobe.checkpoint import scan as scan_paths
 
         with out.progress("scanning", total=1.0) as advance:
-            report = scan_paths(paths, stats=stats, verify=verify, workers=workers, progress=advance)
-    out.result(i_json(report.to_json()), lambda console: render_scan_report(console, report))
-    return report.exit_code
+            return scan_paths(paths, stats=stats, verify=verify, workers=workers, progress=advance)
+
+    return show_report(
+        out, where, paths, here=here, render=render_scan_report, summarise=_scan_summary, title="scanned",
+        stats=stats, verify=verify,
+    )  # fmt: skip
 
 
 COMMAND = Command(

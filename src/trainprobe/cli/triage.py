@@ -5,17 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from trainprobe.cli._command import (
-    Command,
-    CommandParser,
-    Remote,
-    Where,
-    at_least,
-)
+from trainprobe.cli._command import Command, CommandParser, at_least
 from trainprobe.cli._detectors import add_detector_options
 from trainprobe.cli._output import Console, Output
 from trainprobe.cli._plain import Table, escape
 from trainprobe.cli._verdicts import STYLE
+from trainprobe.cli._where import Remote, Where
 from trainprobe.conventions import step_text
 from trainprobe.errors import UsageError
 from trainprobe.json_names import i_json
@@ -132,10 +127,8 @@ def triage(
             refusal="triage diagnoses one run directory on one target",
             hint="run one triage per target (slurm=JOB@NODE for one node of a job)",
         )
-        from trainprobe.tasks import triage_on
-
         out.note(f"triaging {run_dir} on {target}")
-        report = triage_on(target, run_dir, **options, **where.limits())
+        report = where.task_on(target, run_dir, **options)
     else:
         from trainprobe.triage import triage as run_triage
 
@@ -165,7 +158,7 @@ COMMAND = Command(
     _HELP, "RUN_DIR [options]", add_arguments, triage, _EPILOG,
     remote=Remote(
         "one", "Triage on a remote target (ssh=user@host..., a name from the targets file).",
-        "the remote work",
+        "the remote work", task="triage:triage",
     ),
     schema_version=3,
 )  # fmt: skip

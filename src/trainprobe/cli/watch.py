@@ -12,9 +12,10 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from trainprobe.cli._command import Command, CommandParser, Remote, Where, seconds
+from trainprobe.cli._command import Command, CommandParser, seconds
 from trainprobe.cli._detectors import SEVERITY_STYLE, add_detector_options, add_fail_on
 from trainprobe.cli._output import Output
+from trainprobe.cli._where import Remote, Where
 from trainprobe.cli.logs import render_report
 from trainprobe.errors import UsageError
 

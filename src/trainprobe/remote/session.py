@@ -39,7 +39,7 @@ from trainprobe.remote.logs import new_run_dir
 from trainprobe.remote.run_errors import RunState, cannot_start, settle
 
 #: seconds to connect, authenticate and get through login scripts: the one default of every run, call, fleet
-#: and task (and of the CLI's --connect-timeout: trainprobe.cli._command.CONNECT_TIMEOUT_S, held equal by a
+#: and task (and of the CLI's --connect-timeout: trainprobe.cli._where.CONNECT_TIMEOUT_S, held equal by a
 #: test); a login that runs conda's hooks or a slow LDAP lookup takes several seconds
 CONNECT_TIMEOUT_S = 20.0
 

@@ -48,16 +48,16 @@ def modules_named(names: Sequence[str]) -> list[Module]:
 
     A package comes with every module under it, a module alone; the packages above either come with their
     ``__init__`` only (``trainprobe`` also with ``trainprobe.errors``, which its ``__init__`` imports, and
-    ``trainprobe.conventions``, which every subpackage may import). A name inside trainprobe ships its whole
-    subpackage: ``trainprobe.checkpoint.scan`` ships ``trainprobe.checkpoint``. Raises UsageError for a name
-    that does not import here or has no source file.
+    ``trainprobe.conventions`` and ``trainprobe.plugins``, which every subpackage may import). A name inside
+    trainprobe ships its whole subpackage: ``trainprobe.checkpoint.scan`` ships ``trainprobe.checkpoint``.
+    Raises UsageError for a name that does not import here or has no source file.
     """
     shipped: list[Module] = []
     for name in names:
         parts = name.split(".")
         if parts[0] == "trainprobe":
-            shipped += [_source_of(f"trainprobe{m}") for m in ("", ".errors", ".conventions")]
-            if len(parts) > 1 and parts[1] not in ("errors", "conventions"):
+            shipped += [_source_of(f"trainprobe{m}") for m in ("", ".errors", ".conventions", ".plugins")]
+            if len(parts) > 1 and parts[1] not in ("errors", "conventions", "plugins"):
                 shipped.extend(_source_tree(f"trainprobe.{parts[1]}"))
         else:
             shipped.extend(_source_tree(name))

@@ -1,33 +1,30 @@
 """Optimizer families, one module each, behind :class:`.base.OptimizerFamily`.
 
 To add a family: write a module with a class that has ``name``, ``shaped_like_param``, ``matches`` and
-``evidence``, and add one instance to ``OPTIMIZERS``. A parameter's state is the first family's that
-``matches`` its keys (more specific first); none matching: "unknown"."""
+``evidence``, and add its ``"module:Class"`` row to ``OPTIMIZERS``'s rows. A parameter's state is the
+first family's that ``matches`` its keys (more specific first); none matching: "unknown"."""
 
 from __future__ import annotations
 
 from collections.abc import Set
 from typing import Any
 
-from trainprobe.checkpoint.check.optimizers.adafactor import Adafactor
-from trainprobe.checkpoint.check.optimizers.adagrad import Adagrad
-from trainprobe.checkpoint.check.optimizers.adam import Adam
-from trainprobe.checkpoint.check.optimizers.adamax import Adamax
 from trainprobe.checkpoint.check.optimizers.base import OptimizerFamily
-from trainprobe.checkpoint.check.optimizers.bnb8bit import Bnb8bit
-from trainprobe.checkpoint.check.optimizers.lion import Lion
-from trainprobe.checkpoint.check.optimizers.rmsprop import RmsProp
-from trainprobe.checkpoint.check.optimizers.sgd import Sgd
+from trainprobe.plugins import instances
 
-OPTIMIZERS: tuple[OptimizerFamily, ...] = (
-    Bnb8bit(),
-    Adafactor(),
-    Adam(),
-    Adamax(),
-    Lion(),
-    RmsProp(),
-    Adagrad(),
-    Sgd(),
+#: one family per row, "module:Class" under this package, more specific first
+OPTIMIZERS: tuple[OptimizerFamily, ...] = instances(
+    __name__,
+    (
+        "bnb8bit:Bnb8bit",
+        "adafactor:Adafactor",
+        "adam:Adam",
+        "adamax:Adamax",
+        "lion:Lion",
+        "rmsprop:RmsProp",
+        "adagrad:Adagrad",
+        "sgd:Sgd",
+    ),
 )
 
 

@@ -1,21 +1,16 @@
 """Checkpoint formats, one module each, behind :class:`trainprobe.checkpoint.reading.base.CheckpointFormat`.
 
 To add a format: write a module with a class that has ``name``, ``sniff(path, head)`` and ``open(path)``,
-and add one instance to ``FORMATS``. Detection asks each format in this order, so more specific formats come
-first."""
+and add its ``"module:Class"`` row to ``FORMATS``'s rows. Detection asks each format in this order, so more
+specific formats come first."""
 
 from __future__ import annotations
 
 import os
 
 from trainprobe.checkpoint.reading.base import Checkpoint, CheckpointFormat, brief
-from trainprobe.checkpoint.reading.formats.dcp import DcpFormat
-from trainprobe.checkpoint.reading.formats.hf_sharded import HfShardedFormat
-from trainprobe.checkpoint.reading.formats.pickle_file import BarePickleFormat, TorchTarFormat
-from trainprobe.checkpoint.reading.formats.safetensors import SafetensorsFormat
-from trainprobe.checkpoint.reading.formats.torch_legacy import TorchLegacyFormat
-from trainprobe.checkpoint.reading.formats.torch_zip import TorchZipFormat
 from trainprobe.errors import CheckpointError, CorruptCheckpointError, UnknownFormatError
+from trainprobe.plugins import instances
 
 HEAD_BYTES = 4096
 
@@ -86,15 +81,18 @@ def _open_with(fmt: CheckpointFormat, path: str) -> Checkpoint:
 
 
 # The registry, last: the HF index reader opens its shards with open_file, which asks the registry.
-FORMATS: tuple[CheckpointFormat, ...] = (
-    DcpFormat(),
-    HfShardedFormat(open_file),
-    TorchZipFormat(),
-    TorchLegacyFormat(),
-    SafetensorsFormat(),
-    TorchTarFormat(),
-    # Last: a safetensors header length can begin with the bytes of a pickle PROTO opcode.
-    BarePickleFormat(),
+FORMATS: tuple[CheckpointFormat, ...] = instances(
+    __name__,
+    (
+        "dcp:DcpFormat",
+        ("hf_sharded:HfShardedFormat", open_file),
+        "torch_zip:TorchZipFormat",
+        "torch_legacy:TorchLegacyFormat",
+        "safetensors:SafetensorsFormat",
+        "pickle_file:TorchTarFormat",
+        # Last: a safetensors header length can begin with the bytes of a pickle PROTO opcode.
+        "pickle_file:BarePickleFormat",
+    ),
 )
 
 #: what no file's bytes can cause: our own bug, which must surface as one, never as a "corrupt" verdict

@@ -2,7 +2,7 @@
 
 To add a framework: write a module with a subclass of :class:`.base.FrameworkBase` that defines ``name``
 and, unless its checkpoints are single files, ``layout`` (which directories are its units, and their parts),
-and add one instance to ``FRAMEWORKS``.
+and add its ``"module:Class"`` row to ``_ROWS``.
 It overrides the base's answers where it knows more: ``counts`` (what each step source of its units counts,
 beyond :data:`.base.STEP_COUNTS`), ``exact_steps``, ``name_counts``, ``covers_by_partition``, ``knows`` (a
 single file's object is its own), ``tensor_role``, ``part_facts`` and ``parts_evidence``. Directory layouts
@@ -11,7 +11,6 @@ are asked in this order (more specific first); a single file's object is claimed
 
 from __future__ import annotations
 
-from trainprobe.checkpoint.units.frameworks.accelerate import Accelerate
 from trainprobe.checkpoint.units.frameworks.base import (
     Framework,
     FrameworkBase,
@@ -21,21 +20,20 @@ from trainprobe.checkpoint.units.frameworks.base import (
     TensorRole,
     role_by_name,
 )
-from trainprobe.checkpoint.units.frameworks.dcp import Dcp
-from trainprobe.checkpoint.units.frameworks.deepspeed import DeepSpeed
-from trainprobe.checkpoint.units.frameworks.folder import Folder, PlainFile
-from trainprobe.checkpoint.units.frameworks.hf_trainer import HfTrainer
-from trainprobe.checkpoint.units.frameworks.lightning import Lightning
+from trainprobe.plugins import instances
 
-FRAMEWORKS: tuple[Framework, ...] = (
-    Dcp(),
-    HfTrainer(),
-    Accelerate(),
-    DeepSpeed(),
-    Lightning(),
-    Folder(),
-    PlainFile(),
+#: one framework per row, "module:Class" under this package, in the order directory layouts are asked
+_ROWS = (
+    "dcp:Dcp",
+    "hf_trainer:HfTrainer",
+    "accelerate:Accelerate",
+    "deepspeed:DeepSpeed",
+    "lightning:Lightning",
+    "folder:Folder",
+    "folder:PlainFile",
 )
+
+FRAMEWORKS: tuple[Framework, ...] = instances(__name__, _ROWS)
 
 _BY_NAME = {f.name: f for f in FRAMEWORKS}
 
