@@ -294,6 +294,7 @@ def _detect(run: RunLog, events: list[Event], options: Options) -> list[Finding]
         found.extend(det.detect_early_explosion(run, metric))
     found.extend(det.detect_overfitting(run))
     found.extend(det.detect_missing(run))
+    found.extend(det.detect_lost_rows(run, events, found))
     found.extend(det.detect_unfinished(run))
     found.extend(_reported_nonfinite(run, events, found))
     return det.one_per_event(found)

@@ -185,7 +185,7 @@ def suggest(f: Finding, near: float) -> None:
         f.suggestion = (
             f"scan the first checkpoint saved after step {step_text(f.step)} for NaN/Inf (trainprobe scan)"
         )
-    elif f.kind == MISSING:
+    elif f.kind == MISSING and not f.suggestion:  # a detector that knows the cause said it (lost rows)
         f.suggestion = (
             "count how often this happens; many skipped steps point to fp16 overflow or bad batches"
         )

@@ -1,8 +1,9 @@
 """Overfitting: an eval loss whose best value is followed by at least three evaluations that rise (most steps
 up, the last ≥ 5 % above the best) beyond the series' noise (their median above the best by three times the
 robust spread of its second differences: DETR's test losses zigzag around their best and are no overfit,
-timm's that rise in even steps are one), while the train loss it pairs with keeps falling over the same steps,
-and no eval accuracy (mAP, acc) improved by more than 10 % over them.
+timm's that rise in even steps are one), while the train loss it pairs with keeps falling over the same steps
+(a loss of the train split, or else one the eval split holds under a name that says train, as in
+``eval/train loss``), and no eval accuracy (mAP, acc) improved by more than 10 % over them.
 """
 
 from __future__ import annotations
@@ -25,8 +26,22 @@ def _words(name: str) -> list[str]:
     ]
 
 
+_TRAIN_WORDS = frozenset({"train", "training"})
+
+
+def _train_named(name: str) -> bool:
+    """Whether a metric the eval split holds by its name says it is measured on the training data: a reader
+    that prefixes the fields of an eval line puts the epoch's ``train loss`` there (PaddleSpeech's
+    ``epoch: 0, train loss: 80.8, test loss: 15.7`` gives ``eval/train loss``), and so do names such as
+    ``eval/train_loss``."""
+    return bool(_TRAIN_WORDS & set(re.split(r"[\s/_.\-]+", name.lower())))
+
+
 def _train_partner(run: RunLog, eval_metric: str) -> str | None:
-    trains = [m for m in run.metrics if split_of(m) == TRAIN and trend_kind(m) == "loss"]
+    """The train loss to pair an eval loss with: of the train split, or else one the eval split holds under
+    a name that says train (:func:`_train_named`), when that is all the run has."""
+    losses = [m for m in run.metrics if trend_kind(m) == "loss"]
+    trains = [m for m in losses if split_of(m) == TRAIN] or [m for m in losses if _train_named(m)]
     if not trains:
         return None
     want = _words(eval_metric)
@@ -70,7 +85,7 @@ def _rise_beyond_noise(x: np.ndarray, best: int, *, k: float = 3.0) -> bool:
 def detect_overfitting(run: RunLog) -> list[Finding]:
     findings: list[Finding] = []
     for metric in run.metrics:
-        if split_of(metric) != EVAL or trend_kind(metric) != "loss":
+        if split_of(metric) != EVAL or trend_kind(metric) != "loss" or _train_named(metric):
             continue
         rows, steps, x = _series(run, metric)
         if x.size < 4 or x.min() < 0:
