@@ -65,6 +65,7 @@ class CommandParser(argparse.ArgumentParser):
 
     def __init__(self, name: str, summary: str, command: Command) -> None:
         self.command_name = name
+        self.command = command
         super().__init__(
             prog=f"trainprobe {name}",
             usage=f"trainprobe {name} {command.usage}",

@@ -15,6 +15,7 @@ from trainprobe.cli._sizes import human_bytes
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from trainprobe.cli._command import CommandParser
     from trainprobe.cli._where import Where
     from trainprobe.remote.target import Target
     from trainprobe.tasks import ShareProgress
@@ -66,9 +67,10 @@ def render_shares(console: Console, sharded: dict[str, Any]) -> None:
         console.print(f"[bold red]{escape(target)} failed:[/] {escape(why)}", soft_wrap=True)
 
 
-def add_sharded_option(group: Any, does: str) -> None:
-    """--sharded, in the --on group: ``does`` says what each target does and what comes back."""
-    group.add_argument(
+def add_sharded_option(parser: CommandParser, does: str) -> None:
+    """--sharded, in the command's --on group: ``does`` says what each target does and what comes back."""
+    remote = parser.command.remote
+    parser.group(remote.heading if remote is not None else "options").add_argument(
         "--sharded", action="store_true",
         help="With a fleet: PATH is one checkpoint unit whose files are spread over the targets (node-local "
         f"disks, or storage several see): {does}",

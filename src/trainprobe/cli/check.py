@@ -106,7 +106,7 @@ def add_arguments(parser: CommandParser) -> None:
         "--strict", action="store_true", help="Exit 1 when a verdict is 'unknown' (not enough evidence)."
     )
     add_sharded_option(
-        parser.group(_REMOTE.heading),
+        parser,
         "each target checks the parts it holds, and one verdict comes back (see below for what a part split "
         "over targets can and cannot show).",
     )

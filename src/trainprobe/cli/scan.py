@@ -204,7 +204,7 @@ def add_arguments(parser: CommandParser) -> None:
         "the same whatever the number.",
     )
     add_sharded_option(
-        parser.group(_REMOTE.heading),
+        parser,
         "each target scans the files it holds (shared ones split by size), and one report comes back, as a "
         "scan of all files in one place would give it.",
     )
