@@ -128,7 +128,7 @@ def judge_check(
         add_part(result, pc, _rel(pc.path, unit.path), stated, weights)
     ev.extend(cover_from_facts([pc.cover for pc in opened if pc.cover is not None], framework))
     pickle_evidence(result)
-    ev.extend(unit_evidence(unit, framework, facts, sources, alone=alone))
+    ev.extend(unit_evidence(unit, framework, facts, sources, alone=alone, here=is_file is None))
     ev.extend(evidence)
     result.tensor_prints = {
         tensor_key(unit.path, path, name): fp for path, name, fp in result.tensor_fingerprints

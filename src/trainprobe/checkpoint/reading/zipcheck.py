@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # imported where used: a safetensors scan never needs zipfile
     import zipfile
 
 from trainprobe.checkpoint.reading.mapping import page_releaser
+from trainprobe.checkpoint.reading.zip_headers import header_problem
 from trainprobe.checkpoint.reading.zipdir import ZIP_DEFLATED, ZIP_STORED, Entry
 
 # CRC32 of a buffer continuing from a running value, as zlib.crc32(data, value).
@@ -222,7 +223,9 @@ def record_problems(
     crc32: Crc32 | None = None,
     workers: int | None = None,
 ) -> list[RecordProblem]:
-    """:func:`verify_zip_crc` with each problem's record name, so a reader can name the tensor it holds."""
+    """:func:`verify_zip_crc` with each problem's record name, so a reader can name the tensor it holds; also
+    the bytes around each record (:func:`~.zip_headers.header_problem`: its local header, torch's padding, its
+    data descriptor), which a CRC32 of the data does not cover."""
     import zipfile
 
     crc32 = crc32 or default_crc32
@@ -235,6 +238,9 @@ def record_problems(
     # Per record, in archive order: a problem found from the headers alone, or a range whose CRC to compute.
     found: list[RecordProblem | tuple[zipfile.ZipInfo, int, int]] = []
     for info in infos:
+        altered = header_problem(buffer, base, length, info)
+        if altered is not None:  # the bytes around the record were changed: its data may still be right
+            found.append(RecordProblem(info.orig_filename, altered))
         if info.compress_type != zipfile.ZIP_STORED:
             continue  # torch never compresses; zipfile itself checks compressed records when they are read
         try:

@@ -25,6 +25,7 @@ from trainprobe.checkpoint.units.discover import Unit
 from trainprobe.checkpoint.units.facts import PartFacts
 from trainprobe.checkpoint.units.frameworks import Framework, framework_named
 from trainprobe.checkpoint.units.rates import rate_evidence
+from trainprobe.checkpoint.units.sidefiles import side_file_evidence
 from trainprobe.checkpoint.units.steps import (
     StepSource,
     chosen_step,
@@ -108,13 +109,16 @@ def unit_evidence(
     sources: Sequence[StepSource],
     *,
     alone: bool | None = None,
+    here: bool = True,
 ) -> list[Evidence]:
     """What a unit says as a whole, the same for ``scan``, ``check`` and ``diff``: whether its step sources
     agree (:func:`trainprobe.checkpoint.units.steps.judge_steps`), whether its scheduler's last learning rate
     is its optimizer's (:func:`trainprobe.checkpoint.units.rates.rate_evidence`) and what its framework knows
     about its parts (a DeepSpeed rank's optimizer partition missing). ``alone``: the unit is one file given
     by itself (default: ``unit.framework == "file"``); what its framework says of the other parts is then a
-    note."""
+    note. ``here``: the unit's files are on this machine, so its JSON files are parsed too
+    (:func:`~trainprobe.checkpoint.units.sidefiles.side_file_evidence`; a unit spread over other machines'
+    disks is judged without them)."""
     scaler = has_grad_scaler([p.path for p in unit.parts], facts)
     out = judge_steps(sources, framework, scaler=scaler, skipped=skipped_steps(facts))
     out.extend(rate_evidence(facts))
@@ -138,6 +142,8 @@ def unit_evidence(
             for e in whole
         ]
     out.extend(whole)
+    if here:
+        out.extend(side_file_evidence(unit.path, [p.path for p in unit.listed]))
     return out
 
 
@@ -170,7 +176,7 @@ def judge_unit(
             unit.path, framework, facts, trainer_state=trainer_state, is_file=is_file
         )
         report.step, report.step_source = chosen_step(report.step_sources)
-        report.evidence = unit_evidence(unit, framework, facts, report.step_sources)
+        report.evidence = unit_evidence(unit, framework, facts, report.step_sources, here=is_file is None)
     report.settle_verdict()
     report.fingerprint = unit_fingerprint(
         (tensor_key(unit.path, f.path, t.name), t.fingerprint)
