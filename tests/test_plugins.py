@@ -96,10 +96,38 @@ def test_every_reader_module_is_registered() -> None:
         assert not defines_reader, f"readers/{name}.py defines a reader that no row registers"
 
 
+@pytest.mark.parametrize(
+    ("command", "tables"),
+    [
+        ("logs", (plugins.LOG_READERS, plugins.RUN_DIR_READERS)),
+        ("scan", (plugins.CHECKPOINT_FORMATS,)),
+        ("check", (plugins.FRAMEWORKS, plugins.OPTIMIZER_FAMILIES)),
+    ],
+)
+def test_the_help_lists_every_registered_piece(
+    command: str, tables: tuple[dict[str, str], ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trainprobe.cli import main
+
+    assert main([command, "--help"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())  # the help wraps lines
+    for table in tables:
+        for what in filter(None, table.values()):
+            assert " ".join(what.split()) in shown
+
+
+def test_help_list_reads_like_a_sentence() -> None:
+    assert plugins.help_list({"a:A": "one", "b:B": "", "c:C": "two", "d:D": "three"}) == "one, two and three"
+    assert plugins.help_list({"a:A": "one"}) == "one"
+
+
 def test_stdlib_only_and_shipped_with_errors() -> None:
     tree = ast.parse(Path(plugins.__file__).read_bytes())
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert imported <= {"__future__", "importlib", "collections.abc", "typing"}
+    assert not [
+        n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and n.module != "__future__"
+    ]
     for name in ("trainprobe.metrics", "trainprobe.checkpoint"):
         assert "trainprobe.plugins" in {m.name for m in modules_named([name])}

@@ -11,16 +11,16 @@ from trainprobe.cli._plain import escape
 from trainprobe.cli._sharded import add_sharded_option, sharded_targets, show_sharded
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
 from trainprobe.cli._where import Remote, Where
+from trainprobe.plugins import FRAMEWORKS, OPTIMIZER_FAMILIES, help_list
 
 _CHECK_HELP = (
-    "A checkpoint is a unit: a file, or a directory a framework writes as one checkpoint (HF Trainer "
-    "checkpoint-N/, accelerate save_state, DeepSpeed global_stepN/, a DCP directory, a step folder of model "
-    "+ optimizer files). One verdict per unit: consistent, torn (it mixes training steps), corrupt "
+    "A checkpoint is a unit: a file, or a directory a framework writes as one checkpoint (the layouts known: "
+    f"{help_list(FRAMEWORKS)}). One verdict per unit: consistent, torn (it mixes training steps), corrupt "
     "(damaged), nonfinite, suspicious, unknown (not enough evidence) or unreadable.\n\n"
     "Evidence: step sources agree (the name, trainer_state.json, the step field, the scheduler, the "
     "optimizer's per-parameter step counters); Adam exp_avg_sq >= 0, exp_avg == 0 where exp_avg_sq == 0 and "
     "the bound |m| <= (1-b1)/sqrt((1-b2)(1-b1²/b2))·sqrt(v) (7.27 for betas 0.9/0.999), per optimizer family "
-    "(SGD, Adagrad, RMSprop, Adafactor, Lion, 8-bit: what holds for each, the rest shown as skipped); state "
+    f"({help_list(OPTIMIZER_FAMILIES)}: what holds for each, the rest shown as skipped); state "
     "shaped like its parameter and covering every parameter of the unit's model; ZeRO partitions for every "
     "rank; bf16/fp16 weights equal the cast of their fp32 master copy; zip CRC32s and record sizes; DCP "
     "chunks tile each tensor; HF index entries present; the CheckpointWriter manifest; identical units. "

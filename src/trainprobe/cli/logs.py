@@ -13,15 +13,15 @@ from trainprobe.cli._output import Console, Output
 from trainprobe.cli._verdicts import FLEET_EXIT_CODES
 from trainprobe.cli._where import Remote, Where, is_fleet
 from trainprobe.errors import UsageError
+from trainprobe.plugins import LOG_READERS, RUN_DIR_READERS, help_list
 
 if TYPE_CHECKING:  # imported where used: trainprobe.metrics pulls in numpy, which every command would pay for
     from trainprobe.metrics import LogReport, RunLog
 
 
 _LOGS_HELP = (
-    "Reads JSONL, CSV/TSV, W&B exports, Lightning metrics.csv, HF trainer_state.json, TensorBoard event "
-    "files and plain-text logs (llm.c, Megatron, `step 10 | loss 2.3`, `key=value` ...); the format is "
-    "detected from the content. Each finding comes with the event before it (a checkpoint save, a resume, "
+    f"Reads {help_list(LOG_READERS)}, and {help_list(RUN_DIR_READERS)}; the format is detected from the "
+    "content. Each finding comes with the event before it (a checkpoint save, a resume, "
     "an LR change) and a suggested next step.\n\n"
     "--on reads the logs where they are (ssh=host//docker=trainer, see trainprobe run --help): only "
     "trainprobe's readers and numpy are needed there, the paths (and --checkpoints) are paths there, and the "

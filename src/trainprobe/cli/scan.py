@@ -11,15 +11,15 @@ from trainprobe.cli._sharded import add_sharded_option, sharded_targets, show_sh
 from trainprobe.cli._sizes import human_bytes, short_count
 from trainprobe.cli._verdicts import EXIT_CODES, FLEET_EXIT_CODES, MARK
 from trainprobe.cli._where import Remote, Where
+from trainprobe.plugins import CHECKPOINT_FORMATS, help_list
 
 if TYPE_CHECKING:
     from trainprobe.checkpoint.scanning.report import FileReport, ScanReport, UnitReport
 
 _SCAN_HELP = (
-    "Reads torch zip (.pt/.pth/.bin/.ckpt: plain, Lightning, DeepSpeed) and legacy files, safetensors, "
-    "Hugging Face sharded checkpoints (*.index.json) and torch.distributed.checkpoint directories, detected "
-    "by content. Directories are searched recursively; quote globs to let trainprobe expand them. Pickle "
-    "globals other than torch's tensor machinery are never imported; they are reported as suspicious.\n\n"
+    f"Reads {help_list(CHECKPOINT_FORMATS)}, detected by content. Directories are searched recursively; "
+    "quote globs to let trainprobe expand them. Pickle globals other than torch's tensor machinery are "
+    "never imported; they are reported as suspicious.\n\n"
     "--on takes a target (ssh=host//docker=trainer, see trainprobe run --help); repeat it, or give a range "
     "(ssh=node[01-16]), a name or group from the targets file, or slurm=JOBID, to scan on a fleet: one "
     "report per target, then a table of the targets."

@@ -369,7 +369,7 @@ class Checkpoint:
 
 
 class CheckpointFormat(Protocol):
-    """One checkpoint format. Register it by a row in ``trainprobe.checkpoint.reading.formats.FORMATS``."""
+    """One checkpoint format. Register it by a row in ``trainprobe.plugins.CHECKPOINT_FORMATS``."""
 
     name: str
 

@@ -1,8 +1,9 @@
 """Optimizer families, one module each, behind :class:`.base.OptimizerFamily`.
 
 To add a family: write a module with a class that has ``name``, ``shaped_like_param``, ``matches`` and
-``evidence``, and add its ``"module:Class"`` row to ``OPTIMIZERS``'s rows. A parameter's state is the
-first family's that ``matches`` its keys (more specific first); none matching: "unknown"."""
+``evidence``, and add its row to :data:`trainprobe.plugins.OPTIMIZER_FAMILIES` (``"module:Class"`` and its
+name, which ``check --help`` lists). A parameter's state is the first family's that ``matches`` its keys
+(more specific first); none matching: "unknown"."""
 
 from __future__ import annotations
 
@@ -10,22 +11,9 @@ from collections.abc import Set
 from typing import Any
 
 from trainprobe.checkpoint.check.optimizers.base import OptimizerFamily
-from trainprobe.plugins import instances
+from trainprobe.plugins import OPTIMIZER_FAMILIES, instances
 
-#: one family per row, "module:Class" under this package, more specific first
-OPTIMIZERS: tuple[OptimizerFamily, ...] = instances(
-    __name__,
-    (
-        "bnb8bit:Bnb8bit",
-        "adafactor:Adafactor",
-        "adam:Adam",
-        "adamax:Adamax",
-        "lion:Lion",
-        "rmsprop:RmsProp",
-        "adagrad:Adagrad",
-        "sgd:Sgd",
-    ),
-)
+OPTIMIZERS: tuple[OptimizerFamily, ...] = instances(__name__, OPTIMIZER_FAMILIES)
 
 
 def family_of(keys: Set[str]) -> OptimizerFamily | None:

@@ -17,7 +17,7 @@ from trainprobe.checkpoint.reading.base import TensorRecord
 
 
 class OptimizerFamily(Protocol):
-    """One family. Register it by a row in ``trainprobe.checkpoint.check.optimizers.OPTIMIZERS``."""
+    """One family. Register it by a row in ``trainprobe.plugins.OPTIMIZER_FAMILIES``."""
 
     name: str
     #: whether every non-scalar state tensor has its parameter's shape (false for factored or flat state)

@@ -1,8 +1,9 @@
 """Checkpoint formats, one module each, behind :class:`trainprobe.checkpoint.reading.base.CheckpointFormat`.
 
 To add a format: write a module with a class that has ``name``, ``sniff(path, head)`` and ``open(path)``,
-and add its ``"module:Class"`` row to ``FORMATS``'s rows. Detection asks each format in this order, so more
-specific formats come first."""
+and add its row to :data:`trainprobe.plugins.CHECKPOINT_FORMATS` (``"module:Class"`` and what it reads,
+which ``scan --help`` lists). Detection asks each format in the rows' order, so more specific formats come
+first."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import os
 
 from trainprobe.checkpoint.reading.base import Checkpoint, CheckpointFormat, brief
 from trainprobe.errors import CheckpointError, CorruptCheckpointError, UnknownFormatError
-from trainprobe.plugins import instances
+from trainprobe.plugins import CHECKPOINT_FORMATS, instances
 
 HEAD_BYTES = 4096
 
@@ -82,17 +83,7 @@ def _open_with(fmt: CheckpointFormat, path: str) -> Checkpoint:
 
 # The registry, last: the HF index reader opens its shards with open_file, which asks the registry.
 FORMATS: tuple[CheckpointFormat, ...] = instances(
-    __name__,
-    (
-        "dcp:DcpFormat",
-        ("hf_sharded:HfShardedFormat", open_file),
-        "torch_zip:TorchZipFormat",
-        "torch_legacy:TorchLegacyFormat",
-        "safetensors:SafetensorsFormat",
-        "pickle_file:TorchTarFormat",
-        # Last: a safetensors header length can begin with the bytes of a pickle PROTO opcode.
-        "pickle_file:BarePickleFormat",
-    ),
+    __name__, CHECKPOINT_FORMATS, {"hf_sharded:HfShardedFormat": (open_file,)}
 )
 
 #: what no file's bytes can cause: our own bug, which must surface as one, never as a "corrupt" verdict

@@ -2,7 +2,8 @@
 
 To add a framework: write a module with a subclass of :class:`.base.FrameworkBase` that defines ``name``
 and, unless its checkpoints are single files, ``layout`` (which directories are its units, and their parts),
-and add its ``"module:Class"`` row to ``_ROWS``.
+and add its row to :data:`trainprobe.plugins.FRAMEWORKS` (``"module:Class"`` and what it writes, which
+``check --help`` lists).
 It overrides the base's answers where it knows more: ``counts`` (what each step source of its units counts,
 beyond :data:`.base.STEP_COUNTS`), ``exact_steps``, ``name_counts``, ``covers_by_partition``, ``knows`` (a
 single file's object is its own), ``tensor_role``, ``part_facts`` and ``parts_evidence``. Directory layouts
@@ -11,6 +12,7 @@ are asked in this order (more specific first); a single file's object is claimed
 
 from __future__ import annotations
 
+from trainprobe import plugins
 from trainprobe.checkpoint.units.frameworks.base import (
     Framework,
     FrameworkBase,
@@ -22,18 +24,7 @@ from trainprobe.checkpoint.units.frameworks.base import (
 )
 from trainprobe.plugins import instances
 
-#: one framework per row, "module:Class" under this package, in the order directory layouts are asked
-_ROWS = (
-    "dcp:Dcp",
-    "hf_trainer:HfTrainer",
-    "accelerate:Accelerate",
-    "deepspeed:DeepSpeed",
-    "lightning:Lightning",
-    "folder:Folder",
-    "folder:PlainFile",
-)
-
-FRAMEWORKS: tuple[Framework, ...] = instances(__name__, _ROWS)
+FRAMEWORKS: tuple[Framework, ...] = instances(__name__, plugins.FRAMEWORKS)
 
 _BY_NAME = {f.name: f for f in FRAMEWORKS}
 

@@ -81,7 +81,7 @@ class FactsOfPart(Protocol):
 
 
 class Framework(Protocol):
-    """One framework's knowledge. Register it by a row in ``.frameworks._ROWS``."""
+    """One framework's knowledge. Register it by a row in ``trainprobe.plugins.FRAMEWORKS``."""
 
     name: str
     exact_steps: bool
