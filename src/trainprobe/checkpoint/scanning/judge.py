@@ -25,6 +25,7 @@ from trainprobe.checkpoint.units.discover import Unit
 from trainprobe.checkpoint.units.facts import PartFacts
 from trainprobe.checkpoint.units.frameworks import Framework, framework_named
 from trainprobe.checkpoint.units.rates import rate_evidence
+from trainprobe.checkpoint.units.sets import missing_descriptor_evidence
 from trainprobe.checkpoint.units.sidefiles import side_file_evidence
 from trainprobe.checkpoint.units.steps import (
     StepSource,
@@ -142,8 +143,10 @@ def unit_evidence(
             for e in whole
         ]
     out.extend(whole)
+    listed = [p.path for p in unit.listed]
+    out.extend(missing_descriptor_evidence([p.path for p in unit.parts], listed, here=here))
     if here:
-        out.extend(side_file_evidence(unit.path, [p.path for p in unit.listed]))
+        out.extend(side_file_evidence(unit.path, listed))
     return out
 
 
