@@ -29,7 +29,7 @@ from trainprobe.metrics.findings import (
     Finding,
 )
 from trainprobe.metrics.log_facts import log_facts
-from trainprobe.metrics.reading import no_rows_error, read_logs
+from trainprobe.metrics.reading import gives_series, no_rows_error, read_logs
 from trainprobe.metrics.roles import metric_kind
 from trainprobe.metrics.series import downsample
 from trainprobe.metrics.split_files import pair_split_files
@@ -232,7 +232,7 @@ def analyze(
             )
         else:
             runs.append(rows_to_run(src, name=f"run{len(runs)}"))
-    if not runs or all(len(r) == 0 or not r.metrics for r in runs):
+    if not runs or not any(gives_series(r) for r in runs):
         raise no_rows_error(runs)
     runs = pair_split_files([r for r in runs if len(r)])
     if options.step is not None and not any(r.step_key == options.step for r in runs):

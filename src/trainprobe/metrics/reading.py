@@ -160,6 +160,25 @@ def _read_logs(
     return _read_file(path, options)
 
 
+#: the fewest values of a timing series that make a log of durations alone a benchmark's
+MIN_TIMED_ROWS = 3
+
+
+def gives_series(run: RunLog) -> bool:
+    """Whether a run read gives the report something: a metric, or — a benchmark that logs durations
+    alone — a timing series of :data:`MIN_TIMED_ROWS` values or more, when no line of its file that looks
+    like metrics was left unread and the run did not fail (a log whose timings alone were understood while
+    lines like metrics were not is no benchmark, nor is a crash log's one "time to load" line: both are
+    reported as not read)."""
+    if not len(run):
+        return False
+    if run.metrics:
+        return True
+    if any(e.kind == FAILURE for e in run.events) or run.coverage is None or run.coverage.missed_lines:
+        return False  # a crash before any metric, or lines like metrics left unread
+    return any(run.role(c) == "timing" and int(run.mask(c).sum()) >= MIN_TIMED_ROWS for c in run.columns)
+
+
 def no_rows_error(runs: list[RunLog]) -> LogError:
     """The error for logs that gave no metric rows: the first lines read, and why each was not one."""
     where = ", ".join(dict.fromkeys(r.path for r in runs)) or "input"
@@ -184,4 +203,4 @@ def no_rows_error(runs: list[RunLog]) -> LogError:
     )
 
 
-__all__ = ["no_rows_error", "pick_reader", "read_logs"]
+__all__ = ["gives_series", "no_rows_error", "pick_reader", "read_logs"]
