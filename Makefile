@@ -47,6 +47,9 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/remote_fanout.py
 	$(BIN)/python benchmarks/save.py
 	$(BIN)/python benchmarks/logs.py
+	$(BIN)/python benchmarks/logs_quality.py
+	$(BIN)/python benchmarks/checkpoint_quality.py
+	$(BIN)/python benchmarks/checkpoint_damage.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
