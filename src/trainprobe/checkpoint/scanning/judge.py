@@ -117,9 +117,11 @@ def unit_evidence(
     is its optimizer's (:func:`trainprobe.checkpoint.units.rates.rate_evidence`) and what its framework knows
     about its parts (a DeepSpeed rank's optimizer partition missing). ``alone``: the unit is one file given
     by itself (default: ``unit.framework == "file"``); what its framework says of the other parts is then a
-    note. ``here``: the unit's files are on this machine, so its JSON files are parsed too
-    (:func:`~trainprobe.checkpoint.units.sidefiles.side_file_evidence`; a unit spread over other machines'
-    disks is judged without them)."""
+    note. Files of a set found without the set's descriptor (HF shards without their index, DCP data
+    without ``.metadata``: :func:`~trainprobe.checkpoint.units.sets.missing_descriptor_evidence`) are damage.
+    ``here``: the unit's files are on this machine, so its JSON files are parsed too
+    (:func:`~trainprobe.checkpoint.units.sidefiles.side_file_evidence`) and a DCP data file's folder is looked
+    at; a unit spread over other machines' disks is judged without them."""
     scaler = has_grad_scaler([p.path for p in unit.parts], facts)
     out = judge_steps(sources, framework, scaler=scaler, skipped=skipped_steps(facts))
     out.extend(rate_evidence(facts))
