@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -54,16 +53,9 @@ def _verdict(copy: Path) -> str:
     return verdicts[0] if len(set(verdicts)) == 1 else "+".join(sorted(set(verdicts)))
 
 
-def _copy(unit: Path, tmp: Path) -> Path:
-    dst = tmp / unit.name
-    if unit.is_dir():
-        shutil.copytree(unit, dst)
-    else:
-        shutil.copy2(unit, dst)
-    return dst
-
-
 def overwritten(units: list[Path], root: Path) -> tuple[collections.Counter[str], list[str]]:
+    from fixtures.frameworks.damage import copy_unit  # the tests' own copier (imports torch)
+
     counts: collections.Counter[str] = collections.Counter()
     healthy = []
     for unit in units:
@@ -71,7 +63,7 @@ def overwritten(units: list[Path], root: Path) -> tuple[collections.Counter[str]
         for file in files:
             for at in OFFSETS:
                 with tempfile.TemporaryDirectory() as tmp:
-                    copy = _copy(unit, Path(tmp))
+                    copy = copy_unit(unit, Path(tmp))
                     target = copy if unit.is_file() else copy / file.relative_to(unit)
                     data = bytearray(target.read_bytes())
                     start = int(len(data) * at)
@@ -85,12 +77,14 @@ def overwritten(units: list[Path], root: Path) -> tuple[collections.Counter[str]
 
 
 def deleted(units: list[Path], root: Path) -> tuple[collections.Counter[str], list[str], list[str]]:
+    from fixtures.frameworks.damage import copy_unit
+
     counts: collections.Counter[str] = collections.Counter()
     healthy, optional = [], []
     for unit in (u for u in units if u.is_dir()):
         for file in sorted(f for f in unit.rglob("*") if f.is_file()):
             with tempfile.TemporaryDirectory() as tmp:
-                copy = _copy(unit, Path(tmp))
+                copy = copy_unit(unit, Path(tmp))
                 (copy / file.relative_to(unit)).unlink()
                 verdict = _verdict(copy)
             line = f"{file.relative_to(root)} deleted: {verdict}"

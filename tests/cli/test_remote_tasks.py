@@ -8,6 +8,7 @@ import inspect
 import pytest
 
 from trainprobe.cli import COMMANDS
+from trainprobe.cli._where import Where
 
 
 def _remote_of(name: str) -> object:
@@ -15,30 +16,20 @@ def _remote_of(name: str) -> object:
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
-def test_a_declared_task_has_what_its_targets_need(name: str) -> None:
+def test_a_declared_task_resolves_to_what_its_targets_need(name: str) -> None:
+    """The row a command's ``Remote.task`` names resolves, through the CLI's own lookup, to a ``*_on`` (and
+    for a fleet a ``*_on_fleet``) that takes the --on limits: a misspelt row fails here, not at a user's
+    first ``--on``."""
     remote = _remote_of(name)
     task = getattr(remote, "task", None)
     if task is None:
         return
-    module, _, function = task.partition(":")
-    tasks = importlib.import_module(f"trainprobe.tasks.{module}")
-    on = getattr(tasks, f"{function}_on")
-    assert {"timeout", "connect_timeout"} <= set(inspect.signature(on).parameters) | _limits_of(on)
+    where = Where(on=["local"], config=None, timeout=1.0, connect_timeout=2.0, parallel=3, task=task)
+    on = where.task_function("on")
+    inspect.signature(on).bind_partial("local", **where.limits())
     if remote.targets == "fleet":  # type: ignore[attr-defined]
-        on_fleet = getattr(tasks, f"{function}_on_fleet")
-        assert "on_done" in set(inspect.signature(on_fleet).parameters) | _limits_of(on_fleet)
-
-
-def _limits_of(function: object) -> set[str]:
-    """The keywords a ``**limits: Unpack[Limits]`` parameter takes."""
-    from trainprobe.tasks.remote_call import FleetLimits
-
-    params = inspect.signature(function).parameters  # type: ignore[arg-type]
-    return (
-        set(FleetLimits.__annotations__) | set(FleetLimits.__optional_keys__)
-        if any(p.kind is p.VAR_KEYWORD for p in params.values())
-        else set()
-    )
+        on_fleet = where.task_function("on_fleet")
+        inspect.signature(on_fleet).bind_partial(["local"], on_done=print, **where.fleet_limits())
 
 
 def test_every_command_that_reads_files_there_runs_a_task() -> None:

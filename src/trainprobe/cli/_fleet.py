@@ -174,7 +174,7 @@ def show_report(
     report's ``exit_code`` unless given) for one report, ``result`` its JSON (its ``to_json()`` unless
     given)."""
     if where.on:
-        where.task_function("on")
+        where.task_function("on")  # an installation without the remote engine says so before targets are read
         targets = where.targets()
         if is_fleet(targets):
             return show_fleet(
