@@ -111,6 +111,11 @@ LOG_SUFFIXES = (".log", ".txt", ".jsonl", ".json", ".csv", ".tsv", ".out", ".md"
 # .txt, .md or .json without metric rows is most likely something else (notes, a config) and only skipped.
 SURE_LOG_SUFFIXES = (".log", ".out", ".err", ".jsonl", ".csv", ".tsv")
 # JSON files beside a checkpoint that hold no metrics (trainer_state.json, which does, is not among them).
+#: the log files (a run directory counts as one) that one command reads: past them the rest are said not
+#: read (exit 2), never dropped — 100,000 small logs are minutes of reading, and the report of a part is no
+#: report of the whole. ``--max-logs N`` reads more (0: every one).
+MAX_LOGS = 2_000
+
 _NOT_LOGS = (MANIFEST_SUFFIX, ".index.json", "config.json", "metadata.json")
 
 

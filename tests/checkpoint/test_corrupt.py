@@ -122,6 +122,34 @@ def test_broken_file_is_named_and_others_still_scanned(tmp_path: Path, case: str
     assert report.exit_code == 1
 
 
+def test_an_empty_checkpoint_file_in_a_folder_or_a_unit_is_unreadable_never_dropped(tmp_path: Path) -> None:
+    """A save that created its file and never wrote it: in a directory walk and inside a unit the same answer
+    as the file given alone, never left out of the count (a unit that would read as healthy without it)."""
+    from trainprobe.checkpoint.check import check_paths
+
+    _good(tmp_path)
+    (tmp_path / "model.pt").touch()
+    (tmp_path / "notes").touch()  # an empty file of no checkpoint's name stays a listed side file
+    unit = tmp_path / "checkpoint-2"
+    unit.mkdir()
+    (unit / "model.safetensors").touch()
+    opt = torch.optim.Adam([torch.nn.Parameter(torch.ones(3))])
+    opt.zero_grad()
+    opt.param_groups[0]["params"][0].grad = torch.ones(3)
+    opt.step()
+    torch.save(opt.state_dict(), unit / "optimizer.pt")
+
+    report = scan([str(tmp_path)])
+    verdicts = {f.path: f.verdict for f in report.files}
+    assert verdicts[str(tmp_path / "model.pt")] == "unreadable"
+    assert verdicts[str(unit / "model.safetensors")] == "unreadable"
+    assert str(tmp_path / "notes") not in verdicts
+    assert report.exit_code == 2
+    checked = {u["path"]: u for u in check_paths([str(unit)]).to_json()["units"]}
+    assert checked[str(unit)]["verdict"] == "unreadable"
+    assert "is empty" in json.dumps(checked[str(unit)])
+
+
 def test_verify_finds_a_flipped_byte_that_loading_ignores(tmp_path: Path) -> None:
     path = _good(tmp_path)
     data = bytearray(path.read_bytes())

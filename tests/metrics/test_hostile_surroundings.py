@@ -317,14 +317,52 @@ def test_a_catastrophic_pattern_is_refused(tmp_path: Path) -> None:
     ok(trainprobe("logs", log, "--event", "(a|ab)*c"), 2, seconds=5)
 
 
-def test_many_small_logs_finish(tmp_path: Path) -> None:
-    for d in range(20):
-        sub = tmp_path / f"d{d}"
+def _small_logs(root: Path, count: int) -> None:
+    for d in range(0, count, 1000):
+        sub = root / f"d{d // 1000:03d}"
         sub.mkdir()
-        for i in range(100):
-            (sub / f"{i}.log").write_text(f"step 1 loss 1.0\nstep 2 loss {1.0 + i}\n")
-    ran = trainprobe("logs", "-q", tmp_path, timeout=120)
-    ok(ran, (0, 1), seconds=60, rss_mb=1500)
+        for i in range(d, min(d + 1000, count)):
+            (sub / f"{i}.log").write_text(f"step 1 loss 1.0\nstep 2 loss {1.0 + i % 7}\nstep 3 loss 1.0\n")
+
+
+def test_100000_small_logs_are_read_up_to_the_bound_and_the_rest_said(tmp_path: Path) -> None:
+    """Reading every one is minutes: ``logs`` and ``triage`` read the first 2,000 (``--max-logs``), say how
+    many more there are, and exit 2 (incomplete), within the issue's 10 s of CPU."""
+    _small_logs(tmp_path, 100_000)
+    ran = trainprobe("logs", "--json", tmp_path, timeout=120)
+    ok(ran, 2)
+    doc = json.loads(ran.out)
+    assert len(doc["runs"]) == 2000
+    assert doc["not_read"] == [
+        {
+            "path": str(tmp_path),
+            "why": "98,000 log files under it, past the 2,000 log files a command reads "
+            "(--max-logs N reads more, 0 every one)",
+        }
+    ]
+    ran = trainprobe("triage", "--json", tmp_path, timeout=120)
+    ok(ran, 2)
+    report = json.loads(ran.out)
+    assert len(report["log_files"]) == 2000
+    skipped = report["logs_skipped"]
+    assert any("98,000 log files under it" in s["why"] for s in skipped), skipped
+
+
+def test_max_logs_bounds_what_is_read_and_0_reads_every_one(tmp_path: Path) -> None:
+    _small_logs(tmp_path, 30)
+    ran = trainprobe("logs", "--max-logs", "10", tmp_path)
+    ok(ran, 2)
+    assert "20 log files under it, past the 10 log files a command reads" in ran.out
+    assert "the report is incomplete" in ran.out
+    ok(trainprobe("logs", "--max-logs", "0", tmp_path), (0, 1))
+    files = sorted(tmp_path.glob("*/*.log"))[:3]
+    ran = trainprobe("logs", "--max-logs", "2", *files)
+    ok(ran, 2)
+    assert f"not read {files[2]}: past the 2 log files a command reads" in ran.out, ran.out
+    ran = trainprobe("triage", "--max-logs", "10", tmp_path)
+    ok(ran, 2)
+    assert "20 log files under it" in ran.out, ran.out
+    assert "not everything could be read" in ran.out, ran.out
 
 
 def test_a_sparse_3_gb_wandb_record_log_is_streamed(tmp_path: Path) -> None:

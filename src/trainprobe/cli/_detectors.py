@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from trainprobe.cli._command import at_least, non_negative_seconds, positive_number
+from trainprobe.conventions import MAX_LOGS
 
 #: --fail-on's choices, most severe first
 FAIL_ON = ("error", "warning", "info", "never")
@@ -63,3 +64,12 @@ def add_detector_options(group: Any, *, stall: Literal["all", "floor", "none"] =
         if flag == "--stall-floor" and stall == "floor":
             keywords = {**keywords, "help": _STALL_FLOOR_ALONE}
         group.add_argument(flag, **keywords)
+
+
+def add_max_logs(group: Any) -> None:
+    """--max-logs (logs and triage: the one bound on the log files a command reads)."""
+    group.add_argument(
+        "--max-logs", type=at_least(0), default=MAX_LOGS, metavar="N",
+        help="Read at most N log files (a W&B or MLflow run counts as one; default: %(default)s; 0: every "
+        "one). Those past N are reported as not read (exit 2), never skipped silently.",
+    )  # fmt: skip

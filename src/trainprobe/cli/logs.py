@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trainprobe.cli._command import Command, CommandParser
-from trainprobe.cli._detectors import SEVERITY_STYLE, add_detector_options, add_fail_on
+from trainprobe.cli._detectors import SEVERITY_STYLE, add_detector_options, add_fail_on, add_max_logs
 from trainprobe.cli._fleet import show_report
 from trainprobe.cli._output import Console, Output
 from trainprobe.cli._verdicts import FLEET_EXIT_CODES
@@ -150,6 +150,7 @@ def add_arguments(parser: CommandParser) -> None:
         help="The column that is the step axis (e.g. --step global_step), instead of the one trainprobe "
         "picks from the records (the report says which it picked, and why).",
     )  # fmt: skip
+    add_max_logs(options)
     add_detector_options(options)
     output = parser.group("output")
     output.add_argument(
@@ -170,6 +171,7 @@ def logs(
     checkpoints: Path | None,
     pattern: str | None,
     step: str | None,
+    max_logs: int,
     threshold: float,
     window: int,
     stall_factor: float,
@@ -188,6 +190,7 @@ def logs(
         checkpoints=checkpoints,
         pattern=pattern,
         step=step,
+        max_logs=max_logs,
     )
     if where.on and (html is not None or png is not None) and is_fleet(where.targets()):
         raise UsageError(

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from trainprobe.cli._command import Command, CommandParser, at_least
-from trainprobe.cli._detectors import add_detector_options
+from trainprobe.cli._detectors import add_detector_options, add_max_logs
 from trainprobe.cli._output import Console, Output
 from trainprobe.cli._plain import Table, escape
 from trainprobe.cli._verdicts import STYLE
@@ -99,6 +99,7 @@ def add_arguments(parser: CommandParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="The run's directory (logs and checkpoints).")
     options = parser.add_argument_group("options")
     add_detector_options(options, stall="floor")
+    add_max_logs(options)
     options.add_argument("--workers", type=at_least(1), metavar="N", help="Checkpoints checked at once.")
     parser.group("output").add_argument(
         "--html", dest="html_path", type=Path, metavar="FILE", help="Write the self-contained HTML report."
@@ -112,13 +113,14 @@ def triage(
     threshold: float,
     stall_floor: float,
     event: list[str],
+    max_logs: int,
     workers: int | None,
     out: Output,
     where: Where,
 ) -> int:
     options: dict[str, Any] = {
         "threshold": threshold, "stall_floor_s": stall_floor, "event_patterns": list(event),
-        "workers": workers,
+        "max_logs": max_logs, "workers": workers,
     }  # fmt: skip
     from trainprobe.triage import render_triage_html
 

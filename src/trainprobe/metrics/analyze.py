@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from trainprobe.conventions import step_json, step_text
+from trainprobe.conventions import MAX_LOGS, step_json, step_text
 from trainprobe.errors import UsageError, report_verdict
 from trainprobe.metrics import detectors as det
 from trainprobe.metrics.context import attach_stalls, derive_events, nearest_event, suggest
@@ -29,7 +29,7 @@ from trainprobe.metrics.findings import (
     Finding,
 )
 from trainprobe.metrics.log_facts import log_facts
-from trainprobe.metrics.reading import gives_series, no_rows_error, read_logs
+from trainprobe.metrics.reading import LogBudget, gives_series, no_rows_error, read_logs
 from trainprobe.metrics.roles import metric_kind
 from trainprobe.metrics.series import downsample
 from trainprobe.metrics.split_files import pair_split_files
@@ -59,8 +59,8 @@ class Options:
     # ``--pattern``: a regex with named groups (``step`` and any metric) that reads each line of a text log
     # instead of the tokenizer, for a line shape it cannot read.
     pattern: str | None = None
-    # ``--step KEY``: the column each run takes as its step axis, instead of the one its records suggest
-    step: str | None = None
+    step: str | None = None  # ``--step KEY``: each run's step axis, instead of the one its records suggest
+    max_logs: int = MAX_LOGS  # ``--max-logs N``: the log files read (0: every one), the rest said not read
 
     def to_json(self) -> dict[str, Any]:
         """The options as JSON (for :func:`analyze_json` on a far machine); :meth:`from_json` reads it."""
@@ -74,6 +74,7 @@ class Options:
             "checkpoints": None if self.checkpoints is None else str(self.checkpoints),
             "pattern": self.pattern,
             "step": self.step,
+            "max_logs": self.max_logs,
         }
 
     @classmethod
@@ -217,6 +218,7 @@ def analyze(
         sources = [sources]
     runs: list[RunLog] = []
     not_read: list[NotRead] = []
+    budget = LogBudget(options.max_logs)
     for src in sources:
         if isinstance(src, RunLog):
             runs.append(src)
@@ -228,6 +230,7 @@ def analyze(
                     line_pattern=line_pattern,
                     not_read=not_read,
                     step=options.step,
+                    budget=budget,
                 )
             )
         else:

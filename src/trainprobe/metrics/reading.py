@@ -6,9 +6,11 @@ from __future__ import annotations
 import errno
 import os
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from trainprobe.conventions import is_log_name
+from trainprobe.conventions import MAX_LOGS, is_log_name
 from trainprobe.errors import LogError, UsageError
 from trainprobe.metrics.axis import FORCED_STEP
 from trainprobe.metrics.events import FAILURE
@@ -18,6 +20,38 @@ from trainprobe.metrics.walk import NotRead, regular_file, walk
 
 _HEAD = 65536
 _SHOWN = 6
+
+
+def past_logs_why(max_logs: int, under: int | None = None) -> str:
+    """Why a log past ``max_logs`` was not read (``under``: the count of those under a directory) — the
+    words every command uses."""
+    what = "past" if under is None else f"{under:,} log file{'s' * (under != 1)} under it, past"
+    return f"{what} the {max_logs:,} log files a command reads (--max-logs N reads more, 0 every one)"
+
+
+@dataclass
+class LogBudget:
+    """How many more logs the command reads (``left`` None: no bound), shared by the paths it was given."""
+
+    max_logs: int = MAX_LOGS
+    left: int | None = None
+
+    def __post_init__(self) -> None:
+        self.left = self.max_logs if self.max_logs > 0 else None
+
+    def take(self) -> bool:
+        """Whether one more log is read (and counted)."""
+        if self.left is None:
+            return True
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return True
+
+    def split(self, paths: Sequence[str]) -> tuple[list[str], list[str]]:
+        """(the paths read, those past the budget), in the order given."""
+        keep = [p for p in paths if self.take()]
+        return keep, list(paths[len(keep) :])
 
 
 def pick_reader(path: Path, *, checked: bool = False) -> LogReader:
@@ -70,17 +104,22 @@ def _claimer(directory: Path) -> RunDirReader | None:
     return None
 
 
-def _walk(root: Path, options: ReadOptions, not_read: list[NotRead]) -> list[RunLog]:
+def _walk(root: Path, options: ReadOptions, not_read: list[NotRead], budget: LogBudget) -> list[RunLog]:
     """Run directories a directory reader claims, read as a run (the files it reads and the folders it owns
-    taken out of the walk); every other log file by itself. What cannot be opened goes to ``not_read``."""
+    taken out of the walk); every other log file by itself. What cannot be opened goes to ``not_read``, and
+    so does, as one entry, the count of logs past the budget."""
     runs: list[RunLog] = []
     owned: set[Path] = set()
+    past = 0
     for node in walk(root, not_read):
         claimed = _claimer(node.path)
         if claimed is not None:
             files, dirs = claimed.owns(node.path)
             owned.update(files)
             node.dirs[:] = [d for d in node.dirs if d not in dirs]
+            if not budget.take():
+                past += 1
+                continue
             try:
                 runs.extend(with_side_runs(claimed.read_dir(node.path, options, not_read)))
             except TooSparse as exc:
@@ -91,6 +130,9 @@ def _walk(root: Path, options: ReadOptions, not_read: list[NotRead]) -> list[Run
             path = node.path / name
             if path in owned or not is_log_name(name):
                 continue
+            if not budget.take():
+                past += 1
+                continue
             why = regular_file(path)
             if why is not None:
                 not_read.append(NotRead(str(path), why))
@@ -99,6 +141,8 @@ def _walk(root: Path, options: ReadOptions, not_read: list[NotRead]) -> list[Run
                 runs.extend(_read_file(path, options, checked=True))
             except LogError as exc:  # one damaged log is said, and the rest of the tree still read
                 not_read.append(NotRead(str(path), exc.message.removeprefix(f"{path}: ")))
+    if past:
+        not_read.append(NotRead(str(root), past_logs_why(budget.max_logs, past)))
     return runs
 
 
@@ -109,14 +153,17 @@ def read_logs(
     line_pattern: re.Pattern[str] | None = None,
     not_read: list[NotRead] | None = None,
     step: str | None = None,
+    budget: LogBudget | None = None,
 ) -> list[RunLog]:
     """Read one log file (format detected from its content), a run directory, or every log under a
     directory. Runs with no rows are left out of a directory's list. Paths under a directory that could not
     be opened go to ``not_read`` (given: the caller reports them; not given: any makes a LogError).
-    ``step`` (``--step KEY``): the column each run takes as its step axis, where it has one."""
+    ``step`` (``--step KEY``): the column each run takes as its step axis, where it has one. ``budget``:
+    the logs still to read (shared by the paths of one command; default: :data:`MAX_LOGS`), the rest not
+    read."""
     token = FORCED_STEP.set(step)
     try:
-        return _read_logs(path, event_patterns, line_pattern, not_read)
+        return _read_logs(path, event_patterns, line_pattern, not_read, budget or LogBudget())
     finally:
         FORCED_STEP.reset(token)
 
@@ -126,6 +173,7 @@ def _read_logs(
     event_patterns: list[re.Pattern[str]] | None,
     line_pattern: re.Pattern[str] | None,
     not_read: list[NotRead] | None,
+    budget: LogBudget,
 ) -> list[RunLog]:
     options = ReadOptions(tuple(event_patterns or ()), line_pattern)
     path = Path(path)
@@ -137,7 +185,7 @@ def _read_logs(
     if path.is_dir():
         missed: list[NotRead] = [] if not_read is None else not_read
         before = len(missed)
-        runs = _walk(path, options, missed)
+        runs = _walk(path, options, missed, budget)
         if not_read is None and missed:
             raise LogError(f"{missed[0].path}", f"not read: {missed[0].why}")
         if not runs and len(missed) > before:
@@ -157,6 +205,12 @@ def _read_logs(
         if not found:
             raise no_rows_error(runs)
         return found
+    if not budget.take():
+        why = past_logs_why(budget.max_logs)
+        if not_read is None:
+            raise LogError(str(path), why)
+        not_read.append(NotRead(str(path), why))
+        return []
     return _read_file(path, options)
 
 
@@ -203,4 +257,11 @@ def no_rows_error(runs: list[RunLog]) -> LogError:
     )
 
 
-__all__ = ["gives_series", "no_rows_error", "pick_reader", "read_logs"]
+__all__ = [
+    "LogBudget",
+    "gives_series",
+    "no_rows_error",
+    "past_logs_why",
+    "pick_reader",
+    "read_logs",
+]

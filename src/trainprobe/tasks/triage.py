@@ -33,6 +33,7 @@ def collect_on(
     threshold: float = 6.0,
     stall_floor_s: float = 10.0,
     event_patterns: list[str] | None = None,
+    max_logs: int | None = None,
     workers: int | None = None,
     timeout: float | None = 3600.0,
     connect_timeout: float = CONNECT_TIMEOUT_S,
@@ -42,7 +43,8 @@ def collect_on(
     try:
         return collect_task().on(
             target, run_dir, timeout=timeout, connect_timeout=connect_timeout, threshold=threshold,
-            stall_floor_s=stall_floor_s, event_patterns=list(event_patterns or []), workers=workers,
+            stall_floor_s=stall_floor_s, event_patterns=list(event_patterns or []), max_logs=max_logs,
+            workers=workers,
         )  # fmt: skip
     except RemoteExceptionError as exc:
         if "UsageError" in exc.remote_traceback:

@@ -27,11 +27,12 @@ from trainprobe.checkpoint.check import CheckResult, check_unit
 from trainprobe.checkpoint.check.cross import cross_unit_evidence
 from trainprobe.checkpoint.safe_io import walk_files
 from trainprobe.checkpoint.units.discover import NOT_READ, Unit, discover_units
-from trainprobe.conventions import is_log_name
+from trainprobe.conventions import MAX_LOGS, is_log_name
 from trainprobe.errors import LogError, TrainprobeError, UsageError
 from trainprobe.metrics import LogReport, Options, RunLog, analyze, read_logs
 from trainprobe.metrics.events import CHECKPOINT_SAVE
 from trainprobe.metrics.log_facts import log_facts
+from trainprobe.metrics.reading import LogBudget, past_logs_why
 
 COLLECT_VERSION = 3
 _MAX_BAD_TENSORS = 20
@@ -73,16 +74,18 @@ def find_run_units(run_dir: str) -> tuple[list[str], list[Unit], list[tuple[str,
         if os.path.isdir(u.path):
             inside.append(os.path.realpath(u.path) + os.sep)
     logs: list[str] = []
+    # a file of a resolved root that is no symlink is its own real path (100,000 logs: no realpath each)
+    resolved = os.path.realpath(root) == str(root)
     for full in sorted(walk_files(str(root), [])):  # what it cannot open is in not_read already
-        path = Path(full)
-        name = path.name
+        name = os.path.basename(full)
         if not is_log_name(name):
             continue
-        real = os.path.realpath(path)
-        # trainer_state.json is a log too (the Trainer's whole history so far), even inside checkpoint-N/.
-        if real in taken or (name != "trainer_state.json" and any(real.startswith(d) for d in inside)):
-            continue
-        logs.append(str(path))
+        if taken or inside:
+            real = full if resolved and not os.path.islink(full) else os.path.realpath(full)
+            # trainer_state.json is a log too (the Trainer's whole history so far), even inside checkpoint-N/
+            if real in taken or (name != "trainer_state.json" and any(real.startswith(d) for d in inside)):
+                continue
+        logs.append(full)
     # The HF Trainer copies trainer_state.json (the whole log history so far) into every checkpoint-N/: read
     # only the newest, or every anomaly would be reported once per checkpoint.
     states = [p for p in logs if os.path.basename(p) == "trainer_state.json"]
@@ -250,6 +253,7 @@ if TYPE_CHECKING:  # typing.TypedDict is 3.8+; this module also runs on the far 
         threshold: float
         stall_floor_s: float
         event_patterns: Sequence[str] | None
+        max_logs: int | None
         workers: int | None
         progress: Callable[[float], None] | None
 
@@ -260,11 +264,14 @@ def collect(
     threshold: float = 6.0,
     stall_floor_s: float = 10.0,
     event_patterns: Sequence[str] | None = None,
+    max_logs: int | None = None,
     workers: int | None = None,
     progress: Callable[[float], None] | None = None,
 ) -> dict[str, Any]:
     """Discover, analyse, scan and check one run directory; return the evidence as a JSON-ready dict.
 
+    ``max_logs``: the log files read (default :data:`~trainprobe.conventions.MAX_LOGS`, 0: every one): the
+    result's ``log_files``; those past it are one entry of ``logs_skipped`` (the run dir: their count).
     Checkpoints are scanned and checked in parallel (``workers`` threads; each file's own reads are threaded
     too); the logs are analysed meanwhile. ``progress`` receives fractions of the work that add up to 1.0.
     Unreadable files are part of the result, never raised; a missing directory raises UsageError."""
@@ -277,6 +284,10 @@ def collect(
     # One namespace for every path: a run dir reached through a symlink names its units under the resolved
     # root, so their relpaths (and the titles that quote them) are the same as for the real directory.
     log_files, targets, not_read = find_run_units(root)
+    cap = MAX_LOGS if max_logs is None else max_logs
+    log_files, past = LogBudget(cap).split(log_files)
+    if past:  # one entry for them all; ``log_files`` are the files read
+        not_read.append((root, past_logs_why(cap, len(past))))
     units = 1 + len(targets)
     lock = threading.Lock()
 
@@ -286,7 +297,9 @@ def collect(
                 progress(1.0 / units)
 
     patterns_given = list(event_patterns or [])
-    options = Options(threshold=threshold, stall_floor_s=stall_floor_s, event_patterns=patterns_given)
+    options = Options(
+        threshold=threshold, stall_floor_s=stall_floor_s, event_patterns=patterns_given, max_logs=cap
+    )
 
     def read_logs_and_analyze() -> LogsRead:
         try:

@@ -105,9 +105,12 @@ def sort_parts(unit: Unit, probe: Probe | None = None) -> Unit:
     for part in unit.parts:
         if os.path.normpath(part.path) in covered:
             continue
+        empty = not probe.isdir(part.path) and probe.size(part.path) == 0
         if probe.isdir(part.path) or shards.get(part.path):
             parts.append(part)
-        elif probe.size(part.path) == 0 or part.path.lower().endswith(NOT_CHECKPOINT_SUFFIXES):
+        elif empty and part.path.lower().endswith(CHECKPOINT_SUFFIXES):
+            parts.append(part)  # a save that never wrote its data: read, it is "empty", never dropped
+        elif empty or part.path.lower().endswith(NOT_CHECKPOINT_SUFFIXES):
             unit.listed.append(part)
         elif probe.readable(part.path):
             parts.append(part)
