@@ -24,6 +24,7 @@ from trainprobe.checkpoint.scanning.report import FileReport, UnitReport
 from trainprobe.checkpoint.units.discover import Unit
 from trainprobe.checkpoint.units.facts import PartFacts
 from trainprobe.checkpoint.units.frameworks import Framework, framework_named
+from trainprobe.checkpoint.units.needs import missing_part_evidence
 from trainprobe.checkpoint.units.rates import rate_evidence
 from trainprobe.checkpoint.units.sets import missing_descriptor_evidence
 from trainprobe.checkpoint.units.sidefiles import side_file_evidence
@@ -146,6 +147,10 @@ def unit_evidence(
         ]
     out.extend(whole)
     listed = [p.path for p in unit.listed]
+    if not alone:
+        out.extend(
+            missing_part_evidence(unit.path, unit.parts, [*unit.unread, *listed], framework, here=here)
+        )
     out.extend(missing_descriptor_evidence([p.path for p in unit.parts], listed, here=here))
     if here:
         out.extend(side_file_evidence(unit.path, listed))

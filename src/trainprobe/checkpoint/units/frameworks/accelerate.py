@@ -9,11 +9,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from typing import ClassVar
 
 from trainprobe.checkpoint.units.frameworks.base import (
     SAVES,
     FrameworkBase,
     Layout,
+    Need,
     Part,
     role_by_name,
 )
@@ -26,6 +28,16 @@ class Accelerate(FrameworkBase):
     name = "accelerate"
     # the optimizer steps once per step (its counters are the step: the folder counts saves)
     exact_steps = True
+    # load_state loads every model and optimizer it prepared from its file (a missing one raises); a model a
+    # save hook writes itself lands in a sub-folder (diffusers' unet/), which counts
+    needs: ClassVar[Sequence[Need]] = (
+        Need("weights", "Accelerator.load_state finds no model file to load"),
+        Need(
+            "optimizer",
+            "a scheduler is saved with its optimizer: load_state finds no optimizer file",
+            when=("scheduler",),
+        ),
+    )
 
     def name_counts(self, separator: str) -> str:
         # its automatic naming (checkpoint_<i>) counts saves, not steps

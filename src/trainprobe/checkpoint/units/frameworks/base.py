@@ -10,7 +10,9 @@ A framework (one module each in ``trainprobe.checkpoint.units.frameworks``) answ
   Non-finite values are findings only in weights, buffers and optimizer state; in metadata (a callback's
   ``inf`` placeholder score, a metric) they are notes. ``None`` leaves the generic rule.
 
-``counts`` says what each step source of its units counts (``optimizer steps``, ``epochs``, ``saves``): only
+``needs`` lists the parts each of its saves writes (:class:`Need`: the weights always; the optimizer whenever
+a scheduler was saved): a unit without one is damaged, whatever the parts it has say. ``counts`` says what
+each step source of its units counts (``optimizer steps``, ``epochs``, ``saves``): only
 sources that count optimizer steps are compared with each other; ``name_counts(separator)`` what the step in a
 unit's name counts, by the separator before the number (accelerate's ``checkpoint_<i>`` counts saves).
 ``exact_steps``: its step counts every optimizer step, so optimizer counters behind it mean a stale optimizer
@@ -60,6 +62,22 @@ class Part:
     role: Role
 
 
+@dataclass(frozen=True)
+class Need:
+    """A part a framework's save always writes — whenever the unit holds a part of a role in ``when`` (empty:
+    always) — and ``why``: what the framework's own loader does without it. ``names``: the file names that
+    are the part (a side file, ``trainer_state.json``), where its role alone does not say it."""
+
+    role: Role
+    why: str
+    when: tuple[Role, ...] = ()
+    names: tuple[str, ...] = ()
+
+    @property
+    def what(self) -> str:
+        return " or ".join(self.names) if self.names else f"{self.role} file"
+
+
 @dataclass
 class Layout:
     """What a framework says a directory is: its parts, and the sub-directories it claims as parts."""
@@ -91,6 +109,11 @@ class Framework(Protocol):
     @property
     def counts(self) -> Mapping[str, str]:
         """Step source ("name", "step field", "scheduler", "trainer_state.json") -> what it counts."""
+        ...
+
+    @property
+    def needs(self) -> Sequence[Need]:
+        """The parts each of its saves writes (:class:`Need`): one absent is damage."""
         ...
 
     def name_counts(self, separator: str) -> str:
@@ -126,6 +149,7 @@ class FrameworkBase:
 
     name: str
     counts: ClassVar[Mapping[str, str]] = STEP_COUNTS
+    needs: ClassVar[Sequence[Need]] = ()
     exact_steps: bool = False
     step_counts_every_optimizer: bool = False
     covers_by_partition: bool = False

@@ -20,6 +20,7 @@ from trainprobe.checkpoint.units.frameworks.base import (
     STEP_COUNTS,
     FrameworkBase,
     Layout,
+    Need,
     Part,
     role_by_name,
 )
@@ -38,6 +39,26 @@ class HfTrainer(FrameworkBase):
         "trainer_state.json": OPTIMIZER_STEPS,
         "scheduler": OPTIMIZER_STEPS,
     }
+    # _save_checkpoint writes the model and trainer_state.json always, and optimizer.pt, scheduler.pt and
+    # rng_state*.pth together unless save_only_model (then none of them); resume loads the optimizer and
+    # scheduler only when both files are there, else it goes on silently with fresh ones. scheduler.pt is
+    # not required: under DeepSpeed a scheduler DeepSpeed owns is saved in global_stepN/. save_model, the
+    # final save, writes the model and training_args.bin alone: no trainer_state.json is due there.
+    needs: ClassVar[Sequence[Need]] = (
+        Need("weights", "the Trainer's resume and from_pretrained find no model to load"),
+        Need(
+            "optimizer",
+            "the Trainer saves it with scheduler.pt and rng_state, and resumes with a fresh optimizer "
+            "without it",
+            when=("scheduler", "rng"),
+        ),
+        Need(
+            "config",
+            "resume reads the step, epoch and log history from it, and starts them over without it",
+            when=("optimizer", "scheduler", "rng"),
+            names=("trainer_state.json",),
+        ),
+    )
 
     def layout(self, folder: str, files: Sequence[str], dirs: Sequence[str]) -> Layout | None:
         names = set(files)
