@@ -4,8 +4,10 @@ In one run it writes ``--n`` small logs (default 100,000; ``--rows`` rows each, 
 shapes — text ``key=value`` lines with a timestamp, JSONL, CSV with a header — into a temporary directory
 (100 per sub-directory; deleted afterwards unless ``--keep``), then reports
 
-  - trainprobe: ``trainprobe logs DIR --json`` in a child process — wall seconds, logs per second and peak
-    RSS (of the child: ``ru_maxrss`` of the waited-for process);
+  - trainprobe: ``trainprobe logs DIR --json --max-logs 0`` (every log read) in a child process — wall
+    seconds, logs per second and peak RSS (of the child: ``ru_maxrss`` of the waited-for process);
+  - trainprobe as a user runs it, ``trainprobe logs DIR --json``: the first ``conventions.MAX_LOGS`` (2,000)
+    read and the rest said not read (exit 2) — the wall seconds the 10 s of issue 19 are about;
   - floor: one Python process that walks the same tree and reads every file and ``json.loads`` its first
     line (``cat`` with a parse) — the least any tool reading each file must pay, measured in the same run so
     the ratio means something on a noisy, shared machine.
@@ -132,8 +134,9 @@ def main() -> None:
             print(f"wrote {args.n:,} logs ({size / 1e6:.1f} MB) in {time.perf_counter() - t:.1f} s")
         floor_s, floor_rss, floor_out = _child_rss_runner([sys.executable, "-c", _FLOOR, str(root)])
         prof = ["-m", "cProfile", "-s", "cumtime"] if args.profile else []
-        argv = [sys.executable, *prof, "-m", "trainprobe", "logs", str(root), "--json"]
+        argv = [sys.executable, *prof, "-m", "trainprobe", "logs", str(root), "--json", "--max-logs", "0"]
         tp_s, tp_rss, tp_out = _child_rss_runner(argv)
+        bounded_s, bounded_rss, bounded_out = _child_rss_runner(argv[: argv.index("--max-logs")])
         if args.profile:
             text = tp_out.decode(errors="replace")
             print(text[text.find("   Ordered by") :][:6000])
@@ -151,6 +154,14 @@ def main() -> None:
             f"peak RSS {tp_rss / 2**20:6.0f} MiB"
         )
         print(f"ratio trainprobe / floor: {tp_s / floor_s:.1f}x   ({n:,} logs, {args.rows} rows each)")
+        if not args.profile:
+            bounded = json.loads(bounded_out)
+            said = "; ".join(f"{x['path']}: {x['why']}" for x in bounded.get("not_read", [])[:1])
+            print(
+                f"trainprobe logs DIR --json (default bound):    {bounded_s:7.2f} s  "
+                f"read {len(bounded['runs']):,} of {n:,}, peak RSS {bounded_rss / 2**20:6.0f} MiB; "
+                f"not read: {said or 'none'}"
+            )
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
