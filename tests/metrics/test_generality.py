@@ -22,19 +22,19 @@ def _write(path: Path, lines: list[str]) -> Path:
 
 
 def test_coverage_counts_numeric_lines_rows_and_the_shapes_not_read(tmp_path: Path) -> None:
-    lines = ["starting"] + [f"it {i} loss {1 / (i + 1):.4f}" for i in range(30)]
-    lines += [f"  {i}   {1 / (i + 1):.4f}  {i / 300:.4f}  3.2e-4" for i in range(20)]
+    lines = ["starting"] + [f"it {i} loss {1 / (i + 1):.4f}" for i in range(300)]
+    lines += [f"  {i}   {1 / (i + 1):.4f}  {i / 300:.4f}  3.2e-4" for i in range(12)]
     (run,) = read_logs(_write(tmp_path / "train.log", lines))
     cover = run.coverage
     assert cover is not None
-    assert (cover.numeric_lines, cover.row_lines, cover.missed_lines) == (50, 30, 20)
-    assert cover.unread[0].lines == 20
+    assert (cover.numeric_lines, cover.row_lines, cover.missed_lines) == (312, 300, 12)
+    assert cover.unread[0].lines == 12
     assert cover.unread[0].example.startswith("0   1.0000")
-    assert cover.unread[0].line_no == 32
-    assert cover.partly_read is None  # 20 missed, 30 read: read in the main
+    assert cover.unread[0].line_no == 302
+    assert cover.partly_read is None  # 12 missed, 300 read: read in the main
     report = analyze(tmp_path / "train.log")
     assert report.exit_code == 0
-    assert report.to_json()["runs"][0]["coverage"]["unread_shapes"][0]["lines"] == 20
+    assert report.to_json()["runs"][0]["coverage"]["unread_shapes"][0]["lines"] == 12
 
 
 def test_a_log_whose_metric_lines_were_mostly_not_read_is_partly_read_never_healthy(tmp_path: Path) -> None:

@@ -10,7 +10,11 @@ that its shape *repeats* with values that *vary*, and that those values are meas
 non-integer number (``0.4213``, ``1.2e-4``), in values that are new on a good share of its lines — where a
 shape listing, a NCCL channel table or a parameter count holds integers only, and a config or model summary
 printed again at each restart repeats the same few values. The log is "partly read" when such lines
-outnumber the lines read as rows.
+come to a twentieth of the lines read as rows: a record kind left unread is often the rarer one (an eval
+line every few train lines), so it need not outnumber the rows to leave series out. A progress bar's own
+figures (``100%``, ``2/2``, ``13.3it/s``) are no measurement; the values of its postfix are. A line kept
+for its counter alone (``3/20  0.0455  0.0300``) whose measurements went unnamed was read only in part, and
+counts among the lines not read.
 """
 
 from __future__ import annotations
@@ -25,6 +29,13 @@ _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 # A measurement: a number with a fractional part standing by itself (``0.4213``, ``1.2e-4``, ``13.3it/s``),
 # not part of a name, a path or a version (``python3.8/``, ``v1.2.3``, ``10.0.0.1``).
 _DECIMAL = re.compile(r"(?<![\w./\\])[-+]?(?:\d*\.\d+|\d+\.)(?:[eE][-+]?\d+)?(?![\d./\\])")
+# A progress bar's own figures (``100%``, ``2/2``, ``13.3it/s``, ``0.2s``, ``[00:01<00:00]``): how far a loop
+# has gone and how fast, never a metric the reader missed; a bar's ``loss=0.23`` postfix still is one.
+_BAR = re.compile(r"[━█▏▎▍▌▋▊▉#]{3,}|\d%\|")
+_BAR_FIGURES = re.compile(
+    r"\d+(?:\.\d+)?%|\d+/\d+|[\d.]+\s*(?:it|s|ex|samples|tok|batch)/(?:s|it)|\[[\d:<,. ]*\]"
+    r"|(?<![\w.])[\d.]+s\b"
+)
 _MAX_SHAPES = 512
 _SHAPE_CHARS = 160
 _SHOWN = 5
@@ -34,6 +45,11 @@ MIN_REPEATS = 10
 # measurements; this many distinct ones always do.
 _DISTINCT_SHARE = 0.25
 _DISTINCT_ENOUGH = 64
+# Missed lines against the lines read as rows that make a log partly read. A record kind the reader did not
+# understand is often the rarer one (an eval line every few train lines, a summary each epoch), far fewer
+# lines than the rows read: the eval lines of the tuned logs, made unreadable, came to 8% of the rows and
+# more, where the most a log read right leaves unread is 2% (a score line each epoch).
+MISSED_SHARE = 0.05
 
 
 @dataclass
@@ -81,8 +97,9 @@ class Coverage:
 
     @property
     def partly_read(self) -> str | None:
-        """Why the log counts as read only in part (what was missed outweighs what was read), or None."""
-        if self.missed_lines == 0 or self.missed_lines <= self.row_lines:
+        """Why the log counts as read only in part (what was missed comes to ``MISSED_SHARE`` of what was
+        read as rows), or None."""
+        if self.missed_lines == 0 or self.missed_lines <= MISSED_SHARE * self.row_lines:
             return None
         top = next((s for s in self.unread if s.looks_like_metrics), None)
         example = f" (e.g. line {top.line_no}: {top.example[:100]!r})" if top is not None else ""
@@ -132,7 +149,15 @@ class ShapeCounter:
     def unread(self, text: str, line_no: int) -> None:
         """A line with a digit that gave no row (``line_no`` counts from 1)."""
         self.numeric_lines += 1
-        message = text.strip()
+        self._count(text.strip(), line_no)
+
+    def unnamed(self, text: str, line_no: int, numbers: list[str]) -> None:
+        """A line kept for its counter alone (counted in ``read``) whose other ``numbers`` went unnamed: when
+        one is a measurement, the line was read only in part, and its shape counts as a line not read."""
+        if _is_measured(" ".join(numbers)):
+            self._count(text.strip(), line_no)
+
+    def _count(self, message: str, line_no: int) -> None:
         numbers = tuple(_NUMBER.findall(message))
         shape = _NUMBER.sub("#", message)[:_SHAPE_CHARS]
         got = self._shapes.get(shape)
@@ -147,7 +172,7 @@ class ShapeCounter:
         if not got.varies and numbers != got._first_numbers:
             got.varies = True
         seen = got._measured_values
-        if got.varies and not got.measured and numbers not in seen and _is_measured(message):
+        if got.varies and not got.measured and numbers not in seen and _is_measured(_without_bar(message)):
             seen.add(numbers)
             got.measured = len(seen) >= _DISTINCT_ENOUGH
 
@@ -169,8 +194,12 @@ def _is_measured(message: str) -> bool:
     return False
 
 
+def _without_bar(message: str) -> str:
+    return _BAR_FIGURES.sub(" ", message) if _BAR.search(message) else message
+
+
 def has_digit(text: str) -> bool:
     return any(c.isdigit() for c in text)
 
 
-__all__ = ["MIN_REPEATS", "Coverage", "ShapeCounter", "UnreadShape", "has_digit"]
+__all__ = ["MIN_REPEATS", "MISSED_SHARE", "Coverage", "ShapeCounter", "UnreadShape", "has_digit"]

@@ -24,6 +24,7 @@ from trainprobe.metrics.readers.text.tokens import (
 BOUNDARY_PUNCT = frozenset(",;|)]}>/'\"[(")
 KEY_PUNCT_SEPS = frozenset(":=")
 _MAX_KEY_WORDS = 8
+_GROUP_REACH = 48  # tokens back from a key to the ``(`` of the group it is in: a line costs no more than that
 # verbs between a name and its value, read as a ``:`` (``loss is 0.1287``, ``accuracy was 0.93``)
 _COPULAS = frozenset({"is", "was", "are", "were", "equals"})
 _NOT_NAMES = frozenset({"the", "a", "an", "our", "its", "and", "or", "then", "while", "but", "with", "so"})
@@ -144,7 +145,31 @@ class TokenCursor:
                 (n + 1 for n, t in enumerate(idx[:-1]) if self.text(t).lower() in _NOT_NAMES), default=0
             )
             idx = idx[cut:]
-        return clean_key(" ".join(self.text(t) for t in idx)), [*idx, *copula]
+        key = clean_key(" ".join(self.text(t) for t in idx))
+        if sep in KEY_PUNCT_SEPS and (group := self.group_name(idx[0])) is not None:
+            key = f"{group}/{key}"
+        return key, [*idx, *copula]
+
+    def group_name(self, first: int) -> str | None:
+        """``Policy #0 lag: (min: -1.0, avg: -1.0, max: -1.0)``: the name before the ``:`` (or ``is``) of a
+        group in parentheses that a key at token ``first`` is inside of. Alone, ``min`` or ``avg`` names no
+        series; several groups of one line (a lag's, a reward's) would each give one, and all but one would
+        be lost. The name's words stay unused (each key of the group takes them)."""
+        k = first - 1
+        for _ in range(_GROUP_REACH):
+            k = self.skip_space(k, -1)
+            if k < 0 or self.text(k) in ")[]{}":
+                return None
+            if self.text(k) == "(":
+                break
+            k -= 1
+        else:
+            return None
+        colon = self.skip_space(k - 1, -1)  # ``lag: (``, or a verb that says what ``:`` says (``Fps is (``)
+        if colon < 0 or not (self.text(colon) in KEY_PUNCT_SEPS or self.text(colon).lower() in _COPULAS):
+            return None
+        words = self.words_before(self.skip_space(colon - 1, -1), ":")
+        return clean_key(" ".join(self.text(t) for t in words)) if words else None
 
     def grouped_key(self, close: int, sep: str) -> tuple[str | None, list[int]]:
         """``elapsed time per iteration (ms):`` and ``Epoch(train)``: a group in parentheses ends the key; a

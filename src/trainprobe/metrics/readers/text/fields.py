@@ -4,10 +4,12 @@ the message is prose.
 The rules, each a general mechanism rather than one project's line shape:
 
 - a **value** is a number, ``nan``/``inf``, or a quoted number (``'loss': '2.31'``); a list after a key
-  (``lr=[9.6e-06, 9.6e-06]``, ``Epoch: [0]``) gives its first element;
+  (``lr=[9.6e-06, 9.6e-06]``, ``Epoch: [0]``) gives its first element, a list of (index, value) pairs
+  (``reward: [(0, '-92.8')]``) its first pair's value;
 - its **key** is the name before it: a quoted name, or words before ``:``/``=`` (``train loss:``,
   ``lm loss:``, ``elapsed time per iteration (ms):``, ``Epoch(train)``), or, with only a space between, the
-  last word (``loss 2.5``), or every word of a ``|``-separated segment (``| valid loss 5.50 |``);
+  last word (``loss 2.5``), or every word of a ``|``-separated segment (``| valid loss 5.50 |``); a key
+  inside a group in parentheses after a name's ``:`` is qualified by it (``lag: (min: -1.0)`` → ``lag/min``);
 - ``N/M`` is a counter: ``iteration 10/ 1000`` gives the iteration and its total, an unnamed
   ``[640/60000]`` or ``100/1000`` (a progress bar) is the run's counter, named by a word after it
   (``200/ 2983 batches``); a compound key ``"global_step/max_steps": "1/2353"`` splits in two;
@@ -84,6 +86,10 @@ class Fields:
     prose_words: list[str] = field(default_factory=list)
     exact: bool = True  # every number is a plain slot: the message can become a template
 
+    def unnamed(self, message: str) -> list[str]:
+        """The numbers of ``message`` that fill no field."""
+        return [message[s.start : s.end] for s in self.slots if s.key is None]
+
 
 class _Scan(TokenCursor):
     def __init__(self, toks: list[Token]) -> None:
@@ -113,6 +119,8 @@ class _Scan(TokenCursor):
         if key is None:
             return None
         j = self.skip_space(i + 1, 1)
+        if self.text(j) == "(":
+            return self.take_pairs(i, j, key, key_idx)
         values: list[tuple[float, int, int, float | None]] = []
         while j < self.n:
             v = self.value_at(j)
@@ -132,6 +140,33 @@ class _Scan(TokenCursor):
             self.slot(v[1], v[2], None)
         if not not_a_field(key) and self.store(key, values[0][0], key_idx):
             self.out.slots[-len(values)].key = key
+        for t in range(i, j + 1):
+            self.used[t] = True
+        return j + 1
+
+    def take_pairs(self, i: int, j: int, key: str, key_idx: list[int]) -> int | None:
+        """``Avg episode reward: [(0, '-92.843')]``: a list of (index, value) pairs, one per policy or agent,
+        gives the key its first pair's value; every number is a slot."""
+        pairs: list[tuple[int, int]] = []  # the token of each pair's index and of its value
+        while self.text(j) == "(":
+            index = self.value_at(self.skip_space(j + 1, 1))
+            comma = -1 if index is None else self.skip_space(index[2] + 1, 1)
+            value = self.value_at(self.skip_space(comma + 1, 1)) if self.text(comma) == "," else None
+            close = -1 if value is None else self.skip_space(value[2] + 1, 1)
+            if index is None or value is None or self.text(close) != ")" or index[3] is not None:
+                return None
+            pairs.append((index[1], value[1]))
+            j = self.skip_space(close + 1, 1)
+            if self.text(j) == ",":
+                j = self.skip_space(j + 1, 1)
+        if not pairs or self.text(j) != "]" or self.text(self.skip_space(i - 1, -1)) not in KEY_PUNCT_SEPS:
+            return None
+        for at, value_at in pairs:
+            self.slot(at, at, None)
+            self.slot(value_at, value_at, None)
+        first = self.value_at(pairs[0][1])
+        if first is not None and not not_a_field(key) and self.store(key, first[0], key_idx):
+            self.out.slots[-2 * len(pairs) + 1].key = key
         for t in range(i, j + 1):
             self.used[t] = True
         return j + 1

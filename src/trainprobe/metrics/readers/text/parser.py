@@ -3,9 +3,8 @@
 A line read one by one goes: prefix (:mod:`.prefix`: timestamp, level, logger, rank, host) → tokens
 (:mod:`.tokens`) → fields (:mod:`.fields`) → a metric row, a continuation of the record above it, an event
 (:mod:`trainprobe.metrics.events`), or a skipped line with the reason why. A metric row read that way
-teaches a template (:mod:`.template`), and the lines of its shape in later chunks are read in bulk. Rows
-keep their line number, so bulk blocks and single rows interleave as they did in the file.
-"""
+teaches a template (:mod:`.template`), and the lines of its shape in later chunks are read in bulk (rows
+keep their line number: bulk blocks and single rows interleave as in the file)."""
 
 from __future__ import annotations
 
@@ -143,6 +142,7 @@ class LineParser:
             if why is not None or not any(not k.startswith("#") for k in fields.values):
                 # kept (a record's next line, a progress counter), and said, should the log hold no metric
                 self._note(order, text, why or "a progress counter and no named field")
+                self.shapes.unnamed(body, order + 1, fields.unnamed(body))
             self._add_fields(fields, order, wall, eval_context=eval_context)
             if why is None and not eval_context:
                 self._learn(fields, text, raw, prefix.body_start, stamp)
