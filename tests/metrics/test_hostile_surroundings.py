@@ -365,6 +365,24 @@ def test_max_logs_bounds_what_is_read_and_0_reads_every_one(tmp_path: Path) -> N
     assert "not everything could be read" in ran.out, ran.out
 
 
+def test_the_bound_counts_a_run_directory_and_the_logs_beside_it(tmp_path: Path) -> None:
+    """A W&B run directory past the bound is one log not read, and a log file beside it one more."""
+    from trainprobe.metrics import Options, analyze
+
+    nan_log(tmp_path / "a.log")
+    shutil.copytree(REAL_WANDB, tmp_path / "wandb", symlinks=True)
+    (run_dir,) = (
+        p for p in (tmp_path / "wandb").iterdir() if p.is_dir() and p.name.startswith("offline-run")
+    )
+    nan_log(run_dir / "train.log")
+    report = analyze(tmp_path, options=Options(max_logs=1))
+    assert [r.path for r in report.runs] == [str(tmp_path / "a.log")]
+    assert [(n.path, n.why.split(",")[0]) for n in report.not_read] == [
+        (str(tmp_path), "2 log files under it")
+    ]
+    assert len(analyze(tmp_path, options=Options(max_logs=0)).runs) >= 3
+
+
 def test_a_sparse_3_gb_wandb_record_log_is_streamed(tmp_path: Path) -> None:
     records = next(REAL_WANDB.glob("*/run-*.wandb"))
     log = tmp_path / "run-big.wandb"

@@ -104,6 +104,17 @@ def _claimer(directory: Path) -> RunDirReader | None:
     return None
 
 
+def _read_run_dir(
+    reader: RunDirReader, path: Path, options: ReadOptions, not_read: list[NotRead], runs: list[RunLog]
+) -> None:
+    try:
+        runs.extend(with_side_runs(reader.read_dir(path, options, not_read)))
+    except TooSparse as exc:
+        not_read.append(NotRead(str(path), str(exc)))
+    except LogError as exc:
+        not_read.append(NotRead(str(path), exc.message))
+
+
 def _walk(root: Path, options: ReadOptions, not_read: list[NotRead], budget: LogBudget) -> list[RunLog]:
     """Run directories a directory reader claims, read as a run (the files it reads and the folders it owns
     taken out of the walk); every other log file by itself. What cannot be opened goes to ``not_read``, and
@@ -117,15 +128,10 @@ def _walk(root: Path, options: ReadOptions, not_read: list[NotRead], budget: Log
             files, dirs = claimed.owns(node.path)
             owned.update(files)
             node.dirs[:] = [d for d in node.dirs if d not in dirs]
-            if not budget.take():
-                past += 1
-                continue
-            try:
-                runs.extend(with_side_runs(claimed.read_dir(node.path, options, not_read)))
-            except TooSparse as exc:
-                not_read.append(NotRead(str(node.path), str(exc)))
-            except LogError as exc:
-                not_read.append(NotRead(str(node.path), exc.message))
+            if budget.take():
+                _read_run_dir(claimed, node.path, options, not_read, runs)
+            else:
+                past += 1  # and the other logs beside it are still met (and counted) below
         for name in node.files:
             path = node.path / name
             if path in owned or not is_log_name(name):
