@@ -37,10 +37,10 @@ def _verdicts(path: Path) -> tuple[str, str, str]:
 @pytest.mark.parametrize(
     ("name", "removed", "words"),
     [
-        (HF, "model.safetensors", "no weights file: a hf-trainer save always writes one"),
+        (HF, "model.safetensors", "no weights file: every hf-trainer save writes one"),
         (HF, "optimizer.pt", "no optimizer file (it has rng, scheduler)"),
         (HF, "trainer_state.json", "no trainer_state.json (it has optimizer, rng, scheduler)"),
-        (ACCELERATE, "model.safetensors", "no weights file: a accelerate save always writes one"),
+        (ACCELERATE, "model.safetensors", "no weights file: every accelerate save writes one"),
         (ACCELERATE, "optimizer.bin", "no optimizer file (it has scheduler)"),
     ],
 )

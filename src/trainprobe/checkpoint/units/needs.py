@@ -49,7 +49,7 @@ def missing_part_evidence(
         out.append(
             Evidence(
                 "required-parts", "fail",
-                f"no {need.what}{had}: a {framework.name} save always writes one; {need.why}",
+                f"no {need.what}{had}: every {framework.name} save writes one; {need.why}",
                 indicates=V.CORRUPT, values={"missing": need.what},
             )
         )  # fmt: skip
