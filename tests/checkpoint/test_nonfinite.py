@@ -125,6 +125,54 @@ def test_small_chunks_give_the_same_answer(tmp_path: Path) -> None:
     assert whole.first_bad_index == tuple(int(i) for i in np.unravel_index(first, tuple(view.shape)))
 
 
+# Bit patterns of one bad value each: quiet and signalling NaNs of both signs and odd payloads, and ±Inf.
+_BAD_BITS = {
+    "float32": [
+        0x7FC00000,
+        0xFFC00000,
+        0x7F800001,
+        0xFF800001,
+        0x7FFFFFFF,
+        0xFFFFFFFF,
+        0x7F800000,
+        0xFF800000,
+    ],
+    "float64": [
+        0x7FF8000000000000,
+        0xFFF8000000000000,
+        0x7FF0000000000001,
+        0xFFFFFFFFFFFFFFFF,
+        0x7FF0000000000000,
+        0xFFF0000000000000,
+    ],
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_one_bad_value_anywhere_in_a_large_tensor_is_found(tmp_path: Path, dtype: str) -> None:
+    # Large float32/float64 tensors are judged by their extremes per block first (bits.all_finite): every
+    # NaN payload and either infinity, alone among the largest finite values, at the edges of those blocks
+    # and of a vector loop, is still counted, and nothing is where there is none.
+    n = (1 << 20) + 37  # past the blocks of 2**18 elements and the pieces threads take
+    positions = [0, 1, 15, 16, 17, (1 << 18) - 1, 1 << 18, (1 << 18) + 1, n // 2, n - 2, n - 1]
+    bits_dtype = np.uint32 if dtype == "float32" else np.uint64
+    patterns = _BAD_BITS[dtype]
+    tensors: dict[str, Any] = {}
+    for i, pos in enumerate(positions):
+        pattern = patterns[i % len(patterns)]
+        values = np.full(n, np.finfo(dtype).max, dtype=dtype)
+        values[::2] = -np.finfo(dtype).max
+        values.view(bits_dtype)[pos] = pattern
+        tensors[f"t{i}"] = torch.from_numpy(values)
+    tensors["clean"] = torch.from_numpy(np.full(n, np.finfo(dtype).max, dtype=dtype))
+    recs = _save_and_open(tmp_path, tensors)
+    for i, pos in enumerate(positions):
+        got = count_nonfinite(recs[f"t{i}"])
+        assert got.total == 1, (i, pos, got)
+        assert got.first_bad_index == (pos,), (i, pos, got)
+    assert count_nonfinite(recs["clean"]).total == 0
+
+
 @pytest.mark.parametrize(
     "dtype", ["float32", "float64", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
 )

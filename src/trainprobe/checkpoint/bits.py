@@ -48,7 +48,24 @@ def all_finite(dtype: str, block: Array) -> bool:
     if dtype in _BITS:
         exp = _BITS[dtype][0]
         return not bool(((block & exp) == exp).any())
+    if block.dtype.kind == "f" and block.dtype.itemsize >= 4 and block.dtype.isnative and block.ndim == 1:
+        return _extremes_finite(block)
     return bool(np.isfinite(block).all())
+
+
+#: Elements per look at a block's extremes: the second pass finds them in the core's own cache.
+_EXTREMES_ELEMS = 1 << 18
+
+
+def _extremes_finite(block: Array) -> bool:
+    """Whether a float32/float64 block is finite, from its largest and smallest values: ``maximum`` keeps a
+    NaN and +Inf, ``minimum`` a NaN and −Inf, and neither writes a mask (``isfinite`` writes one per
+    element): in numpy's vector loops both together take about two thirds of ``isfinite(...).all()``."""
+    for start in range(0, block.size, _EXTREMES_ELEMS):
+        part = block[start : start + _EXTREMES_ELEMS]
+        if not (np.isfinite(np.maximum.reduce(part)) and np.isfinite(np.minimum.reduce(part))):
+            return False
+    return True
 
 
 def classify(dtype: str, block: Array) -> tuple[int, int, int]:

@@ -3,7 +3,8 @@
 Paths become units (:mod:`trainprobe.checkpoint.units.discover`); every part of every unit is opened (pickles
 read with the safe unpickler, data memory-mapped), then every tensor is checked by a pool of threads, a large
 one in pieces (numpy releases the GIL in its loops; the report is the same whatever the threads), its
-fingerprint taken in the same pass. Non-finite values count only in
+fingerprint taken in the same pass (a large one read from its file's map under a read lease where one can
+be had: :mod:`.mapped`). Non-finite values count only in
 weights and optimizer state; in metadata (a callback's ``inf`` score) they are notes. The result is a
 :class:`ScanReport` whose JSON form (``to_json``/``from_json``) is the documented, versioned schema
 ``trainprobe scan --json`` prints and the remote scan ships back."""
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import mmap
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -19,9 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainprobe.checkpoint.fingerprint import mark_identical
-from trainprobe.checkpoint.numerics import NonFinite, Piece, Stats, plan_nonfinite, plan_stats
+from trainprobe.checkpoint.numerics import NonFinite, Piece, Stats, plan_stats
 from trainprobe.checkpoint.reading.base import Checkpoint, TensorRecord
+from trainprobe.checkpoint.reading.lease import Lease, take_lease
 from trainprobe.checkpoint.scanning.judge import PartRead, judge_unit
+from trainprobe.checkpoint.scanning.mapped import MAPPED_MIN, plan_mapped
 from trainprobe.checkpoint.scanning.report import (
     FileReport,
     ScanReport,
@@ -135,7 +139,9 @@ class _TensorCheck:
     """One tensor's check as jobs for any thread (its NaN/Inf pieces, then its statistics' pieces) and the
     :class:`TensorResult` they make, finished in the jobs' order by the thread that collects them."""
 
-    def __init__(self, record: TensorRecord, stats: bool, role: str, part: str, threaded: bool) -> None:
+    def __init__(
+        self, record: TensorRecord, stats: bool, role: str, part: str, threaded: bool, lease: Lease | None
+    ) -> None:
         self.result = TensorResult(
             name=record.name,
             param_name=record.param_name,
@@ -150,7 +156,7 @@ class _TensorCheck:
         self.stats: Plan[Any, Stats | None] | None = None
         self.failed: _Failed | None = None  # a plan that could not be made
         try:
-            self.count = plan_nonfinite(record, fingerprint=True, threaded=threaded)
+            self.count = plan_mapped(record, lease, threaded=threaded)
             if stats:
                 self.stats = plan_stats(record)
         except _KNOWN as exc:
@@ -179,6 +185,24 @@ class _TensorCheck:
         elif self.stats is not None:
             result.stats = _stats_dict(self.stats.finish(summed))
         return result
+
+
+def _nothing() -> None:
+    return None
+
+
+def _lease_for(record: TensorRecord, leases: dict[Any, Lease | None], taken: list[Lease]) -> Lease | None:
+    """The read lease of a large tensor's map (taken the first time one is asked for; None where none can
+    be had), added to ``taken`` when it is taken here."""
+    buffer = record.storage.buffer
+    if record.nbytes < MAPPED_MIN or not isinstance(buffer, mmap.mmap):
+        return None
+    if buffer in leases:
+        return leases[buffer]
+    lease = leases[buffer] = take_lease(buffer)
+    if lease is not None:
+        taken.append(lease)
+    return lease
 
 
 _SMALL = 64 << 20  # bytes of checkpoint below which one thread does it all: a pool costs more than it saves
@@ -229,13 +253,17 @@ def read_parts(
         return ckpt
 
     pool = Pool(workers, "trainprobe-scan") if workers > 1 else None
+    leases: dict[Any, Lease | None] = {}  # per map: the read lease its large tensors are read under
     try:
         opens = [functools.partial(open_one, i) for i in range(len(requests))]
         checkpoints = list(in_order(opens, pool, workers, window=len(opens)))
-        facts = _check_all(requests, files, checkpoints, pool, workers, stats, verify, progress)
+        facts = _check_all(requests, files, checkpoints, (pool, workers, leases), stats, verify, progress)
     finally:
         if pool is not None:
             pool.shutdown()
+        for lease in leases.values():
+            if lease is not None:
+                lease.let_go()
     reads = [PartRead(file, fact) for file, fact in zip(files, facts, strict=True)]
     for ckpt in checkpoints:
         if ckpt is not None:
@@ -247,14 +275,15 @@ def _check_all(
     requests: Sequence[PartRequest],
     files: list[FileReport],
     checkpoints: list[Checkpoint | None],
-    pool: Any,
-    workers: int,
+    threads: tuple[Any, int, dict[Any, Lease | None]],
     stats: bool,
     verify: bool,
     progress: Callable[[float], None] | None,
 ) -> list[PartFacts | None]:
     """Every tensor of every opened part checked (and each part verified), into its file's report; the facts
-    of each part (None where it did not open)."""
+    of each part (None where it did not open). ``threads``: the pool (None: this thread), its workers, and
+    the read leases of the maps (taken here, let go when a part's last job is collected)."""
+    pool, workers, leases = threads
     total_bytes = sum(r.nbytes for c in checkpoints if c is not None for r in c.records) or 1
     facts: list[PartFacts | None] = []
     opened: list[tuple[FileReport, Checkpoint, list[TensorRole]]] = []
@@ -266,19 +295,24 @@ def _check_all(
         role = part_role(file.role)
         facts.append(PartFacts.of(file.path, role, ckpt, framework))
         opened.append((file, ckpt, list(tensor_roles(ckpt, role, framework))))
-    # What is asked, in order: a tensor's check, or a part's verify (None) with its jobs. A tensor's plan is
-    # made when the window of jobs in flight reaches it.
-    asked: collections.deque[tuple[FileReport, _TensorCheck | None, int]] = collections.deque()
+    # What is asked, in order: a tensor's check, a part's verify (None) or its end (the leases it took) with
+    # its jobs. A tensor's plan is made when the window of jobs in flight reaches it.
+    asked: collections.deque[tuple[FileReport, _TensorCheck | list[Lease] | None, int]] = collections.deque()
 
     def jobs() -> Iterator[Callable[[], Any]]:
         for file, ckpt, roles in opened:
+            taken: list[Lease] = []
             for record, tensor_role in zip(ckpt.records, roles, strict=True):
-                check = _TensorCheck(record, stats, tensor_role, file.path, pool is not None)
+                lease = _lease_for(record, leases, taken)
+                check = _TensorCheck(record, stats, tensor_role, file.path, pool is not None, lease)
                 asked.append((file, check, len(check.jobs)))
                 yield from check.jobs
             if verify:
                 asked.append((file, None, 1))
                 yield ckpt.verify
+            if taken:  # collected after every job of the part: no thread reads its maps any more
+                asked.append((file, taken, 1))
+                yield _nothing
 
     done: list[Any] = []
     for value in in_order(jobs(), pool, workers):
@@ -289,6 +323,9 @@ def _check_all(
         asked.popleft()
         if check is None:
             file.problems.extend(done[0])
+        elif isinstance(check, list):
+            for lease in check:
+                lease.let_go()
         else:
             file.tensors.append(check.finish([v for v, _seconds in done]))
             file.seconds += sum(seconds for _v, seconds in done)
