@@ -6,9 +6,9 @@ first, so that a file cut while it is read is an error, never a SIGBUS; that cop
 read lease (:mod:`trainprobe.checkpoint.reading.lease`) it cannot be cut while a block is read, so the pieces
 of :func:`plan_mapped` read the map directly, the lease found whole before each block: from the block where a
 writer broke it, the rest is read with ``pread``, as without a lease (a file the writer then cuts is "changed
-while read"; one it only opened reads on to the same report). The pieces count,
-locate and fingerprint exactly as ``plan_nonfinite``'s (its ``finish`` combines them), so the report is the
-same whichever reads a tensor and whatever the threads. Stdlib + numpy only."""
+while read"; one it only opened reads on to the same report). The pieces count, locate and fingerprint
+exactly as ``plan_nonfinite``'s (its ``finish`` combines them), so the report is the same whichever reads a
+tensor and whatever the threads. Stdlib + numpy only."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ Array = np.ndarray[Any, Any]
 #: Tensors smaller than this are left to ``plan_nonfinite`` (it reads them from the map already, after a
 #: size check: a window of one block).
 MAPPED_MIN = 1 << 20
-#: Bytes of a tensor checked per numpy call (and per look at the lease): few calls, so the threads seldom
-#: wait for each other's GIL; a bool mask of a quarter of it.
+#: Bytes of a tensor read per look at the lease (and per call to ``all_finite``): a writer that breaks the
+#: lease waits for at most this much to be read.
 MAPPED_BLOCK = 4 << 20
 #: Bytes of a tensor read before their pages are dropped, at once, from the resident set: each drop is a TLB
 #: flush on every core the threads run on, and one per 16 MB piece cost a fifth of a two-thread scan.
