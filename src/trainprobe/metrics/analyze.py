@@ -16,12 +16,10 @@ from trainprobe.metrics import detectors as det
 from trainprobe.metrics.context import attach_stalls, derive_events, nearest_event, suggest
 from trainprobe.metrics.events import (
     CHECKPOINT_SAVE,
-    NONFINITE_LINE,
     RESUME,
     Event,
 )
 from trainprobe.metrics.findings import (
-    NON_FINITE,
     RECURRING,
     SEVERITY_RANK,
     SPIKE,
@@ -30,7 +28,7 @@ from trainprobe.metrics.findings import (
 )
 from trainprobe.metrics.log_facts import log_facts
 from trainprobe.metrics.reading import LogBudget, gives_series, no_rows_error, read_logs
-from trainprobe.metrics.roles import metric_kind
+from trainprobe.metrics.reported_nonfinite import detect_reported_nonfinite
 from trainprobe.metrics.series import downsample
 from trainprobe.metrics.split_files import pair_split_files
 from trainprobe.metrics.step_axis import no_step_found
@@ -299,38 +297,8 @@ def _detect(run: RunLog, events: list[Event], options: Options) -> list[Finding]
     found.extend(det.detect_missing(run))
     found.extend(det.detect_lost_rows(run, events, found))
     found.extend(det.detect_unfinished(run))
-    found.extend(_reported_nonfinite(run, events, found))
+    found.extend(detect_reported_nonfinite(run, events, found))
     return det.one_per_event(found)
-
-
-def _reported_nonfinite(run: RunLog, events: list[Event], found: list[Finding]) -> list[Finding]:
-    """A line that says NaN/Inf appeared (fairseq's nan_detector, "loss is nan"), when no value showed it."""
-    out: list[Finding] = []
-    losses = [m for m in run.metrics if metric_kind(m) == "loss"] or run.metrics
-    for e in events:
-        if e.kind != NONFINITE_LINE or not losses:
-            continue
-        if any(f.kind == NON_FINITE and abs(f.step - e.step) <= 1 for f in found + out):
-            continue
-        out.append(
-            Finding(
-                NON_FINITE,
-                "error",
-                run.name,
-                losses[0],
-                e.step,
-                e.step,
-                row=max(0, min(e.row, len(run) - 1)),
-                message=(
-                    f"the log reports a non-finite value after step {step_text(e.step)}: {_clip(e.text, 160)}"
-                ),
-            )
-        )
-    return out
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _line_pattern(pattern: str | None) -> re.Pattern[str] | None:

@@ -100,12 +100,15 @@ _CODE_LINE = re.compile(
     r"|\w\s+=\s*\S|\w\s*\+=|\w=(?![-+]?\d[\w.+-]*(?:[\s,;)\]]|$))\S|\w\(|\\\s*$|[:{(\[]\s*$"
 )
 _QUOTED = re.compile(r"'[^'\n]{0,512}'|\"[^\"\n]{0,512}\"")
-# A line that says a NaN/Inf appeared (fairseq's nan_detector: "Inf detected in output of …", "loss is nan"),
+# A line that says a NaN/Inf appeared (fairseq's nan_detector: "Inf detected in output of …", "loss is nan",
+# vw's "update is NAN, replacing with 0"),
 # not a routine fp16 overflow notice ("OVERFLOW! … Skipping step").
 _NONFINITE_LINE = re.compile(
     r"(?i)\b(?:nan|inf|infinity|non-finite)\b\W{0,3}(?:\w+\W+){0,2}?(?:detected|found|encountered)\b"
     r"|\b(?:detected|found|encountered)\W+(?:\w+\W+){0,2}?(?:nan|inf|non-finite)\b"
-    r"|\bloss\b\W{0,3}(?:is|became|=)\W{0,3}(?:nan|inf)\b"
+    r"|\b(?:loss|update|gradient|grad|prediction|output)s?\b\W{0,3}(?:is|are|became|=)\W{0,3}(?:nan|inf)\b"
+    # vw's "NAN prediction in example 1, forcing 0": a NaN named by what it is in, in capitals or not
+    r"|\b(?:nan|inf)\s+(?:loss|update|gradient|grad|prediction|output)s?\b"
 )
 _EPOCH_LINE = re.compile(r"(?i)^\W*(?:start(?:ing)?\s+)?epoch\s*[:=#]?\s*(\d+)")
 _STEP_IN_LINE = re.compile(r"(?i)\b(?:global[_ ]step|step|iteration|iter|it)\s*[:=#]?\s*(\d{1,15})\b")

@@ -50,7 +50,10 @@ _COUNTER = re.compile(
     r"micro_?step|ep(?:isode)?.?len|^batch(?:_?id|_?idx)?$|^(?:step|iter)_?id$|skipped|loss.?scale|^ntokens$|^nsentences$|^sample_size$|num_input_tokens|total_flos|"
     r"params|parameters|seq(?:uence)?.?len|instances$|images$|^imgsz$|^size$|^gpu_mem|"
     # resources and settings, not how training goes: memory in use, a count of classes or layers, a device id
-    r"(?:^|[\s_/])mem(?:ory)?(?:$|[\s_/])|max_?mem|mem_?(?:allocated|reserved)|^num[\s_\-]|^device$"
+    r"(?:^|[\s_/])mem(?:ory)?(?:$|[\s_/])|max_?mem|mem_?(?:allocated|reserved)|^num[\s_\-]|^device$|"
+    # one example's target and size, and the weight of the examples seen (vw's ``current label``,
+    # ``current features``, ``example weight``): what went in, not how training goes
+    r"(?:^|[\s_])(?:label|features)$|example.?weight"
 )
 # The running statistics of what goes in, not of how training goes: a normaliser's mean and deviation of the
 # observations or goals (baselines' ``stats_o/mean``, ``stats_g/std``; VecNormalize's ``obs_rms``).

@@ -52,7 +52,9 @@ STEP_NAMES = frozenset(
         "updates",
     }
 )
-_STEP_LAST_WORDS = frozenset({"step", "iter", "iteration", "global_step"})
+_STEP_LAST_WORDS = frozenset(
+    {"step", "iter", "iteration", "global_step", "counter"}
+)  # vw: ``example counter``
 _EPOCH_WORDS = frozenset({"epoch", "ep"})
 _GROUP = re.compile(r"\s*\([^()]*\)\s*$")
 _SPLIT_WORD_PREFIX = re.compile(r"(?i)^(?:train|training|valid|val|eval|test)[_/]")

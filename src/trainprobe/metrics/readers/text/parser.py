@@ -20,7 +20,7 @@ from trainprobe.metrics.events import Event, event_from_line, merge_saves
 from trainprobe.metrics.readers.text.bulk import split_lines
 from trainprobe.metrics.readers.text.chunks import MAX_LINE, LineChunks, clean_chunk, clean_line
 from trainprobe.metrics.readers.text.clock import unwrap_days
-from trainprobe.metrics.readers.text.columns import HEADER_REACH, header_names, pair_row
+from trainprobe.metrics.readers.text.columns import ColumnTables, header_names
 from trainprobe.metrics.readers.text.fields import COUNTER_KEY, Fields, read_fields
 from trainprobe.metrics.readers.text.kv_table import KeyValueTable
 from trainprobe.metrics.readers.text.pattern import pattern_row
@@ -85,7 +85,7 @@ class LineParser:
         self._last_row = -2
         self._eval_banner = -2
         self._bulk_flags: tuple[int, bytearray] = (0, bytearray())
-        self._header: tuple[list[str], int] | None = None
+        self._columns = ColumnTables()
         self.shapes = ShapeCounter()  # what was and was not read, by line shape (RunLog.coverage)
         self._tagged = TaggedJson()  # lines of a tag and a JSON object (``:::MLLOG {...}``)
         self._table = KeyValueTable()  # a record as a table of ``| key | value |`` lines
@@ -121,20 +121,18 @@ class LineParser:
         body = text[prefix.body_start :]
         if self._tagged_row(body, order, wall) or self._table_line(body, order, wall):
             return
-        if (names := header_names(body)) is not None:
-            self._header = (names, order)  # the line is read as any other too (it may be an event)
+        self._columns.see_line(body, order)  # a header line is read as any other too (it may be an event)
         fields = read_fields(body)
         why = why_not_metrics(fields, body)
         eval_context = self._eval_banner == order - 1
         named = sum(not k.startswith("#") for k in fields.values)
         if eval_context and fields.values and not named:
             self._eval_banner = order  # an eval's progress bars: the banner holds for the lines under them
-        if named <= 1 and self._header is not None:  # a class name in the first cell reads as one field
-            header, at = self._header
-            row = pair_row(header, body) if order - at <= HEADER_REACH else None
+        if named <= 1:  # a class name in the first cell reads as one field
+            row = self._columns.row(body, order)
             if row is not None:
                 self._close_record()
-                self._last_row, self._header = order, (header, order)  # a table's reach: from its last row
+                self._last_row = order
                 self._record = _Record(order, row, wall, order)
                 self.shapes.read(1)
                 return
