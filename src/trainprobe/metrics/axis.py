@@ -4,7 +4,8 @@ The step axis, in this order of preference:
 
 1. a step-like key (``step``, ``iteration``, ``global_step``, llm.c's ``s``, ``Iter(train)``, …); when it
    starts again from the bottom each time an epoch key moves on (mmdetection's ``epoch`` + ``iter``), the two
-   make one axis: ``(epoch - first epoch) × iterations per epoch + iter``;
+   make one axis: ``(epoch - origin) × iterations per epoch + iter`` (origin: the first epoch logged, 0 or
+   1; in a log that starts later, 1, or 0 for fractional epochs);
 2. a counter (``[640/60000]``, a progress bar's ``100/1000``, ``200/ 2983 batches``): with an epoch key, the
    same two-counter axis (its total, or the largest value seen, is the period); alone, the step;
 3. an epoch key (Keras, timm, Ultralytics, the HF Trainer's stdout): the epoch, fractional or not;

@@ -75,7 +75,8 @@ class Columns:
 def _two_counter(
     outer: np.ndarray, outer_have: np.ndarray, inner: np.ndarray, inner_have: np.ndarray, total: float | None
 ) -> np.ndarray | None:
-    """``(epoch - first) × period + counter`` when the counter starts over as the epoch moves on."""
+    """``(epoch - origin) × period + counter`` when the counter starts over as the epoch moves on (origin: the
+    first epoch logged, 0 or 1; 1 for a log that starts later)."""
     both = np.flatnonzero(outer_have & inner_have)
     if both.size < 2:
         return None
@@ -90,10 +91,15 @@ def _two_counter(
     period = total if total is not None and total > 0 else _period(c, drops, moved)
     if period <= 0:
         return None
-    first = float(ep[both[0]])
+    # Epochs count from the first one logged when it is 0 or 1; in a log that starts later (a rotated or cut
+    # log, ``tail`` of a running one) from 0 when they are fractions (the HF Trainer's epoch is the steps
+    # done over the steps per epoch), else from 1, as most numberings do: a line's step does not depend on
+    # where the file begins.
+    fractional = bool(np.any(outer[outer_have] != np.floor(outer[outer_have])))
+    origin = min(np.floor(float(ep[both[0]])), 0.0 if fractional else 1.0)
     counter = _ffill(inner, inner_have)
     # An eval row after an epoch's last batch sits at that epoch's end.
-    return np.asarray((np.floor(ep) - np.floor(first)) * period + counter)
+    return np.asarray((np.floor(ep) - origin) * period + counter)
 
 
 def _period(c: np.ndarray, drops: np.ndarray, moved: np.ndarray) -> float:
@@ -298,7 +304,10 @@ def step_axis(cols: Columns, forced: str | None = None) -> tuple[np.ndarray, np.
             counters.remove(primary)
     elif epoch is not None:
         values, have = cols.cols[epoch], cols.have[epoch]
-        steps = _ffill(values, have)
+        # rows before the first epoch logged belong to the one before it: none (0) in a whole log, the epoch
+        # the file's first lines were cut from in a rotated or cut one (``Epoch 4/20`` is its first)
+        before = max(float(values[np.argmax(have)]) - 1.0, 0.0) if have.any() else 0.0
+        steps = _ffill(values, have, before)
         own = have.copy()
         cols.declared_end = _total_of(cols, epoch, constant=True)
     if steps is None:
