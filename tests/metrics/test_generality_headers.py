@@ -73,3 +73,5 @@ def test_a_line_that_reports_a_nan_is_a_finding_on_the_metric_it_names(tmp_path:
     (nan,) = [f for f in report.findings if f.kind == NON_FINITE]
     assert nan.metric == "current predict"
     assert nan.severity == "error"
+    assert nan.message.count("NAN prediction") == 1
+    assert "the non-finite value the log reports" not in nan.message  # its own line, not an event before it

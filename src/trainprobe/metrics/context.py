@@ -15,6 +15,7 @@ from trainprobe.metrics.events import (
     EPOCH,
     EVAL,
     LR_CHANGE,
+    NONFINITE_LINE,
     RESUME,
     Event,
     events_from_checkpoint_dir,
@@ -143,6 +144,8 @@ def nearest_event(events: list[Event], finding: Finding, near: float) -> tuple[E
 
 def suggest(f: Finding, near: float) -> None:
     e = f.event
+    if e is not None and e.kind == NONFINITE_LINE and e.text[:60] in f.message:
+        e = None  # the finding is that line's own report: "at the non-finite value the log reports" again
     if f.kind in (SPIKE, CLIFF, DIVERGENCE, NON_FINITE, MISSING) and e is not None:
         gap = f.event_distance or 0
         f.message += (
